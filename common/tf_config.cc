@@ -1,0 +1,286 @@
+#include "common/tf_config.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace pstrain {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status Error(absl::string_view field, absl::string_view problem) {
+  if (field.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", problem));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("TF_CONFIG: ", field, ": ", problem));
+}
+
+// Receives the parser's events only to learn where and why it failed: the DOM
+// parser without exceptions reports failure but not its position.
+class ParseErrorSax : public nlohmann::json_sax<Json> {
+ public:
+  const std::string& message() const { return message_; }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // what() is "[json.exception.parse_error.101] parse error at line 1,
+    // column 9: syntax error ..."; the bracketed id means nothing to users.
+    message_ = ex.what();
+    const size_t end_of_id = message_.find("] ");
+    if (end_of_id != std::string::npos) message_.erase(0, end_of_id + 2);
+    return false;
+  }
+
+ private:
+  std::string message_ = "parse error";
+};
+
+// "got a number" for error messages.
+std::string Got(const Json& value) {
+  return absl::StrCat("got ", value.is_array() || value.is_object() ? "an " : "a ",
+                      value.type_name());
+}
+
+absl::StatusOr<int> ParseIndexKey(absl::string_view field,
+                                  const std::string& key) {
+  int index = -1;
+  if (key.empty() || !absl::ascii_isdigit(key[0]) ||
+      !absl::SimpleAtoi(key, &index)) {
+    return Error(field, absl::StrCat("task index \"", key,
+                                     "\" is not a non-negative integer"));
+  }
+  return index;
+}
+
+// Reads one job: a list of addresses, or the sparse {"index": address} map.
+// `seen` maps every address read so far to its field, to refuse duplicates.
+absl::StatusOr<ClusterSpec::Job> ParseJob(
+    const std::string& name, const Json& value,
+    std::map<std::string, std::string>* seen) {
+  const std::string field = "cluster." + name;
+  std::vector<std::pair<int, const Json*>> entries;
+  if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      entries.emplace_back(static_cast<int>(i), &value[i]);
+    }
+  } else if (value.is_object()) {
+    for (const auto& [key, address] : value.items()) {
+      PSTRAIN_ASSIGN_OR_RETURN(int index, ParseIndexKey(field, key));
+      entries.emplace_back(index, &address);
+    }
+  } else {
+    return Error(field, absl::StrCat("expected a list of \"host:port\" or a "
+                                     "{\"index\": \"host:port\"} map, ",
+                                     Got(value)));
+  }
+  if (entries.empty()) return Error(field, "empty job (no tasks)");
+
+  ClusterSpec::Job job;
+  for (const auto& [index, address] : entries) {
+    const std::string task_field = absl::StrCat(field, "[", index, "]");
+    if (!address->is_string()) {
+      return Error(task_field,
+                   absl::StrCat("expected a \"host:port\" string, ", Got(*address)));
+    }
+    absl::StatusOr<HostPort> host_port =
+        ParseHostPort(address->get_ref<const std::string&>());
+    if (!host_port.ok()) return Error(task_field, host_port.status().message());
+    // Host names are case-insensitive.
+    const std::string canonical = absl::AsciiStrToLower(host_port->ToString());
+    auto [it, inserted] = seen->emplace(canonical, task_field);
+    if (!inserted) {
+      return Error(task_field, absl::StrCat("address \"", canonical,
+                                            "\" is also ", it->second));
+    }
+    job.emplace(index, *std::move(host_port));
+  }
+  return job;
+}
+
+absl::StatusOr<ClusterSpec> ParseCluster(const Json& cluster) {
+  if (!cluster.is_object()) {
+    return Error("cluster", absl::StrCat("expected an object of jobs, ",
+                                         Got(cluster)));
+  }
+  if (cluster.contains("chief") && cluster.contains("master")) {
+    return Error("cluster",
+                 "both \"chief\" and its legacy name \"master\" are given; "
+                 "keep one");
+  }
+  std::map<JobType, ClusterSpec::Job> jobs;
+  std::map<std::string, std::string> seen;
+  for (const auto& [name, value] : cluster.items()) {
+    absl::StatusOr<JobType> job_type = JobFromName(name);
+    if (!job_type.ok()) return Error("cluster", job_type.status().message());
+    PSTRAIN_ASSIGN_OR_RETURN(ClusterSpec::Job job, ParseJob(name, value, &seen));
+    if ((*job_type == JOB_CHIEF || *job_type == JOB_EVALUATOR) &&
+        job.size() > 1) {
+      return Error("cluster." + name,
+                   absl::StrCat("at most one task allowed, found ", job.size()));
+    }
+    jobs.emplace(*job_type, std::move(job));
+  }
+  return ClusterSpec(std::move(jobs));
+}
+
+// Checks that `index` names a task of `job` in `cluster`.
+absl::Status CheckIndexInJob(const ClusterSpec& cluster, JobType job,
+                             int index) {
+  const std::vector<int> indices = cluster.TaskIndices(job);
+  for (int i : indices) {
+    if (i == index) return absl::OkStatus();
+  }
+  const bool dense = indices.back() == static_cast<int>(indices.size()) - 1;
+  if (dense) {
+    return Error("task.index",
+                 absl::StrCat(index, " is out of range: job \"", JobName(job),
+                              "\" has ", indices.size(), " task",
+                              indices.size() == 1 ? "" : "s", " (indices 0-",
+                              indices.size() - 1, ")"));
+  }
+  return Error("task.index",
+               absl::StrCat(index, " is not an index of job \"", JobName(job),
+                            "\" (indices ", absl::StrJoin(indices, ", "), ")"));
+}
+
+absl::StatusOr<TaskRef> ParseTask(const Json& task, const ClusterSpec& cluster) {
+  if (!task.is_object()) {
+    return Error("task", absl::StrCat("expected an object {\"type\": ..., "
+                                      "\"index\": ...}, ",
+                                      Got(task)));
+  }
+  if (!task.contains("type")) return Error("task.type", "missing");
+  const Json& type = task["type"];
+  if (!type.is_string()) {
+    return Error("task.type", absl::StrCat("expected a string, ", Got(type)));
+  }
+  absl::StatusOr<JobType> job = JobFromName(type.get_ref<const std::string&>());
+  if (!job.ok()) return Error("task.type", job.status().message());
+
+  if (!task.contains("index")) return Error("task.index", "missing");
+  const Json& index = task["index"];
+  if (!index.is_number_integer()) {
+    return Error("task.index", absl::StrCat("expected an integer, ", Got(index)));
+  }
+  if (index.is_number_unsigned()
+          ? index.get<uint64_t>() > std::numeric_limits<int>::max()
+          : index.get<int64_t>() > std::numeric_limits<int>::max()) {
+    return Error("task.index", absl::StrCat(index.dump(), " is too large"));
+  }
+  if (!index.is_number_unsigned() && index.get<int64_t>() < 0) {
+    return Error("task.index", absl::StrCat(index.dump(), " is negative"));
+  }
+  const int task_index = index.get<int>();
+
+  if (cluster.NumTasks(*job) == 0) {
+    // TensorFlow lets an evaluator run outside the cluster it evaluates.
+    if (*job == JOB_EVALUATOR) return MakeTask(*job, task_index);
+    std::vector<absl::string_view> names;
+    for (const auto& [j, tasks] : cluster.jobs()) names.push_back(JobName(j));
+    return Error("task.type",
+                 absl::StrCat("\"", type.get_ref<const std::string&>(),
+                              "\" is not a job of the cluster (jobs: ",
+                              absl::StrJoin(names, ", "), ")"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(CheckIndexInJob(cluster, *job, task_index));
+  return MakeTask(*job, task_index);
+}
+
+// Reads the optional string field `name` of `root` into `out`.
+absl::Status OptionalString(const Json& root, const char* name,
+                            std::string* out) {
+  if (!root.contains(name)) return absl::OkStatus();
+  const Json& value = root[name];
+  if (!value.is_string()) {
+    return Error(name, absl::StrCat("expected a string, ", Got(value)));
+  }
+  *out = value.get<std::string>();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
+  const Json root = Json::parse(json.begin(), json.end(), nullptr,
+                                /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    ParseErrorSax sax;
+    Json::sax_parse(json.begin(), json.end(), &sax);
+    return Error("", absl::StrCat("invalid JSON: ", sax.message()));
+  }
+  if (!root.is_object()) {
+    return Error("", absl::StrCat("expected a JSON object, ", Got(root)));
+  }
+  if (!root.contains("cluster")) {
+    return Error("", "missing \"cluster\" (the jobs and their addresses)");
+  }
+  if (!root.contains("task")) {
+    return Error("", "missing \"task\" (this process's {\"type\": ..., "
+                     "\"index\": ...})");
+  }
+  TfConfig config;
+  PSTRAIN_ASSIGN_OR_RETURN(config.cluster, ParseCluster(root["cluster"]));
+  PSTRAIN_ASSIGN_OR_RETURN(config.task, ParseTask(root["task"], config.cluster));
+  PSTRAIN_RETURN_IF_ERROR(OptionalString(root, "rpc_layer", &config.rpc_layer));
+  if (!config.rpc_layer.empty() && config.rpc_layer != "grpc") {
+    return Error("rpc_layer", absl::StrCat("\"", config.rpc_layer,
+                                           "\" is not supported (pstrain "
+                                           "speaks \"grpc\")"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      OptionalString(root, "environment", &config.environment));
+  return config;
+}
+
+absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
+                                         const char* env_value) {
+  if (flag_value.empty()) {
+    if (env_value == nullptr || *env_value == '\0') {
+      return Error("", "not set (set the TF_CONFIG environment variable or "
+                       "pass --tf_config)");
+    }
+    return std::string(env_value);
+  }
+  if (!absl::StartsWith(flag_value, "@")) return std::string(flag_value);
+  const std::string path(flag_value.substr(1));
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return Error("", absl::StrCat("cannot read file \"", path,
+                                  "\": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) {
+    return Error("", absl::StrCat("cannot read file \"", path, "\""));
+  }
+  return text.str();
+}
+
+}  // namespace pstrain
