@@ -141,8 +141,10 @@ void ToProto(const Tensor& tensor, TensorProto* proto) {
   proto->Clear();
   proto->set_dtype(tensor.dtype());
   for (int64_t d : tensor.shape()) proto->mutable_shape()->add_dims(d);
-  proto->set_content(static_cast<const char*>(tensor.raw_data()),
-                     tensor.num_bytes());
+  // assign() reuses the content's capacity; set_content() would build a
+  // temporary string, a fresh allocation (and page faults) per call.
+  proto->mutable_content()->assign(static_cast<const char*>(tensor.raw_data()),
+                                   tensor.num_bytes());
 }
 
 void RowsToProto(const Tensor& tensor, int64_t begin, int64_t end,
@@ -160,11 +162,12 @@ void RowsToProto(const Tensor& tensor, int64_t begin, int64_t end,
   proto->mutable_slice()->set_begin(begin);
   proto->mutable_slice()->set_end(end);
   const size_t row_bytes = tensor.row_elements() * DataTypeSize(tensor.dtype());
-  proto->set_content(static_cast<const char*>(tensor.raw_data()) + begin * row_bytes,
-                     (end - begin) * row_bytes);
+  proto->mutable_content()->assign(
+      static_cast<const char*>(tensor.raw_data()) + begin * row_bytes,
+      (end - begin) * row_bytes);
 }
 
-absl::StatusOr<Tensor> FromProto(const TensorProto& proto) {
+absl::Status FromProtoInto(const TensorProto& proto, Tensor* tensor) {
   const size_t size = DataTypeSize(proto.dtype());
   if (size == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -197,10 +200,19 @@ absl::StatusOr<Tensor> FromProto(const TensorProto& proto) {
         proto.content_offset(), "; a whole ", DataTypeName(proto.dtype()), " ",
         ShapeString(shape), " needs ", expected, " bytes at offset 0"));
   }
-  Tensor tensor(proto.dtype(), std::move(shape), *n);
-  if (expected > 0) {
-    std::memcpy(tensor.raw_data(), proto.content().data(), expected);
+  if (tensor->dtype() != proto.dtype() || tensor->shape() != shape) {
+    *tensor = Tensor(proto.dtype(), std::move(shape), *n);
   }
+  if (expected > 0) {
+    std::memcpy(tensor->raw_data(), proto.content().data(), expected);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> FromProto(const TensorProto& proto) {
+  Tensor tensor;
+  absl::Status status = FromProtoInto(proto, &tensor);
+  if (!status.ok()) return status;
   return tensor;
 }
 

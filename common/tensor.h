@@ -100,7 +100,7 @@ class Tensor {
     void operator()(char* p) const;
   };
 
-  friend absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
+  friend absl::Status FromProtoInto(const TensorProto& proto, Tensor* tensor);
 
   // Allocates without initializing (the caller fills every byte).
   Tensor(DataType dtype, std::vector<int64_t> shape, int64_t num_elements);
@@ -128,6 +128,11 @@ void RowsToProto(const Tensor& tensor, int64_t begin, int64_t end,
 // chunk (content_offset != 0 or a partial content), each with
 // INVALID_ARGUMENT naming the problem. Copies the bytes once.
 absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
+
+// As FromProto, but into `tensor`, whose buffer is reused when it already has
+// the carried dtype and shape (a worker pulling into its parameters every
+// step pays no allocation). On error `tensor` is unchanged.
+absl::Status FromProtoInto(const TensorProto& proto, Tensor* tensor);
 
 }  // namespace pstrain
 

@@ -146,6 +146,32 @@ TEST(Tensor, RowSliceRoundTrip) {
   }
 }
 
+TEST(Tensor, FromProtoIntoReusesAMatchingBuffer) {
+  absl::StatusOr<Tensor> source = Tensor::Create(DT_FLOAT, {6, 2});
+  ASSERT_TRUE(source.ok());
+  FillPattern(&*source);
+  TensorProto whole, rows;
+  ToProto(*source, &whole);
+  RowsToProto(*source, 2, 4, &rows);
+
+  absl::StatusOr<Tensor> target = Tensor::Create(DT_FLOAT, {6, 2});
+  ASSERT_TRUE(target.ok());
+  const void* buffer = target->raw_data();
+  ASSERT_TRUE(FromProtoInto(whole, &*target).ok());
+  EXPECT_EQ(target->raw_data(), buffer);
+  EXPECT_TRUE(SameBytes(*target, *source));
+
+  // Another shape: reallocated to the carried rows.
+  ASSERT_TRUE(FromProtoInto(rows, &*target).ok());
+  EXPECT_EQ(target->shape(), (std::vector<int64_t>{2, 2}));
+
+  // An error leaves the target as it was.
+  TensorProto bad = whole;
+  bad.mutable_content()->resize(3);
+  EXPECT_FALSE(FromProtoInto(bad, &*target).ok());
+  EXPECT_EQ(target->shape(), (std::vector<int64_t>{2, 2}));
+}
+
 TEST(Tensor, FromProtoRefusesMalformed) {
   absl::StatusOr<Tensor> t = Tensor::Create(DT_FLOAT, {4, 2});
   ASSERT_TRUE(t.ok());
