@@ -1,0 +1,160 @@
+#include "ps/dense_variable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ps/initializer.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+const float* Floats(const Chunk& chunk) {
+  return reinterpret_cast<const float*>(chunk.data.data());
+}
+
+int64_t NumFloats(const Chunk& chunk) { return chunk.data.size() / 4; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DenseVariable>> DenseVariable::Create(
+    const VariableDef& def, int64_t row_begin, int64_t row_end,
+    const Optimizer* optimizer) {
+  absl::Status init = CheckInitializer(def);
+  if (!init.ok()) return init;
+  std::vector<int64_t> shape(def.shape().dims().begin(),
+                             def.shape().dims().end());
+  if (!shape.empty()) shape[0] = row_end - row_begin;
+  absl::StatusOr<Tensor> value = Tensor::Create(DT_FLOAT, std::move(shape));
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", def.name(), "': ", value.status().message()));
+  }
+  if (value->num_elements() > 0) {
+    FillRows(def, row_begin, row_end - row_begin, value->data<float>());
+  }
+  return std::unique_ptr<DenseVariable>(
+      new DenseVariable(def, row_begin, row_end, optimizer, *std::move(value)));
+}
+
+DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,
+                             int64_t row_end, const Optimizer* optimizer,
+                             Tensor value)
+    : def_(def),
+      row_begin_(row_begin),
+      row_end_(row_end),
+      optimizer_(optimizer),
+      value_(std::move(value)) {
+  for (int i = 0; i < optimizer_->NumSlots(); ++i) {
+    Tensor slot = value_.Clone();
+    std::fill(slot.flat<float>().begin(), slot.flat<float>().end(),
+              optimizer_->SlotInitialValue(i));
+    slot_data_.push_back(slot.data<float>());
+    slots_.push_back(std::move(slot));
+  }
+}
+
+int64_t DenseVariable::bytes_held() const {
+  absl::MutexLock sum_lock(&sum_mu_);
+  return num_bytes() * (1 + optimizer_->NumSlots()) +
+         static_cast<int64_t>(sum_.size() * sizeof(float));
+}
+
+int64_t DenseVariable::version() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return version_;
+}
+
+absl::StatusOr<int64_t> DenseVariable::Read(
+    int64_t min_version, absl::Time deadline, int needed,
+    const std::function<void(int64_t, const char*, int64_t)>& read) const {
+  auto ready = [this, min_version]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version;
+  };
+  int64_t version = 0;
+  {
+    const bool done =
+        mu_.ReaderLockWhenWithDeadline(absl::Condition(&ready), deadline);
+    version = version_;
+    if (done) {
+      read(version_, static_cast<const char*>(value_.raw_data()),
+           value_.num_bytes());
+    }
+    mu_.ReaderUnlock();
+    if (done) return version;
+  }
+  int arrived;
+  {
+    absl::MutexLock sum_lock(&sum_mu_);
+    arrived = contributions_;
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "variable '", name(), "': step ", version, " did not complete: ", arrived,
+      " of ", needed, " gradients arrived before the deadline (waiting for "
+      "version ", min_version, ")"));
+}
+
+void DenseVariable::ApplyLocked(absl::Span<const float> g) {
+  std::vector<float*> slots = slot_data_;
+  optimizer_->Apply(value_.flat<float>(), g, slots, version_ + 1);
+}
+
+int64_t DenseVariable::ApplyAsync(int64_t batch_size,
+                                  absl::Span<const Chunk> chunks) {
+  // Scaled gradient of one chunk; reused by this thread across pushes.
+  thread_local std::vector<float> scaled;
+  const float inverse_batch = 1.0f / static_cast<float>(batch_size);
+  absl::MutexLock lock(&mu_);
+  std::vector<float*> slots(slot_data_.size());
+  for (const Chunk& chunk : chunks) {
+    const int64_t n = NumFloats(chunk);
+    const int64_t first = chunk.offset / 4;
+    scaled.resize(n);
+    const float* g = Floats(chunk);
+    for (int64_t i = 0; i < n; ++i) scaled[i] = g[i] * inverse_batch;
+    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
+    optimizer_->Apply(value_.flat<float>().subspan(first, n),
+                      absl::MakeConstSpan(scaled.data(), n), slots,
+                      version_ + 1);
+  }
+  return ++version_;
+}
+
+bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
+                                   absl::Span<const Chunk> chunks, int needed,
+                                   bool skip_update) {
+  absl::MutexLock sum_lock(&sum_mu_);
+  if (version != this->version()) return false;
+  if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
+  for (const Chunk& chunk : chunks) {
+    float* sum = sum_.data() + chunk.offset / 4;
+    const float* g = Floats(chunk);
+    const int64_t n = NumFloats(chunk);
+    for (int64_t i = 0; i < n; ++i) sum[i] += g[i];
+  }
+  ++contributions_;
+  batch_sum_ += batch_size;
+  skip_update_ = skip_update_ || skip_update;
+  if (contributions_ < needed) return true;
+
+  // The step is complete: g = sum / global batch, applied once.
+  if (!skip_update_ && batch_sum_ > 0) {
+    const float inverse_batch = 1.0f / static_cast<float>(batch_sum_);
+    for (float& v : sum_) v *= inverse_batch;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!skip_update_) ApplyLocked(sum_);
+    ++version_;
+  }
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  contributions_ = 0;
+  batch_sum_ = 0;
+  skip_update_ = false;
+  return true;
+}
+
+}  // namespace ps
+}  // namespace pstrain

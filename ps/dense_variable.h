@@ -1,0 +1,113 @@
+// One dense variable piece held by a ps shard: its rows [row_begin, row_end)
+// of the full variable, the optimizer's slots for them, its version (updates
+// applied), and in sync mode the running sum of the current step's gradients.
+//
+// Gradients arrive as chunks: byte ranges of the piece's row-major data,
+// pointing into the received messages, so nothing is reassembled before use.
+// The caller (Shard) validates every chunk first; the methods here only
+// apply.
+//
+// Thread-safe. Pulls read under a shared lock; updates take the exclusive
+// lock once per push, so no reader ever sees part of an update. Sync
+// accumulation has a lock of its own, so pulls are not blocked by adds.
+#ifndef PSTRAIN_PS_DENSE_VARIABLE_H_
+#define PSTRAIN_PS_DENSE_VARIABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/tensor.h"
+#include "proto/training.pb.h"
+#include "ps/optimizer.h"
+
+namespace pstrain {
+namespace ps {
+
+// A byte range of a piece's data carried by one message.
+struct Chunk {
+  int64_t offset = 0;      // Bytes from the start of the piece.
+  absl::string_view data;  // Little-endian floats; size a multiple of 4.
+};
+
+class DenseVariable {
+ public:
+  // The piece rows [row_begin, row_end) of `def`, initialized (see
+  // ps/initializer.h), with zeroed slots for `optimizer`, which must outlive
+  // it. INVALID_ARGUMENT for a bad initializer or shape.
+  static absl::StatusOr<std::unique_ptr<DenseVariable>> Create(
+      const VariableDef& def, int64_t row_begin, int64_t row_end,
+      const Optimizer* optimizer);
+
+  const VariableDef& def() const { return def_; }
+  const std::string& name() const { return def_.name(); }
+  int64_t row_begin() const { return row_begin_; }
+  int64_t row_end() const { return row_end_; }
+  // Bytes of the piece's value (the size a full gradient must have).
+  int64_t num_bytes() const { return value_.num_bytes(); }
+  // Bytes held: value, slots and the sync sum.
+  int64_t bytes_held() const;
+
+  int64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Waits until version() >= min_version or `deadline`, then calls
+  // read(version, data, size) once with the whole value, under the shared
+  // lock (read must copy and must not block). DEADLINE_EXCEEDED naming the
+  // variable, the step and how many of `needed` gradients arrived, if the
+  // wait times out.
+  absl::StatusOr<int64_t> Read(
+      int64_t min_version, absl::Time deadline, int needed,
+      const std::function<void(int64_t, const char*, int64_t)>& read) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Async: applies the gradient `chunks` (covering the piece exactly once),
+  // divided by `batch_size`, as one update. Returns the new version.
+  int64_t ApplyAsync(int64_t batch_size, absl::Span<const Chunk> chunks)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+
+  // Sync: adds `chunks` to the sum of step `version` (== version() when
+  // pushed; an older version is dropped). The `needed`-th contribution
+  // divides the sum by the step's summed batch sizes and applies it once
+  // (`skip_update`: a contribution that must void the step's update, e.g. a
+  // NaN under nan_policy skip_step). Returns false if dropped as late.
+  bool AccumulateSync(int64_t version, int64_t batch_size,
+                      absl::Span<const Chunk> chunks, int needed,
+                      bool skip_update) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+
+ private:
+  DenseVariable(const VariableDef& def, int64_t row_begin, int64_t row_end,
+                const Optimizer* optimizer, Tensor value);
+
+  // Applies `g` (already divided by the batch) to the value.
+  void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const VariableDef def_;
+  const int64_t row_begin_;
+  const int64_t row_end_;
+  const Optimizer* const optimizer_;
+
+  mutable absl::Mutex mu_;
+  Tensor value_ ABSL_GUARDED_BY(mu_);
+  std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Sync mode: the current step's sum, allocated on the first sync push.
+  mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
+  int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
+  int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
+  bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
+};
+
+}  // namespace ps
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_DENSE_VARIABLE_H_

@@ -1,0 +1,72 @@
+// Optimizers applied on the ps: the update rule, kept out of the transport
+// and the store (as ps-lite's pluggable updater).
+//
+// An Optimizer updates a contiguous run of elements of one variable (a whole
+// slice, or one embedding row) from a gradient already divided by the batch
+// it was computed on. Its per-element state lives in "slots" the caller owns,
+// one float array per slot, each as long as the elements, initialized to
+// SlotInitialValue(). The formulas are Keras's (keras/optimizers/*.py,
+// Keras 3), with optional L2 weight decay added to the gradient first
+// (g += weight_decay * w):
+//   sgd:       w -= lr * g
+//   momentum:  m = momentum * m - lr * g;
+//              w += m                         (nesterov: w += momentum * m - lr * g)
+//   adagrad:   a += g * g;  w -= lr * g / sqrt(a + epsilon)
+//   adam:      m += (g - m) * (1 - beta_1);  v += (g * g - v) * (1 - beta_2);
+//              w -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon)
+// where t is the 1-based count of updates applied to the variable, this one
+// included.
+//
+//   absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(config);
+//   std::vector<std::vector<float>> slots(...);  // NumSlots() arrays
+//   (*opt)->Apply(w, g, {slots[0].data()}, /*t=*/1);
+//
+// Optimizers are immutable after creation: Apply() may run concurrently on
+// disjoint elements.
+#ifndef PSTRAIN_PS_OPTIMIZER_H_
+#define PSTRAIN_PS_OPTIMIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "proto/training.pb.h"
+
+namespace pstrain {
+namespace ps {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // Number of state arrays per variable: sgd 0, momentum 1, adagrad 1, adam 2.
+  virtual int NumSlots() const = 0;
+
+  // Name of slot `i`, used in checkpoints as "<variable>/<name>": momentum
+  // "momentum", adagrad "accumulator", adam "m" and "v".
+  virtual std::string SlotName(int i) const = 0;
+
+  // Initial value of every element of slot `i` (adagrad's
+  // initial_accumulator_value; 0 otherwise).
+  virtual float SlotInitialValue(int i) const = 0;
+
+  // Updates w[i] for every i from g[i] (already divided by the batch) and the
+  // slots. REQUIRES: g.size() == w.size(); slots.size() == NumSlots(), each
+  // pointing at w.size() floats; t >= 1.
+  virtual void Apply(absl::Span<float> w, absl::Span<const float> g,
+                     absl::Span<float* const> slots, int64_t t) const = 0;
+};
+
+// The optimizer `config` describes, or INVALID_ARGUMENT naming the bad field
+// ("optimizer.learning_rate: -0.1 must be > 0", "optimizer: no kind set",
+// momentum outside [0, 1), betas outside [0, 1), epsilon < 0, negative
+// weight_decay or initial_accumulator_value, non-finite values).
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
+    const OptimizerConfig& config);
+
+}  // namespace ps
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_OPTIMIZER_H_

@@ -1,0 +1,204 @@
+#include "ps/ps_service.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/grpc_status.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+// Keep at most this many idle push messages (their buffers stay allocated).
+constexpr size_t kMaxFreeMessages = 64;
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+                                const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Streams the chunks of one pull. The messages are built on a pull thread
+// (where the Shard may wait for a sync step), then written one at a time.
+class PullReactor : public grpc::ServerWriteReactor<PullDenseResponse> {
+ public:
+  PullReactor(PsService* service, const PullDenseRequest* request) {
+    int64_t chunk = service->options().max_chunk_bytes;
+    if (request->max_chunk_bytes() > 0) {
+      chunk = std::min(chunk, request->max_chunk_bytes());
+    }
+    service->pull_pool()->Schedule([this, service, request, chunk] {
+      absl::Status status = service->shard()->PullDense(
+          *request, [this, chunk](const DenseVariable& v, int64_t version,
+                                  const char* data, int64_t size) {
+            AddChunks(v, version, data, size, chunk);
+          });
+      if (!status.ok() || messages_.empty()) {
+        Finish(ToGrpcStatus(status));
+        return;
+      }
+      StartWrite(&messages_[0]);
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pull stream broken"));
+      return;
+    }
+    if (++next_ == messages_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartWrite(&messages_[next_]);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void AddChunks(const DenseVariable& v, int64_t version, const char* data,
+                 int64_t size, int64_t chunk) {
+    int64_t offset = 0;
+    do {
+      const int64_t n = std::min(chunk, size - offset);
+      PullDenseResponse& message = messages_.emplace_back();
+      message.set_version(version);
+      NamedTensor* value = message.mutable_value();
+      value->set_name(v.name());
+      TensorProto* t = value->mutable_tensor();
+      t->set_dtype(DT_FLOAT);
+      *t->mutable_shape() = v.def().shape();
+      if (v.def().shape().dims_size() > 0) {
+        t->mutable_slice()->set_begin(v.row_begin());
+        t->mutable_slice()->set_end(v.row_end());
+      }
+      t->set_content_offset(offset);
+      t->mutable_content()->assign(data + offset, n);
+      offset += n;
+    } while (offset < size);
+  }
+
+  std::vector<PullDenseResponse> messages_;
+  size_t next_ = 0;
+};
+
+// Collects a push stream's messages, then hands them to the Shard at once.
+class PushReactor : public grpc::ServerReadReactor<PushDenseRequest> {
+ public:
+  PushReactor(PsService* service, PushDenseResponse* response)
+      : service_(service), response_(response) {
+    ReadNext();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      ReadNext();
+      return;
+    }
+    // End of stream: the last message taken was not filled.
+    service_->ReturnMessage(std::move(messages_.back()));
+    messages_.pop_back();
+    std::vector<const PushDenseRequest*> views;
+    for (const auto& m : messages_) views.push_back(m.get());
+    absl::StatusOr<PushDenseResponse> result =
+        service_->shard()->PushDense(views);
+    if (result.ok()) *response_ = *std::move(result);
+    for (auto& m : messages_) service_->ReturnMessage(std::move(m));
+    messages_.clear();
+    Finish(ToGrpcStatus(result.status()));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void ReadNext() {
+    messages_.push_back(service_->TakeMessage());
+    StartRead(messages_.back().get());
+  }
+
+  PsService* const service_;
+  PushDenseResponse* const response_;
+  std::vector<std::unique_ptr<PushDenseRequest>> messages_;
+};
+
+}  // namespace
+
+PsService::PsService(Shard* shard, PsServiceOptions options)
+    : shard_(shard), options_(options), pull_pool_(options.pull_threads) {}
+
+PsService::~PsService() = default;
+
+std::unique_ptr<PushDenseRequest> PsService::TakeMessage() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!free_messages_.empty()) {
+      std::unique_ptr<PushDenseRequest> m = std::move(free_messages_.back());
+      free_messages_.pop_back();
+      return m;
+    }
+  }
+  return std::make_unique<PushDenseRequest>();
+}
+
+void PsService::ReturnMessage(std::unique_ptr<PushDenseRequest> message) {
+  // Clear() keeps the gradients' string buffers for the next parse.
+  message->Clear();
+  absl::MutexLock lock(&mu_);
+  if (free_messages_.size() < kMaxFreeMessages) {
+    free_messages_.push_back(std::move(message));
+  }
+}
+
+grpc::ServerUnaryReactor* PsService::CreateVariables(
+    grpc::CallbackServerContext* context, const CreateVariablesRequest* request,
+    CreateVariablesResponse* response) {
+  return Reply(context, shard_->CreateVariables(*request, response));
+}
+
+grpc::ServerWriteReactor<PullDenseResponse>* PsService::PullDense(
+    grpc::CallbackServerContext* context, const PullDenseRequest* request) {
+  return new PullReactor(this, request);
+}
+
+grpc::ServerReadReactor<PushDenseRequest>* PsService::PushDense(
+    grpc::CallbackServerContext* context, PushDenseResponse* response) {
+  return new PushReactor(this, response);
+}
+
+grpc::ServerUnaryReactor* PsService::PullSparse(
+    grpc::CallbackServerContext* context, const PullSparseRequest* request,
+    PullSparseResponse* response) {
+  return Reply(context, absl::UnimplementedError(
+                            "PullSparse: embedding tables are not served yet"));
+}
+
+grpc::ServerUnaryReactor* PsService::PushSparse(
+    grpc::CallbackServerContext* context, const PushSparseRequest* request,
+    PushSparseResponse* response) {
+  return Reply(context, absl::UnimplementedError(
+                            "PushSparse: embedding tables are not served yet"));
+}
+
+grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
+                                          const SaveRequest* request,
+                                          SaveResponse* response) {
+  return Reply(context,
+               absl::UnimplementedError("Save: checkpoints are not written yet"));
+}
+
+grpc::ServerUnaryReactor* PsService::Restore(
+    grpc::CallbackServerContext* context, const RestoreRequest* request,
+    RestoreResponse* response) {
+  return Reply(context,
+               absl::UnimplementedError("Restore: checkpoints are not read yet"));
+}
+
+grpc::ServerUnaryReactor* PsService::GetShardStatus(
+    grpc::CallbackServerContext* context, const GetShardStatusRequest* request,
+    ShardStatus* response) {
+  return Reply(context, shard_->GetShardStatus(*request, response));
+}
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,90 @@
+// The gRPC face of a Shard: ParameterServer's callback service. It decodes
+// requests, calls the Shard, and encodes replies; all decisions are the
+// Shard's.
+//
+// Pulls are answered from a thread pool of the service's own, because a sync
+// pull may wait for its step and gRPC's callback threads must not block.
+// Pulls are streamed in chunks of at most max_chunk_bytes (request's value,
+// else the default), so no message approaches protobuf's 2 GB limit. Push
+// stream messages are parsed into pooled message objects whose buffers are
+// reused across pushes.
+#ifndef PSTRAIN_PS_PS_SERVICE_H_
+#define PSTRAIN_PS_PS_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/thread_pool.h"
+#include "proto/ps_service.grpc.pb.h"
+#include "ps/shard.h"
+
+namespace pstrain {
+namespace ps {
+
+struct PsServiceOptions {
+  // Largest tensor content per pull message unless the request asks less.
+  int64_t max_chunk_bytes = 4 << 20;
+  // Threads serving pulls (each may wait for a sync step).
+  int pull_threads = 16;
+};
+
+class PsService final : public ParameterServer::CallbackService {
+ public:
+  // `shard` must outlive the service.
+  PsService(Shard* shard, PsServiceOptions options);
+  ~PsService() override;
+
+  grpc::ServerUnaryReactor* CreateVariables(
+      grpc::CallbackServerContext* context,
+      const CreateVariablesRequest* request,
+      CreateVariablesResponse* response) override;
+  grpc::ServerWriteReactor<PullDenseResponse>* PullDense(
+      grpc::CallbackServerContext* context,
+      const PullDenseRequest* request) override;
+  grpc::ServerReadReactor<PushDenseRequest>* PushDense(
+      grpc::CallbackServerContext* context,
+      PushDenseResponse* response) override;
+  grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext* context,
+                                       const PullSparseRequest* request,
+                                       PullSparseResponse* response) override;
+  grpc::ServerUnaryReactor* PushSparse(grpc::CallbackServerContext* context,
+                                       const PushSparseRequest* request,
+                                       PushSparseResponse* response) override;
+  grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context,
+                                 const SaveRequest* request,
+                                 SaveResponse* response) override;
+  grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context,
+                                    const RestoreRequest* request,
+                                    RestoreResponse* response) override;
+  grpc::ServerUnaryReactor* GetShardStatus(
+      grpc::CallbackServerContext* context,
+      const GetShardStatusRequest* request, ShardStatus* response) override;
+
+  // A push message from the pool (cleared, buffers kept), and its return.
+  std::unique_ptr<PushDenseRequest> TakeMessage() ABSL_LOCKS_EXCLUDED(mu_);
+  void ReturnMessage(std::unique_ptr<PushDenseRequest> message)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  Shard* shard() const { return shard_; }
+  const PsServiceOptions& options() const { return options_; }
+  ThreadPool* pull_pool() { return &pull_pool_; }
+
+ private:
+  Shard* const shard_;
+  const PsServiceOptions options_;
+
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<PushDenseRequest>> free_messages_
+      ABSL_GUARDED_BY(mu_);
+
+  // Last member: destroyed (drained and joined) first.
+  ThreadPool pull_pool_;
+};
+
+}  // namespace ps
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_PS_SERVICE_H_

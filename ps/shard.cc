@@ -1,0 +1,419 @@
+#include "ps/shard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+absl::Status VariableError(absl::string_view name, absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("variable '", name, "': ", problem));
+}
+
+std::vector<int64_t> Dims(const TensorShapeProto& shape) {
+  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+}
+
+absl::Status CheckUpdateConfig(const UpdateConfig& update) {
+  if (update.mode() != UpdateConfig::SYNC &&
+      update.mode() != UpdateConfig::ASYNC) {
+    return absl::InvalidArgumentError(
+        "update.mode: must be SYNC or ASYNC");
+  }
+  if (update.num_workers() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "update.num_workers: ", update.num_workers(), " must be >= 1"));
+  }
+  if (update.replicas_to_aggregate() < 0 ||
+      update.replicas_to_aggregate() > update.num_workers()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "update.replicas_to_aggregate: ", update.replicas_to_aggregate(),
+        " must be in [0, num_workers ", update.num_workers(), "]"));
+  }
+  if (update.step_timeout_ms() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "update.step_timeout_ms: ", update.step_timeout_ms(), " is negative"));
+  }
+  return absl::OkStatus();
+}
+
+// The rows of `variable` placed on `ps_task`: true and [*begin, *end) if
+// there is a piece there, false if none. INVALID_ARGUMENT for a placement
+// that does not fit the definition.
+absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
+                                 int64_t* begin, int64_t* end) {
+  const VariableDef& def = variable.def();
+  const VariablePlacement& placement = variable.placement();
+  if (placement.name() != def.name()) {
+    return VariableError(def.name(), absl::StrCat("placement is for '",
+                                                  placement.name(), "'"));
+  }
+  if (placement.partitioning() != VariablePlacement::WHOLE &&
+      placement.partitioning() != VariablePlacement::ROW_RANGES) {
+    return VariableError(def.name(),
+                         "a dense variable needs WHOLE or ROW_RANGES placement");
+  }
+  const int64_t rows = def.shape().dims_size() == 0 ? 1 : def.shape().dims(0);
+  bool found = false;
+  for (const VariablePlacement::Slice& slice : placement.slices()) {
+    if (slice.row_begin() < 0 || slice.row_begin() > slice.row_end() ||
+        slice.row_end() > rows) {
+      return VariableError(def.name(), absl::StrCat(
+          "placement rows [", slice.row_begin(), ", ", slice.row_end(),
+          ") do not fit its ", rows, " rows"));
+    }
+    if (slice.ps_task() != ps_task) continue;
+    if (found) {
+      return VariableError(def.name(), absl::StrCat(
+          "placement puts two slices on ps ", ps_task));
+    }
+    found = true;
+    *begin = slice.row_begin();
+    *end = slice.row_end();
+  }
+  return found;
+}
+
+// Index of the first non-finite float of `chunk`, or -1.
+int64_t FirstNonFinite(const Chunk& chunk) {
+  const float* g = reinterpret_cast<const float*>(chunk.data.data());
+  const int64_t n = chunk.data.size() / 4;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(g[i])) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+Shard::Shard(ShardOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<const Shard::Run*> Shard::CheckRun(
+    const RequestHeader& header) const {
+  absl::MutexLock lock(&mu_);
+  if (run_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ps ", options_.ps_task,
+        " has no variables yet (the chief has not created them)"));
+  }
+  if (header.run_id() != run_->run_id) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run id '", header.run_id(), "' is not this ps's run '",
+                     run_->run_id, "'"));
+  }
+  return run_.get();
+}
+
+absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
+                                    CreateVariablesResponse* response) {
+  const std::string& run_id = request.header().run_id();
+  if (run_id.empty()) {
+    return absl::InvalidArgumentError("header.run_id: empty");
+  }
+  if (request.ps_task() != options_.ps_task) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("request for ps task ", request.ps_task(),
+                     " reached ps task ", options_.ps_task));
+  }
+  CreateVariablesRequest definition = request;
+  definition.clear_header();
+  {
+    absl::MutexLock lock(&mu_);
+    if (run_ != nullptr && run_->run_id != run_id) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("ps ", options_.ps_task, " already belongs to run '",
+                       run_->run_id, "'; refusing run '", run_id, "'"));
+    }
+    if (run_ != nullptr) {
+      if (run_->definition.SerializeAsString() !=
+          definition.SerializeAsString()) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "run '", run_id, "' already created other variables on ps ",
+            options_.ps_task));
+      }
+      response->set_num_variables(run_->dense.size());
+      int64_t bytes = 0;
+      for (const auto& [name, v] : run_->dense) bytes += v->bytes_held();
+      response->set_num_bytes(bytes);
+      return absl::OkStatus();
+    }
+  }
+
+  auto run = std::make_unique<Run>();
+  run->run_id = run_id;
+  PSTRAIN_ASSIGN_OR_RETURN(run->optimizer,
+                           CreateOptimizer(request.optimizer()));
+  PSTRAIN_RETURN_IF_ERROR(CheckUpdateConfig(request.update()));
+  run->update = request.update();
+  run->replicas_to_aggregate = request.update().replicas_to_aggregate() > 0
+                                   ? request.update().replicas_to_aggregate()
+                                   : request.update().num_workers();
+  run->nan_policy = options_.nan_policy.value_or(request.update().nan_policy());
+  run->step_timeout = request.update().step_timeout_ms() > 0
+                          ? absl::Milliseconds(request.update().step_timeout_ms())
+                          : options_.default_step_timeout;
+  int64_t bytes = 0;
+  for (const ShardVariable& variable : request.variables()) {
+    const VariableDef& def = variable.def();
+    if (def.name().empty()) {
+      return absl::InvalidArgumentError("variable with an empty name");
+    }
+    if (def.dtype() != DT_FLOAT) {
+      return VariableError(def.name(), absl::StrCat(
+          "dtype ", DataTypeName(def.dtype()),
+          " is not stored yet (only float32)"));
+    }
+    if (def.sparse()) {
+      return VariableError(def.name(),
+                           "sparse embedding tables are not supported yet");
+    }
+    int64_t begin = 0, end = 0;
+    PSTRAIN_ASSIGN_OR_RETURN(
+        const bool here, PieceOnTask(variable, options_.ps_task, &begin, &end));
+    if (!here) continue;
+    PSTRAIN_ASSIGN_OR_RETURN(
+        std::unique_ptr<DenseVariable> piece,
+        DenseVariable::Create(def, begin, end, run->optimizer.get()));
+    bytes += piece->bytes_held();
+    if (!run->dense.emplace(def.name(), std::move(piece)).second) {
+      return VariableError(def.name(), "defined twice");
+    }
+  }
+  run->definition = std::move(definition);
+  response->set_num_variables(run->dense.size());
+  response->set_num_bytes(bytes);
+
+  absl::MutexLock lock(&mu_);
+  if (run_ != nullptr) {
+    // A concurrent CreateVariables won; it must have been the same one.
+    return run_->run_id == run_id &&
+                   run_->definition.SerializeAsString() ==
+                       run->definition.SerializeAsString()
+               ? absl::OkStatus()
+               : absl::AlreadyExistsError(absl::StrCat(
+                     "ps ", options_.ps_task, " was created concurrently by "
+                     "another request"));
+  }
+  run_ = std::move(run);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::PullDense(
+    const PullDenseRequest& request,
+    const std::function<void(const DenseVariable&, int64_t, const char*,
+                             int64_t)>& emit) {
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  if (request.min_version() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_version ", request.min_version(), " is negative"));
+  }
+  std::vector<const DenseVariable*> variables;
+  if (request.names().empty()) {
+    for (const auto& [name, v] : run->dense) variables.push_back(v.get());
+  } else {
+    for (const std::string& name : request.names()) {
+      auto it = run->dense.find(name);
+      if (it == run->dense.end()) {
+        return VariableError(name, absl::StrCat("not held by ps ",
+                                                options_.ps_task));
+      }
+      variables.push_back(it->second.get());
+    }
+    std::sort(variables.begin(), variables.end(),
+              [](const DenseVariable* a, const DenseVariable* b) {
+                return a->name() < b->name();
+              });
+  }
+  const absl::Time deadline = absl::Now() + run->step_timeout;
+  for (const DenseVariable* v : variables) {
+    absl::StatusOr<int64_t> version =
+        v->Read(request.min_version(), deadline, run->replicas_to_aggregate,
+                [&emit, v](int64_t version, const char* data, int64_t size) {
+                  emit(*v, version, data, size);
+                });
+    if (!version.ok()) return version.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Refuse(absl::Status status) {
+  pushes_refused_.fetch_add(1, std::memory_order_relaxed);
+  return status;
+}
+
+absl::StatusOr<PushDenseResponse> Shard::PushDense(
+    absl::Span<const PushDenseRequest* const> messages) {
+  if (messages.empty()) {
+    return Refuse(absl::InvalidArgumentError("push has no messages"));
+  }
+  const PushDenseRequest& first = *messages[0];
+  absl::StatusOr<const Run*> checked = CheckRun(first.header());
+  if (!checked.ok()) return Refuse(checked.status());
+  const Run* run = *checked;
+  const int64_t version = first.version();
+  const int64_t batch_size = first.batch_size();
+  if (batch_size <= 0) {
+    return Refuse(absl::InvalidArgumentError(
+        absl::StrCat("batch_size ", batch_size, " must be > 0")));
+  }
+  if (version < 0) {
+    return Refuse(absl::InvalidArgumentError(
+        absl::StrCat("version ", version, " is negative")));
+  }
+
+  // Check every gradient chunk before touching anything.
+  std::map<DenseVariable*, std::vector<Chunk>> pushed;
+  for (const PushDenseRequest* message : messages) {
+    for (const NamedTensor& gradient : message->gradients()) {
+      const std::string& name = gradient.name();
+      auto it = run->dense.find(name);
+      if (it == run->dense.end()) {
+        return Refuse(VariableError(
+            name, absl::StrCat("not held by ps ", options_.ps_task)));
+      }
+      DenseVariable* v = it->second.get();
+      const TensorProto& t = gradient.tensor();
+      if (t.dtype() != DT_FLOAT) {
+        return Refuse(VariableError(
+            name, absl::StrCat("gradient dtype ", DataTypeName(t.dtype()),
+                               ", expected float32")));
+      }
+      if (Dims(t.shape()) != Dims(v->def().shape())) {
+        return Refuse(VariableError(
+            name, absl::StrCat("gradient shape ", ShapeString(Dims(t.shape())),
+                               " does not match the variable's ",
+                               ShapeString(Dims(v->def().shape())))));
+      }
+      const int64_t rows = t.shape().dims_size() == 0 ? 1 : t.shape().dims(0);
+      const int64_t begin = t.has_slice() ? t.slice().begin() : 0;
+      const int64_t end = t.has_slice() ? t.slice().end() : rows;
+      if (begin != v->row_begin() || end != v->row_end()) {
+        return Refuse(VariableError(
+            name, absl::StrCat("gradient rows [", begin, ", ", end, ") but ps ",
+                               options_.ps_task, " holds rows [",
+                               v->row_begin(), ", ", v->row_end(), ")")));
+      }
+      const int64_t offset = t.content_offset();
+      const int64_t size = t.content().size();
+      if (offset < 0 || offset % 4 != 0 || size % 4 != 0 ||
+          offset > v->num_bytes() - size) {
+        return Refuse(VariableError(
+            name, absl::StrCat("gradient chunk of ", size, " bytes at offset ",
+                               offset, " does not fit its ", v->num_bytes(),
+                               " bytes in whole floats")));
+      }
+      pushed[v].push_back(Chunk{offset, t.content()});
+    }
+  }
+  bool skip_update = false;
+  for (auto& [v, chunks] : pushed) {
+    std::sort(chunks.begin(), chunks.end(),
+              [](const Chunk& a, const Chunk& b) { return a.offset < b.offset; });
+    int64_t covered = 0;
+    for (const Chunk& chunk : chunks) {
+      if (chunk.offset != covered) {
+        return Refuse(VariableError(
+            v->name(), absl::StrCat("gradient chunks overlap or leave a gap: "
+                                    "a chunk starts at byte ", chunk.offset,
+                                    ", expected byte ", covered)));
+      }
+      covered += chunk.data.size();
+    }
+    if (covered != v->num_bytes()) {
+      return Refuse(VariableError(
+          v->name(), absl::StrCat("gradient chunks cover ", covered, " of its ",
+                                  v->num_bytes(), " bytes")));
+    }
+    const int64_t current = v->version();
+    if (version > current) {
+      return Refuse(VariableError(
+          v->name(), absl::StrCat("gradient computed from version ", version,
+                                  ", but the variable is at version ", current,
+                                  " (a version from the future)")));
+    }
+    const int staleness = run->update.max_staleness();
+    if (run->update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&
+        current > version + staleness) {
+      return Refuse(absl::FailedPreconditionError(absl::StrCat(
+          "variable '", v->name(), "': gradient computed from version ",
+          version, " is too stale: the variable is at version ", current,
+          ", beyond ", version, " + max_staleness ", staleness)));
+    }
+    for (const Chunk& chunk : chunks) {
+      const int64_t bad = FirstNonFinite(chunk);
+      if (bad < 0) continue;
+      const int64_t element = chunk.offset / 4 + bad;
+      const float value =
+          reinterpret_cast<const float*>(chunk.data.data())[bad];
+      absl::Status status = VariableError(
+          v->name(), absl::StrCat("gradient element ", element, " is ",
+                                  std::isnan(value) ? "NaN" : "Inf",
+                                  " (nan_policy ", NanPolicy_Name(run->nan_policy),
+                                  ")"));
+      if (run->nan_policy == NAN_SKIP_STEP) {
+        skip_update = true;
+        break;
+      }
+      if (run->nan_policy == NAN_ABORT && options_.on_abort) {
+        options_.on_abort(status);
+      }
+      return Refuse(std::move(status));
+    }
+  }
+
+  PushDenseResponse response;
+  bool applied = true;
+  if (run->update.mode() == UpdateConfig::SYNC) {
+    for (auto& [v, chunks] : pushed) {
+      applied &= v->AccumulateSync(version, batch_size, chunks,
+                                   run->replicas_to_aggregate, skip_update);
+    }
+    response.set_version(version + 1);
+  } else if (skip_update) {
+    applied = false;
+    response.set_version(version);
+  } else {
+    int64_t new_version = 0;
+    for (auto& [v, chunks] : pushed) {
+      new_version = std::max(new_version, v->ApplyAsync(batch_size, chunks));
+    }
+    response.set_version(new_version);
+  }
+  response.set_applied(applied);
+  (applied ? pushes_applied_ : pushes_dropped_stale_)
+      .fetch_add(1, std::memory_order_relaxed);
+  return response;
+}
+
+absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
+                                   ShardStatus* status) {
+  status->set_ps_task(options_.ps_task);
+  status->set_pushes_applied(pushes_applied_.load());
+  status->set_pushes_dropped_stale(pushes_dropped_stale_.load());
+  status->set_pushes_refused(pushes_refused_.load());
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  status->set_run_id(run->run_id);
+  status->set_num_variables(run->dense.size());
+  int64_t bytes = 0;
+  int64_t version = -1;
+  for (const auto& [name, v] : run->dense) {
+    bytes += v->bytes_held();
+    const int64_t vv = v->version();
+    (*status->mutable_variable_versions())[name] = vv;
+    version = version < 0 ? vv : std::min(version, vv);
+  }
+  status->set_num_bytes(bytes);
+  status->set_version(std::max<int64_t>(version, 0));
+  return absl::OkStatus();
+}
+
+}  // namespace ps
+}  // namespace pstrain

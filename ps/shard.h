@@ -1,0 +1,119 @@
+// A ps task's shard: the variable pieces the run's placement gives this task,
+// the optimizer, and the update mode (sync or async). The core of the `ps`
+// binary; it knows nothing of gRPC (ps/ps_service.h adapts it).
+//
+// Every request is checked before any state changes: the run id, then every
+// gradient (known variable, dtype, shape, slice, chunk coverage, version,
+// finiteness). A refused request leaves every variable as it was.
+//
+//   Shard shard(ShardOptions{.ps_task = 0});
+//   PSTRAIN_RETURN_IF_ERROR(shard.CreateVariables(create_request, &created));
+//   PSTRAIN_ASSIGN_OR_RETURN(PushDenseResponse r, shard.PushDense(messages));
+//
+// Thread-safe: any number of requests may run concurrently.
+#ifndef PSTRAIN_PS_SHARD_H_
+#define PSTRAIN_PS_SHARD_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "proto/ps_service.pb.h"
+#include "ps/dense_variable.h"
+#include "ps/optimizer.h"
+
+namespace pstrain {
+namespace ps {
+
+struct ShardOptions {
+  // This task's index in the TF_CONFIG "ps" job.
+  int ps_task = 0;
+  // How long a sync pull waits for its step when the run sets no timeout.
+  absl::Duration default_step_timeout = absl::Seconds(60);
+  // Overrides the run's NanPolicy when set (the ps's --nan_policy flag).
+  std::optional<NanPolicy> nan_policy;
+  // Called (once per offending push) when a non-finite gradient arrives under
+  // NAN_ABORT; main() logs it and exits.
+  std::function<void(const absl::Status&)> on_abort;
+};
+
+class Shard {
+ public:
+  explicit Shard(ShardOptions options);
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  // Creates this shard's pieces (the slices placed on options.ps_task) and
+  // takes the request's run id as the shard's. Repeating the same request is
+  // a no-op; another definition is ALREADY_EXISTS, another run id
+  // FAILED_PRECONDITION.
+  absl::Status CreateVariables(const CreateVariablesRequest& request,
+                               CreateVariablesResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls `emit` once per requested dense variable (all of them when
+  // request.names is empty), in name order, with its value as of a version
+  // >= request.min_version, under the variable's shared lock: `emit` must
+  // copy and not block. Sync pulls wait for their step up to the step
+  // timeout (then DEADLINE_EXCEEDED naming the variable and the missing
+  // gradients).
+  absl::Status PullDense(
+      const PullDenseRequest& request,
+      const std::function<void(const DenseVariable& variable, int64_t version,
+                               const char* data, int64_t size)>& emit)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Applies one worker's push: the messages of one PushDense stream, whose
+  // first message carries the header, version and batch size. The gradients
+  // are sums over the worker's batch, in chunks covering each pushed
+  // variable's piece exactly once.
+  absl::StatusOr<PushDenseResponse> PushDense(
+      absl::Span<const PushDenseRequest* const> messages)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::Status GetShardStatus(const GetShardStatusRequest& request,
+                              ShardStatus* status) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // The run's immutable state once CreateVariables succeeded.
+  struct Run {
+    std::string run_id;
+    CreateVariablesRequest definition;  // header cleared
+    std::unique_ptr<Optimizer> optimizer;
+    UpdateConfig update;
+    int replicas_to_aggregate = 1;
+    NanPolicy nan_policy = NAN_REJECT;
+    absl::Duration step_timeout;
+    std::map<std::string, std::unique_ptr<DenseVariable>> dense;
+  };
+
+  // The run, if the header's run id is its own; FAILED_PRECONDITION else.
+  absl::StatusOr<const Run*> CheckRun(const RequestHeader& header) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Counts a refused push and returns `status`.
+  absl::Status Refuse(absl::Status status);
+
+  const ShardOptions options_;
+
+  mutable absl::Mutex mu_;
+  // Set once by CreateVariables, then only read.
+  std::unique_ptr<Run> run_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<int64_t> pushes_applied_{0};
+  std::atomic<int64_t> pushes_dropped_stale_{0};
+  std::atomic<int64_t> pushes_refused_{0};
+};
+
+}  // namespace ps
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_SHARD_H_

@@ -1,0 +1,398 @@
+#include "ps/shard.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+constexpr char kRun[] = "run-1";
+
+// Variables: "w" [4, 2] split in rows [0, 2) on ps 0 and [2, 4) on ps 1;
+// "b" [3] whole on ps 0. Constant initial values: w 1.0, b 0.5.
+CreateVariablesRequest Create(UpdateConfig::Mode mode, int workers,
+                              int replicas = 0, int staleness = -1) {
+  CreateVariablesRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  r.set_ps_task(0);
+  r.mutable_optimizer()->mutable_sgd();
+  r.mutable_optimizer()->set_learning_rate(0.5);
+  UpdateConfig* u = r.mutable_update();
+  u->set_mode(mode);
+  u->set_num_workers(workers);
+  u->set_replicas_to_aggregate(replicas);
+  u->set_max_staleness(staleness);
+  u->set_step_timeout_ms(5000);
+  auto add = [&r](const std::string& name, std::vector<int64_t> dims,
+                  float init, std::vector<std::pair<int64_t, int64_t>> rows) {
+    ShardVariable* v = r.add_variables();
+    v->mutable_def()->set_name(name);
+    v->mutable_def()->set_dtype(DT_FLOAT);
+    for (int64_t d : dims) v->mutable_def()->mutable_shape()->add_dims(d);
+    v->mutable_def()->mutable_initializer()->mutable_constant()->set_value(init);
+    v->mutable_placement()->set_name(name);
+    v->mutable_placement()->set_partitioning(
+        rows.size() > 1 ? VariablePlacement::ROW_RANGES : VariablePlacement::WHOLE);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      auto* s = v->mutable_placement()->add_slices();
+      s->set_ps_task(i);
+      s->set_row_begin(rows[i].first);
+      s->set_row_end(rows[i].second);
+    }
+  };
+  add("w", {4, 2}, 1.0f, {{0, 2}, {2, 4}});
+  add("b", {3}, 0.5f, {{0, 3}});
+  return r;
+}
+
+NamedTensor Gradient(const std::string& name, std::vector<int64_t> dims,
+                     const std::vector<float>& values, int64_t offset = 0) {
+  NamedTensor g;
+  g.set_name(name);
+  TensorProto* t = g.mutable_tensor();
+  t->set_dtype(DT_FLOAT);
+  for (int64_t d : dims) t->mutable_shape()->add_dims(d);
+  if (name == "w") {
+    t->mutable_slice()->set_begin(0);
+    t->mutable_slice()->set_end(2);
+  }
+  t->set_content_offset(offset * 4);
+  t->set_content(values.data(), values.size() * 4);
+  return g;
+}
+
+// A push of gradient sums gw (4 floats, ps 0's rows of w) and gb (3 floats).
+PushDenseRequest Push(int64_t version, int64_t batch,
+                      const std::vector<float>& gw,
+                      const std::vector<float>& gb) {
+  PushDenseRequest p;
+  p.mutable_header()->set_run_id(kRun);
+  p.set_version(version);
+  p.set_batch_size(batch);
+  *p.add_gradients() = Gradient("w", {4, 2}, gw);
+  *p.add_gradients() = Gradient("b", {3}, gb);
+  return p;
+}
+
+absl::StatusOr<PushDenseResponse> Send(Shard& shard, const PushDenseRequest& p) {
+  const PushDenseRequest* messages[] = {&p};
+  return shard.PushDense(messages);
+}
+
+// The value of `name` (and its version via *version) after min_version.
+std::vector<float> Pull(Shard& shard, const std::string& name,
+                        int64_t min_version = 0, int64_t* version = nullptr,
+                        absl::Status* status = nullptr) {
+  PullDenseRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  r.add_names(name);
+  r.set_min_version(min_version);
+  std::vector<float> out;
+  absl::Status s = shard.PullDense(
+      r, [&](const DenseVariable&, int64_t v, const char* data, int64_t size) {
+        out.resize(size / 4);
+        std::memcpy(out.data(), data, size);
+        if (version != nullptr) *version = v;
+      });
+  if (status != nullptr) *status = s;
+  EXPECT_TRUE(status != nullptr || s.ok()) << s;
+  return out;
+}
+
+class ShardTest : public ::testing::Test {
+ protected:
+  void Init(const CreateVariablesRequest& create) {
+    CreateVariablesResponse response;
+    ASSERT_TRUE(shard_.CreateVariables(create, &response).ok());
+    EXPECT_EQ(response.num_variables(), 2);
+  }
+  // Expects `push` refused with `code` and a message containing `text`, and
+  // nothing changed.
+  void ExpectRefused(const PushDenseRequest& push, absl::StatusCode code,
+                     const std::string& text) {
+    const std::vector<float> w = Pull(shard_, "w"), b = Pull(shard_, "b");
+    absl::StatusOr<PushDenseResponse> r = Send(shard_, push);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), code) << r.status();
+    EXPECT_NE(r.status().message().find(text), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(Pull(shard_, "w"), w);
+    EXPECT_EQ(Pull(shard_, "b"), b);
+  }
+
+  Shard shard_{ShardOptions{}};
+};
+
+TEST_F(ShardTest, CreatesOnlyItsOwnPiecesInitialized) {
+  Init(Create(UpdateConfig::SYNC, 1));
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(Pull(shard_, "b"), std::vector<float>(3, 0.5f));
+}
+
+TEST_F(ShardTest, CreateIsIdempotentButRefusesAnotherDefinitionOrRun) {
+  const CreateVariablesRequest create = Create(UpdateConfig::SYNC, 1);
+  Init(create);
+  CreateVariablesResponse response;
+  EXPECT_TRUE(shard_.CreateVariables(create, &response).ok());
+  CreateVariablesRequest other = create;
+  other.mutable_optimizer()->set_learning_rate(0.1);
+  EXPECT_EQ(shard_.CreateVariables(other, &response).code(),
+            absl::StatusCode::kAlreadyExists);
+  other = create;
+  other.mutable_header()->set_run_id("run-2");
+  EXPECT_EQ(shard_.CreateVariables(other, &response).message(),
+            "ps 0 already belongs to run 'run-1'; refusing run 'run-2'");
+}
+
+TEST(Shard, CreateRefusesBadRequests) {
+  Shard shard{ShardOptions{.ps_task = 1}};
+  CreateVariablesResponse response;
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 1);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "request for ps task 0 reached ps task 1");
+  create.set_ps_task(1);
+  create.mutable_update()->set_replicas_to_aggregate(2);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "update.replicas_to_aggregate: 2 must be in [0, num_workers 1]");
+  create = Create(UpdateConfig::SYNC, 1);
+  create.set_ps_task(1);
+  create.mutable_variables(0)->mutable_def()->set_dtype(DT_HALF);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "variable 'w': dtype float16 is not stored yet (only float32)");
+  create.mutable_variables(0)->mutable_def()->set_dtype(DT_FLOAT);
+  create.mutable_variables(0)->mutable_placement()->mutable_slices(1)->set_row_end(5);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "variable 'w': placement rows [2, 5) do not fit its 4 rows");
+  create.mutable_optimizer()->set_learning_rate(-1);
+  EXPECT_EQ(shard.CreateVariables(create, &response).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ShardTest, SyncAppliesOnceWithTheGlobalBatch) {
+  Init(Create(UpdateConfig::SYNC, 2));
+  // Worker 0: batch 3, worker 1: batch 5; global batch 8, lr 0.5.
+  ASSERT_TRUE(Send(shard_, Push(0, 3, {1, 2, 3, 4}, {8, 0, 0})).ok());
+  int64_t version = -1;
+  EXPECT_EQ(Pull(shard_, "w", 0, &version), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(version, 0);  // not applied until the step is complete
+  absl::StatusOr<PushDenseResponse> r =
+      Send(shard_, Push(0, 5, {3, 2, 1, 0}, {8, 16, 0}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->applied());
+  EXPECT_EQ(r->version(), 1);
+  // w -= 0.5 * (sum / 8): sums 4, 4, 4, 4 -> 1 - 0.25.
+  EXPECT_EQ(Pull(shard_, "w", 1, &version), std::vector<float>(4, 0.75f));
+  EXPECT_EQ(version, 1);
+  // b -= 0.5 * ({16, 16, 0} / 8).
+  EXPECT_EQ(Pull(shard_, "b", 1), (std::vector<float>{-0.5f, -0.5f, 0.5f}));
+}
+
+TEST_F(ShardTest, BackupWorkersLatePushIsDroppedAndCounted) {
+  Init(Create(UpdateConfig::SYNC, 3, /*replicas=*/2));
+  ASSERT_TRUE(Send(shard_, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0})).ok());
+  ASSERT_TRUE(Send(shard_, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0})).ok());
+  // w -= 0.5 * (4 / 2): the first two pushes make the step.
+  EXPECT_EQ(Pull(shard_, "w", 1), std::vector<float>(4, 0.0f));
+  absl::StatusOr<PushDenseResponse> late =
+      Send(shard_, Push(0, 1, {100, 100, 100, 100}, {0, 0, 0}));
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->applied());
+  EXPECT_EQ(Pull(shard_, "w", 1), std::vector<float>(4, 0.0f));
+  GetShardStatusRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  ASSERT_TRUE(shard_.GetShardStatus(request, &status).ok());
+  EXPECT_EQ(status.pushes_applied(), 2);
+  EXPECT_EQ(status.pushes_dropped_stale(), 1);
+  EXPECT_EQ(status.variable_versions().at("w"), 1);
+}
+
+TEST_F(ShardTest, IncompleteSyncStepTimesOutWithAClearStatus) {
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 2);
+  create.mutable_update()->set_step_timeout_ms(200);
+  Init(create);
+  ASSERT_TRUE(Send(shard_, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0})).ok());
+  absl::Status status;
+  Pull(shard_, "b", 1, nullptr, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(status.message(),
+            "variable 'b': step 0 did not complete: 1 of 2 gradients arrived "
+            "before the deadline (waiting for version 1)");
+}
+
+TEST_F(ShardTest, AsyncAppliesEachPushWithItsOwnBatch) {
+  Init(Create(UpdateConfig::ASYNC, 2));
+  absl::StatusOr<PushDenseResponse> r =
+      Send(shard_, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->version(), 1);
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.75f));
+  ASSERT_TRUE(Send(shard_, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0})).ok());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.25f));
+}
+
+TEST_F(ShardTest, AsyncRefusesPushesBeyondTheStalenessBound) {
+  Init(Create(UpdateConfig::ASYNC, 2, 0, /*staleness=*/1));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Send(shard_, Push(i, 1, {0, 0, 0, 0}, {0, 0, 0})).ok());
+  }
+  ExpectRefused(Push(0, 1, {1, 1, 1, 1}, {0, 0, 0}),
+                absl::StatusCode::kFailedPrecondition,
+                "gradient computed from version 0 is too stale: the variable "
+                "is at version 2, beyond 0 + max_staleness 1");
+  EXPECT_TRUE(Send(shard_, Push(1, 1, {0, 0, 0, 0}, {0, 0, 0})).ok());
+}
+
+TEST_F(ShardTest, RefusesBadPushesWithoutChangingAnything) {
+  Init(Create(UpdateConfig::ASYNC, 1));
+  PushDenseRequest p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_header()->set_run_id("old-run");
+  ExpectRefused(p, absl::StatusCode::kFailedPrecondition,
+                "run id 'old-run' is not this ps's run 'run-1'");
+
+  p = Push(0, 0, {1, 1, 1, 1}, {1, 1, 1});
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument, "batch_size 0 must be > 0");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_gradients(1)->set_name("c");
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'c': not held by ps 0");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_gradients(1)->mutable_tensor()->set_dtype(DT_DOUBLE);
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient dtype float64, expected float32");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_gradients(1)->mutable_tensor()->mutable_shape()->set_dims(0, 4);
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient shape [4] does not match the "
+                "variable's [3]");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_gradients(0)->mutable_tensor()->mutable_slice()->set_begin(2);
+  p.mutable_gradients(0)->mutable_tensor()->mutable_slice()->set_end(4);
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'w': gradient rows [2, 4) but ps 0 holds rows [0, 2)");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1});  // b short by one float
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient chunks cover 8 of its 12 bytes");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  *p.add_gradients() = Gradient("b", {3}, {1}, /*offset=*/2);  // overlap
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient chunks overlap or leave a gap: a chunk "
+                "starts at byte 8, expected byte 12");
+
+  p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
+  p.mutable_gradients(1)->mutable_tensor()->set_content_offset(8);
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient chunk of 12 bytes at offset 8 does not "
+                "fit its 12 bytes in whole floats");
+
+  p = Push(5, 1, {1, 1, 1, 1}, {1, 1, 1});
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "gradient computed from version 5, but the variable is at "
+                "version 0 (a version from the future)");
+
+  p = Push(0, 1, {1, 1, NAN, 1}, {1, 1, 1});
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'w': gradient element 2 is NaN (nan_policy NAN_REJECT)");
+  p = Push(0, 1, {1, 1, 1, 1}, {1, INFINITY, 1});
+  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+                "variable 'b': gradient element 1 is Inf");
+
+  GetShardStatusRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  ASSERT_TRUE(shard_.GetShardStatus(request, &status).ok());
+  EXPECT_EQ(status.pushes_refused(), 12);
+  EXPECT_EQ(status.pushes_applied(), 0);
+}
+
+TEST(Shard, NanSkipStepVoidsTheSyncStepButAdvancesIt) {
+  Shard shard{ShardOptions{.nan_policy = NAN_SKIP_STEP}};
+  CreateVariablesResponse response;
+  ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 2), &response).ok());
+  ASSERT_TRUE(Send(shard, Push(0, 1, {1, 1, 1, 1}, {1, 1, 1})).ok());
+  ASSERT_TRUE(Send(shard, Push(0, 1, {NAN, 1, 1, 1}, {1, 1, 1})).ok());
+  int64_t version = 0;
+  EXPECT_EQ(Pull(shard, "w", 1, &version), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(version, 1);
+}
+
+TEST(Shard, NanAbortCallsTheAbortHandler) {
+  absl::Status seen;
+  Shard shard{ShardOptions{.nan_policy = NAN_ABORT,
+                           .on_abort = [&](const absl::Status& s) { seen = s; }}};
+  CreateVariablesResponse response;
+  ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::ASYNC, 1), &response).ok());
+  EXPECT_FALSE(Send(shard, Push(0, 1, {1, 1, 1, 1}, {1, NAN, 1})).ok());
+  EXPECT_EQ(seen.message(),
+            "variable 'b': gradient element 1 is NaN (nan_policy NAN_ABORT)");
+}
+
+TEST(Shard, RequestsBeforeCreateAreRefused) {
+  Shard shard{ShardOptions{}};
+  absl::Status status;
+  Pull(shard, "w", 0, nullptr, &status);
+  EXPECT_EQ(status.message(),
+            "ps 0 has no variables yet (the chief has not created them)");
+}
+
+// 8 workers push concurrently for 5 sync steps; the result equals the serial
+// computation exactly (the gradients are small integers, so every order of
+// summation gives the same floats).
+TEST_F(ShardTest, ConcurrentSyncPushesEqualTheSerialResult) {
+  constexpr int kWorkers = 8, kSteps = 5;
+  Init(Create(UpdateConfig::SYNC, kWorkers));
+  std::vector<std::thread> threads;
+  for (int worker = 0; worker < kWorkers; ++worker) {
+    threads.emplace_back([this, worker] {
+      for (int step = 0; step < kSteps; ++step) {
+        Pull(shard_, "w", step);
+        const float g = worker + step;
+        ASSERT_TRUE(Send(shard_, Push(step, 2, {g, g, g, g}, {g, 0, 0})).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Serial: each step sums (0..7) + 8 * step = 28 + 8 step over batch 16.
+  double w = 1.0;
+  for (int step = 0; step < kSteps; ++step) w -= 0.5 * (28 + 8 * step) / 16.0;
+  int64_t version = 0;
+  EXPECT_EQ(Pull(shard_, "w", kSteps, &version),
+            std::vector<float>(4, static_cast<float>(w)));
+  EXPECT_EQ(version, kSteps);
+}
+
+// 8 threads push async SGD updates of known size; none is lost.
+TEST_F(ShardTest, ConcurrentAsyncPushesLoseNoUpdate) {
+  constexpr int kThreads = 8, kPushes = 200;
+  Init(Create(UpdateConfig::ASYNC, kThreads));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([this] {
+      for (int k = 0; k < kPushes; ++k) {
+        // lr 0.5 * g 0.25 / batch 1: each push lowers b by exactly 1/8.
+        ASSERT_TRUE(Send(shard_, Push(0, 1, {0, 0, 0, 0}, {0.25f, 0, 0})).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int64_t version = 0;
+  const std::vector<float> b = Pull(shard_, "b", 0, &version);
+  EXPECT_EQ(b[0], 0.5f - kThreads * kPushes / 8.0f);
+  EXPECT_EQ(version, kThreads * kPushes);
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
