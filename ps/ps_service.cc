@@ -86,8 +86,9 @@ class PullReactor : public grpc::ServerWriteReactor<PullDenseResponse> {
 // Collects a push stream's messages, then hands them to the Shard at once.
 class PushReactor : public grpc::ServerReadReactor<PushDenseRequest> {
  public:
-  PushReactor(PsService* service, PushDenseResponse* response)
-      : service_(service), response_(response) {
+  PushReactor(PsService* service, grpc::CallbackServerContext* context,
+              PushDenseResponse* response)
+      : service_(service), context_(context), response_(response) {
     ReadNext();
   }
 
@@ -99,6 +100,14 @@ class PushReactor : public grpc::ServerReadReactor<PushDenseRequest> {
     // End of stream: the last message taken was not filled.
     service_->ReturnMessage(std::move(messages_.back()));
     messages_.pop_back();
+    if (context_->IsCancelled()) {
+      // The stream broke (client gone, message over the limit): nothing of
+      // it is applied.
+      for (auto& m : messages_) service_->ReturnMessage(std::move(m));
+      messages_.clear();
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "push stream broken"));
+      return;
+    }
     std::vector<const PushDenseRequest*> views;
     for (const auto& m : messages_) views.push_back(m.get());
     absl::StatusOr<PushDenseResponse> result =
@@ -118,6 +127,7 @@ class PushReactor : public grpc::ServerReadReactor<PushDenseRequest> {
   }
 
   PsService* const service_;
+  grpc::CallbackServerContext* const context_;
   PushDenseResponse* const response_;
   std::vector<std::unique_ptr<PushDenseRequest>> messages_;
 };
@@ -163,7 +173,7 @@ grpc::ServerWriteReactor<PullDenseResponse>* PsService::PullDense(
 
 grpc::ServerReadReactor<PushDenseRequest>* PsService::PushDense(
     grpc::CallbackServerContext* context, PushDenseResponse* response) {
-  return new PushReactor(this, response);
+  return new PushReactor(this, context, response);
 }
 
 grpc::ServerUnaryReactor* PsService::PullSparse(

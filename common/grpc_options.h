@@ -1,0 +1,28 @@
+// gRPC settings every pstrain channel and server shares.
+//
+// Tensors travel in chunks of at most a few MB (proto/tensor.proto), so a
+// message never needs to be large; the limit below leaves room for the
+// default 4 MB chunks plus headers, and refuses anything far larger with
+// RESOURCE_EXHAUSTED before it is buffered.
+#ifndef PSTRAIN_COMMON_GRPC_OPTIONS_H_
+#define PSTRAIN_COMMON_GRPC_OPTIONS_H_
+
+#include <memory>
+#include <string>
+
+#include "grpcpp/grpcpp.h"
+
+namespace pstrain {
+
+// Largest message a pstrain process sends or accepts.
+inline constexpr int kMaxGrpcMessageBytes = 64 << 20;
+
+// An insecure channel to `address` ("host:port") with pstrain's limits.
+std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address);
+
+// Applies pstrain's limits to a server under construction.
+void ConfigurePstrainServer(grpc::ServerBuilder* builder);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_GRPC_OPTIONS_H_

@@ -1,0 +1,63 @@
+#include "common/process.h"
+
+#include <malloc.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace pstrain {
+namespace {
+
+void Log(char severity, absl::string_view message) {
+  const std::string line = absl::StrCat(
+      std::string(1, severity),
+      absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(), absl::LocalTimeZone()),
+      " ", message, "\n");
+  // One write: lines from several threads stay whole.
+  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+}
+
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+void LogInfo(absl::string_view message) { Log('I', message); }
+void LogError(absl::string_view message) { Log('E', message); }
+
+std::string BuildInfo() {
+#ifdef __OPTIMIZE__
+  const char* mode = "optimized";
+#else
+  const char* mode = "debug";
+#endif
+  return absl::StrCat("pstrain 0.1.0 (gcc ", __VERSION__, ", ", mode, ")");
+}
+
+void TuneMallocForLargeBuffers() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void BlockTerminationSignals() {
+  sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+std::string WaitForTerminationSignal() {
+  sigset_t set = TerminationSignals();
+  int signal = 0;
+  sigwait(&set, &signal);
+  return signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+}  // namespace pstrain

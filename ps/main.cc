@@ -1,0 +1,115 @@
+// The `ps` binary: one parameter-server task of a pstrain cluster.
+//
+//   TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}' ps
+//
+// Serves the ParameterServer service (and gRPC's health service) at its
+// TF_CONFIG address. Exits 0 on SIGTERM or SIGINT once in-flight requests are
+// done, 2 on a bad TF_CONFIG or flag (with one line saying what is wrong).
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_options.h"
+#include "common/process.h"
+#include "common/tf_config.h"
+#include "grpcpp/grpcpp.h"
+#include "ps/ps_service.h"
+#include "ps/shard.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG JSON, or @path to a file holding it; default: the "
+          "TF_CONFIG environment variable");
+ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+ABSL_FLAG(std::string, nan_policy, "",
+          "reject, skip_step or abort: what to do with a gradient holding NaN "
+          "or Inf; default: the run's setting (reject unless the chief says)");
+ABSL_FLAG(int, pull_threads, 16, "Threads serving pulls");
+ABSL_FLAG(int, shutdown_grace_seconds, 10,
+          "On SIGTERM, how long in-flight requests may take to finish");
+
+namespace pstrain {
+namespace {
+
+int Fail(absl::string_view message) {
+  std::cerr << message << std::endl;
+  return 2;
+}
+
+int Main() {
+  BlockTerminationSignals();
+  TuneMallocForLargeBuffers();
+
+  absl::StatusOr<std::string> text =
+      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
+  if (!text.ok()) return Fail(text.status().message());
+  absl::StatusOr<TfConfig> config = ParseTfConfig(*text);
+  if (!config.ok()) return Fail(config.status().message());
+  if (config->task.job() != JOB_PS) {
+    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
+                             JobName(config->task.job()),
+                             "\", but this is the ps binary (expected \"ps\")"));
+  }
+  absl::StatusOr<HostPort> address = config->cluster.Address(config->task);
+  if (!address.ok()) return Fail(address.status().message());
+  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
+
+  ps::ShardOptions shard_options;
+  shard_options.ps_task = config->task.index();
+  const std::string nan_policy = absl::GetFlag(FLAGS_nan_policy);
+  if (nan_policy == "reject") {
+    shard_options.nan_policy = NAN_REJECT;
+  } else if (nan_policy == "skip_step") {
+    shard_options.nan_policy = NAN_SKIP_STEP;
+  } else if (nan_policy == "abort") {
+    shard_options.nan_policy = NAN_ABORT;
+  } else if (!nan_policy.empty()) {
+    return Fail(absl::StrCat("--nan_policy: \"", nan_policy,
+                             "\" is not reject, skip_step or abort"));
+  }
+  shard_options.on_abort = [](const absl::Status& status) {
+    LogError(absl::StrCat("aborting (nan_policy abort): ", status.message()));
+    std::_Exit(3);
+  };
+  ps::Shard shard(shard_options);
+  ps::PsServiceOptions service_options;
+  service_options.pull_threads = absl::GetFlag(FLAGS_pull_threads);
+  ps::PsService service(&shard, service_options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  ConfigurePstrainServer(&builder);
+  int bound_port = 0;
+  builder.AddListeningPort(address->ToString(),
+                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    LogError(absl::StrCat("ps ", config->task.index(), ": cannot listen on ",
+                          address->ToString()));
+    return 1;
+  }
+  LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
+                       config->cluster.NumTasks(JOB_PS), " listening on ",
+                       address->host, ":", bound_port, "; ", BuildInfo()));
+
+  const std::string signal = WaitForTerminationSignal();
+  LogInfo(absl::StrCat("ps ", config->task.index(), ": ", signal,
+                       ", finishing in-flight requests"));
+  server->Shutdown(absl::ToChronoTime(
+      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds))));
+  LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));
+  return 0;
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return pstrain::Main();
+}

@@ -1,0 +1,299 @@
+#include "ps/ps_client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+absl::Status Unexpected(absl::string_view what) {
+  return absl::InternalError(absl::StrCat("ps sent ", what));
+}
+
+void DescribePiece(const DensePiece& piece, TensorProto* t) {
+  t->set_dtype(DT_FLOAT);
+  *t->mutable_shape() = piece.shape;
+  t->clear_slice();
+  if (piece.shape.dims_size() > 0) {
+    t->mutable_slice()->set_begin(piece.row_begin);
+    t->mutable_slice()->set_end(piece.row_end);
+  }
+}
+
+}  // namespace
+
+PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
+                   PsClientOptions options)
+    : options_(std::move(options)),
+      stub_(ParameterServer::NewStub(channel)) {}
+
+void PsClient::FillHeader(RequestHeader* header) {
+  header->set_run_id(options_.run_id);
+  *header->mutable_sender() = options_.sender;
+  header->set_request_id(next_request_id_++);
+}
+
+void PsClient::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+}
+
+absl::Status PsClient::CreateVariables(CreateVariablesRequest request,
+                                       CreateVariablesResponse* response) {
+  FillHeader(request.mutable_header());
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return FromGrpcStatus(stub_->CreateVariables(&context, request, response));
+}
+
+absl::StatusOr<PushDenseResponse> PsClient::PushDense(
+    int64_t version, int64_t batch_size,
+    absl::Span<const DensePiece> gradients) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  PushDenseResponse response;
+  std::unique_ptr<grpc::ClientWriter<PushDenseRequest>> writer =
+      stub_->PushDense(&context, &response);
+
+  // Messages are filled with chunks up to max_chunk_bytes of content and
+  // written one at a time; push_message_ keeps its buffers between pushes.
+  PushDenseRequest& message = push_message_;
+  message.Clear();
+  FillHeader(message.mutable_header());
+  message.set_version(version);
+  message.set_batch_size(batch_size);
+  int64_t room = options_.max_chunk_bytes;
+  int used_gradients = 0;
+  bool broken = false;
+  auto flush = [&] {
+    // Drop the gradients this message did not use (kept from earlier ones).
+    while (message.gradients_size() > used_gradients) {
+      message.mutable_gradients()->RemoveLast();
+    }
+    if (!broken && !writer->Write(message)) broken = true;
+    message.clear_header();
+    used_gradients = 0;
+    room = options_.max_chunk_bytes;
+  };
+  for (const DensePiece& piece : gradients) {
+    int64_t offset = 0;
+    do {
+      if (room == 0) flush();
+      const int64_t n = std::min(room, piece.size - offset);
+      NamedTensor* g = used_gradients < message.gradients_size()
+                           ? message.mutable_gradients(used_gradients)
+                           : message.add_gradients();
+      ++used_gradients;
+      g->set_name(piece.name);
+      TensorProto* t = g->mutable_tensor();
+      DescribePiece(piece, t);
+      t->set_content_offset(offset);
+      t->mutable_content()->assign(piece.data + offset, n);
+      offset += n;
+      room -= n;
+    } while (offset < piece.size);
+  }
+  flush();
+  writer->WritesDone();
+  absl::Status status = FromGrpcStatus(writer->Finish());
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
+                                            absl::Span<const DensePiece> values) {
+  std::map<std::string, const DensePiece*> by_name;
+  PullDenseRequest request;
+  FillHeader(request.mutable_header());
+  request.set_min_version(min_version);
+  request.set_max_chunk_bytes(options_.max_chunk_bytes);
+  for (const DensePiece& piece : values) {
+    by_name[piece.name] = &piece;
+    request.add_names(piece.name);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  std::unique_ptr<grpc::ClientReader<PullDenseResponse>> reader =
+      stub_->PullDense(&context, request);
+  std::map<std::string, int64_t> received;
+  int64_t version = -1;
+  absl::Status problem;
+  while (reader->Read(&pull_message_)) {
+    if (!problem.ok()) continue;  // drain, then report
+    const NamedTensor& value = pull_message_.value();
+    auto it = by_name.find(value.name());
+    const TensorProto& t = value.tensor();
+    if (it == by_name.end()) {
+      problem = Unexpected(absl::StrCat("variable '", value.name(),
+                                        "' that was not asked for"));
+      continue;
+    }
+    const DensePiece& piece = *it->second;
+    const int64_t offset = t.content_offset();
+    const int64_t n = t.content().size();
+    if (offset < 0 || offset > piece.size - n) {
+      problem = Unexpected(absl::StrCat("a chunk of '", piece.name, "' at byte ",
+                                        offset, " beyond its ", piece.size,
+                                        " bytes"));
+      continue;
+    }
+    if (version >= 0 && pull_message_.version() != version) {
+      problem = Unexpected("chunks of two versions in one pull");
+      continue;
+    }
+    version = pull_message_.version();
+    std::memcpy(piece.data + offset, t.content().data(), n);
+    received[piece.name] += n;
+  }
+  absl::Status status = FromGrpcStatus(reader->Finish());
+  if (!status.ok()) return status;
+  if (!problem.ok()) return problem;
+  for (const DensePiece& piece : values) {
+    if (received[piece.name] != piece.size) {
+      return Unexpected(absl::StrCat(received[piece.name], " of the ",
+                                     piece.size, " bytes of '", piece.name,
+                                     "'"));
+    }
+  }
+  return version;
+}
+
+absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
+  GetShardStatusRequest request;
+  FillHeader(request.mutable_header());
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  ShardStatus status;
+  PSTRAIN_RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->GetShardStatus(&context, request, &status)));
+  return status;
+}
+
+absl::StatusOr<std::unique_ptr<PsClusterClient>> PsClusterClient::Create(
+    std::vector<std::unique_ptr<PsClient>> clients, const Placement& placement,
+    absl::Span<const VariableDef> variables) {
+  if (clients.empty() || placement.num_ps() != static_cast<int>(clients.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement is for ", placement.num_ps(), " ps tasks, ",
+                     clients.size(), " clients given"));
+  }
+  std::map<std::string, VariableDef> defs;
+  for (const VariableDef& def : variables) defs[def.name()] = def;
+  for (const VariablePlacement& p : placement.variables()) {
+    if (defs.count(p.name()) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement names unknown variable '", p.name(), "'"));
+    }
+  }
+  return std::unique_ptr<PsClusterClient>(new PsClusterClient(
+      std::move(clients), placement, std::move(defs)));
+}
+
+PsClusterClient::PsClusterClient(std::vector<std::unique_ptr<PsClient>> clients,
+                                 Placement placement,
+                                 std::map<std::string, VariableDef> defs)
+    : clients_(std::move(clients)),
+      placement_(std::move(placement)),
+      defs_(std::move(defs)),
+      pool_(std::max<int>(1, clients_.size() - 1)) {}
+
+absl::Status PsClusterClient::ForEachPs(
+    const std::function<absl::Status(int)>& fn) {
+  std::vector<absl::Status> results(clients_.size());
+  absl::BlockingCounter done(clients_.size() - 1);
+  for (size_t i = 1; i < clients_.size(); ++i) {
+    pool_.Schedule([&, i] {
+      results[i] = fn(i);
+      done.DecrementCount();
+    });
+  }
+  results[0] = fn(0);
+  done.Wait();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      return absl::Status(results[i].code(),
+                          absl::StrCat("ps ", i, ": ", results[i].message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClusterClient::CreateVariables(const OptimizerConfig& optimizer,
+                                              const UpdateConfig& update) {
+  return ForEachPs([&](int task) {
+    CreateVariablesRequest request;
+    request.set_ps_task(task);
+    *request.mutable_optimizer() = optimizer;
+    *request.mutable_update() = update;
+    for (const VariablePlacement& p : placement_.variables()) {
+      ShardVariable* v = request.add_variables();
+      *v->mutable_def() = defs_.at(p.name());
+      *v->mutable_placement() = p;
+    }
+    CreateVariablesResponse response;
+    return clients_[task]->CreateVariables(std::move(request), &response);
+  });
+}
+
+absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
+    const std::map<std::string, Tensor*>& tensors) const {
+  std::vector<std::vector<DensePiece>> pieces(clients_.size());
+  for (const VariablePlacement& p : placement_.variables()) {
+    auto it = tensors.find(p.name());
+    if (it == tensors.end()) continue;
+    const VariableDef& def = defs_.at(p.name());
+    Tensor* t = it->second;
+    const std::vector<int64_t> dims(def.shape().dims().begin(),
+                                    def.shape().dims().end());
+    if (t->dtype() != DT_FLOAT || t->shape() != dims) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable '", p.name(), "': tensor is ", DataTypeName(t->dtype()), " ",
+          ShapeString(t->shape()), ", expected float32 ", ShapeString(dims)));
+    }
+    const int64_t row_bytes = t->row_elements() * 4;
+    for (const VariablePlacement::Slice& s : p.slices()) {
+      DensePiece piece;
+      piece.name = p.name();
+      piece.shape = def.shape();
+      piece.row_begin = s.row_begin();
+      piece.row_end = s.row_end();
+      piece.data = static_cast<char*>(t->raw_data()) + s.row_begin() * row_bytes;
+      piece.size = (s.row_end() - s.row_begin()) * row_bytes;
+      pieces[s.ps_task()].push_back(std::move(piece));
+    }
+  }
+  return pieces;
+}
+
+absl::Status PsClusterClient::PushDense(
+    int64_t version, int64_t batch_size,
+    const std::map<std::string, Tensor*>& gradients) {
+  PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(gradients));
+  return ForEachPs([&](int task) -> absl::Status {
+    if (pieces[task].empty()) return absl::OkStatus();
+    return clients_[task]->PushDense(version, batch_size, pieces[task]).status();
+  });
+}
+
+absl::StatusOr<int64_t> PsClusterClient::PullDense(
+    int64_t min_version, const std::map<std::string, Tensor*>& values) {
+  PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(values));
+  std::vector<int64_t> versions(clients_.size(), INT64_MAX);
+  PSTRAIN_RETURN_IF_ERROR(ForEachPs([&](int task) -> absl::Status {
+    if (pieces[task].empty()) return absl::OkStatus();
+    PSTRAIN_ASSIGN_OR_RETURN(versions[task],
+                             clients_[task]->PullDense(min_version, pieces[task]));
+    return absl::OkStatus();
+  }));
+  const int64_t lowest = *std::min_element(versions.begin(), versions.end());
+  return lowest == INT64_MAX ? min_version : lowest;
+}
+
+}  // namespace ps
+}  // namespace pstrain

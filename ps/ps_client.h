@@ -1,0 +1,135 @@
+// Clients of the parameter servers, as workers, the chief, tests and
+// benchmarks use them.
+//
+// PsClient talks to one ps task: it fills the request header (run id,
+// sender, request id), splits dense tensors into chunks of at most
+// max_chunk_bytes, and reassembles pulled chunks straight into the caller's
+// buffers. PsClusterClient routes whole variables to every ps task through
+// the run's Placement, in parallel, one thread per ps task.
+//
+//   PsClusterClient ps(clients, placement, defs);
+//   PSTRAIN_ASSIGN_OR_RETURN(int64_t version, ps.PullDense(step, &weights));
+//   ... compute gradient sums ...
+//   PSTRAIN_RETURN_IF_ERROR(ps.PushDense(version, batch_size, gradients));
+//
+// Neither class is thread-safe: one caller at a time (they reuse buffers).
+#ifndef PSTRAIN_PS_PS_CLIENT_H_
+#define PSTRAIN_PS_PS_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/tensor.h"
+#include "common/thread_pool.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/ps_service.grpc.pb.h"
+
+namespace pstrain {
+namespace ps {
+
+struct PsClientOptions {
+  std::string run_id;
+  TaskRef sender;
+  int64_t max_chunk_bytes = 4 << 20;
+  // Deadline of each call (a sync pull waits within it).
+  absl::Duration timeout = absl::Seconds(120);
+};
+
+// Rows [row_begin, row_end) of a dense variable of shape `shape`, as bytes:
+// what one ps task holds of it.
+struct DensePiece {
+  std::string name;
+  TensorShapeProto shape;
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+  // The piece's data (rows row_begin..row_end of the full tensor).
+  char* data = nullptr;
+  int64_t size = 0;
+};
+
+class PsClient {
+ public:
+  PsClient(std::shared_ptr<grpc::Channel> channel, PsClientOptions options);
+
+  absl::Status CreateVariables(CreateVariablesRequest request,
+                               CreateVariablesResponse* response);
+
+  // Pushes gradient sums over `batch_size` examples computed from `version`.
+  absl::StatusOr<PushDenseResponse> PushDense(
+      int64_t version, int64_t batch_size,
+      absl::Span<const DensePiece> gradients);
+
+  // Pulls every piece into its data, after the ps reached `min_version`.
+  // Returns the version read. INTERNAL if the ps sends something that does
+  // not fit the pieces (unknown name, wrong size, mixed versions).
+  absl::StatusOr<int64_t> PullDense(int64_t min_version,
+                                    absl::Span<const DensePiece> values);
+
+  absl::StatusOr<ShardStatus> GetShardStatus();
+
+  const PsClientOptions& options() const { return options_; }
+
+ private:
+  void FillHeader(RequestHeader* header);
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  const PsClientOptions options_;
+  std::unique_ptr<ParameterServer::Stub> stub_;
+  uint64_t next_request_id_ = 1;
+  // Reused across messages and pushes, so content buffers are allocated once.
+  PushDenseRequest push_message_;
+  PullDenseResponse pull_message_;
+};
+
+// The dense variables of a run, spread over ps tasks by its Placement.
+class PsClusterClient {
+ public:
+  // `clients[i]` talks to ps task i. `variables` are the run's definitions.
+  static absl::StatusOr<std::unique_ptr<PsClusterClient>> Create(
+      std::vector<std::unique_ptr<PsClient>> clients, const Placement& placement,
+      absl::Span<const VariableDef> variables);
+
+  // Creates every ps task's pieces (optimizer and update mode as given).
+  absl::Status CreateVariables(const OptimizerConfig& optimizer,
+                               const UpdateConfig& update);
+
+  // Pushes full-size gradient sums (by variable name; each float32 of the
+  // variable's shape) to the ps tasks holding them, in parallel.
+  absl::Status PushDense(int64_t version, int64_t batch_size,
+                         const std::map<std::string, Tensor*>& gradients);
+
+  // Pulls every variable in `values` (float32 of the variable's shape) after
+  // min_version, in parallel. Returns the lowest version read.
+  absl::StatusOr<int64_t> PullDense(int64_t min_version,
+                                    const std::map<std::string, Tensor*>& values);
+
+  PsClient* client(int ps_task) { return clients_[ps_task].get(); }
+  int num_ps() const { return clients_.size(); }
+
+ private:
+  PsClusterClient(std::vector<std::unique_ptr<PsClient>> clients,
+                  Placement placement, std::map<std::string, VariableDef> defs);
+
+  // The pieces of `tensors` each ps task holds.
+  absl::StatusOr<std::vector<std::vector<DensePiece>>> Pieces(
+      const std::map<std::string, Tensor*>& tensors) const;
+
+  // Runs fn(ps_task) for every task in parallel; the first error wins.
+  absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
+
+  std::vector<std::unique_ptr<PsClient>> clients_;
+  const Placement placement_;
+  const std::map<std::string, VariableDef> defs_;
+  ThreadPool pool_;
+};
+
+}  // namespace ps
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_PS_CLIENT_H_

@@ -1,0 +1,325 @@
+// The `ps` binary as real processes on 127.0.0.1, driven over gRPC.
+#include <signal.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/grpc_options.h"
+#include "common/grpc_status.h"
+#include "gtest/gtest.h"
+#include "tests/ps_cluster.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+constexpr char kRun[] = "run-1";
+
+std::string Log(Subprocess& p) { return ReadFile(p.log_path()); }
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(PsBinary, ExitsTwoWithTheErrorLineOnBadTfConfig) {
+  Subprocess bad = Subprocess::Start(
+      "ps/ps", {"--tf_config={\"cluster\": {\"ps\": [\"h\"]}}"}, {},
+      TempPath("bad.log"));
+  EXPECT_EQ(bad.Wait(), 2);
+  EXPECT_EQ(Log(bad),
+            "TF_CONFIG: missing \"task\" (this process's {\"type\": ..., "
+            "\"index\": ...})\n");
+
+  Subprocess worker = Subprocess::Start(
+      "ps/ps", {}, {{"TF_CONFIG", "{\"cluster\": {\"worker\": [\"h:1\"]}, "
+                                  "\"task\": {\"type\": \"worker\", \"index\": 0}}"}},
+      TempPath("worker.log"));
+  EXPECT_EQ(worker.Wait(), 2);
+  EXPECT_EQ(Log(worker),
+            "TF_CONFIG: task.type: \"worker\", but this is the ps binary "
+            "(expected \"ps\")\n");
+
+  Subprocess flag = Subprocess::Start(
+      "ps/ps", {"--nan_policy=ignore"},
+      {{"TF_CONFIG", "{\"cluster\": {\"ps\": [\"127.0.0.1:1\"]}, "
+                     "\"task\": {\"type\": \"ps\", \"index\": 0}}"}},
+      TempPath("flag.log"));
+  EXPECT_EQ(flag.Wait(), 2);
+  EXPECT_EQ(Log(flag),
+            "--nan_policy: \"ignore\" is not reject, skip_step or abort\n");
+}
+
+TEST(PsBinary, LogsItsRoleAndExitsZeroOnSigterm) {
+  PsCluster cluster;
+  ASSERT_TRUE(cluster.Start(1).ok());
+  EXPECT_EQ(cluster.process(0).Terminate(), 0);
+  const std::string log = Log(cluster.process(0));
+  EXPECT_TRUE(Contains(log, "ps 0 of 1 listening on " + cluster.address(0)))
+      << log;
+  EXPECT_TRUE(Contains(log, "pstrain 0.1.0")) << log;
+  EXPECT_TRUE(Contains(log, "SIGTERM, finishing in-flight requests")) << log;
+}
+
+// A model of two variables: "dense/kernel" [300, 64] split over both ps
+// tasks, "dense/bias" [64] whole.
+std::vector<VariableDef> Model() {
+  return {ConstantVariable("dense/kernel", {300, 64}, 1.0f),
+          ConstantVariable("dense/bias", {64}, 0.0f)};
+}
+
+PlacementOptions SplitKernel() {
+  PlacementOptions options;
+  options.rules = {{"kernel", 2}};
+  return options;
+}
+
+struct Buffers {
+  Tensor kernel = *Tensor::Create(DT_FLOAT, {300, 64});
+  Tensor bias = *Tensor::Create(DT_FLOAT, {64});
+  std::map<std::string, Tensor*> map() {
+    return {{"dense/kernel", &kernel}, {"dense/bias", &bias}};
+  }
+  void Fill(float k, float b) {
+    for (float& v : kernel.flat<float>()) v = k;
+    for (float& v : bias.flat<float>()) v = b;
+  }
+};
+
+class PsClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(cluster_.Start(2).ok()); }
+
+  std::unique_ptr<ps::PsClusterClient> Connect(int worker,
+                                               const std::string& run = kRun) {
+    auto client = cluster_.Connect(run, worker, Model(), SplitKernel());
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  void Create(const UpdateConfig& update) {
+    ASSERT_TRUE(Connect(0)->CreateVariables(Sgd(0.5), update).ok());
+  }
+
+  PsCluster cluster_;
+};
+
+TEST_F(PsClusterTest, SyncStepsOverTwoPsTasks) {
+  Create(Update(UpdateConfig::SYNC, 2));
+  auto w0 = Connect(0), w1 = Connect(1);
+  Buffers values, g0, g1;
+  float kernel = 1.0f, bias = 0.0f;
+  for (int step = 0; step < 3; ++step) {
+    // Both workers pull step `step`, then push sums over batches 3 and 1.
+    absl::StatusOr<int64_t> version = w0->PullDense(step, values.map());
+    ASSERT_TRUE(version.ok()) << version.status();
+    EXPECT_EQ(*version, step);
+    EXPECT_EQ(values.kernel.flat<float>()[299 * 64 + 63], kernel);
+    EXPECT_EQ(values.bias.flat<float>()[0], bias);
+    g0.Fill(3, -1);
+    g1.Fill(5, -3);
+    std::thread other([&] { ASSERT_TRUE(w1->PushDense(step, 1, g1.map()).ok()); });
+    ASSERT_TRUE(w0->PushDense(step, 3, g0.map()).ok());
+    other.join();
+    kernel -= 0.5f * (3 + 5) / 4;  // global batch 4
+    bias -= 0.5f * (-1 - 3) / 4;
+  }
+  ASSERT_TRUE(w1->PullDense(3, values.map()).ok());
+  for (float v : values.kernel.flat<float>()) ASSERT_EQ(v, kernel);
+  for (float v : values.bias.flat<float>()) ASSERT_EQ(v, bias);
+  EXPECT_EQ(kernel, -2.0f);
+}
+
+TEST_F(PsClusterTest, BackupWorkersLateGradientIsDroppedAndCounted) {
+  Create(Update(UpdateConfig::SYNC, 3, /*replicas=*/2));
+  auto w0 = Connect(0), w1 = Connect(1), w2 = Connect(2);
+  Buffers g, values;
+  g.Fill(2, 2);
+  ASSERT_TRUE(w0->PushDense(0, 1, g.map()).ok());
+  ASSERT_TRUE(w1->PushDense(0, 1, g.map()).ok());
+  g.Fill(1000, 1000);
+  ASSERT_TRUE(w2->PushDense(0, 1, g.map()).ok());  // late: dropped, not an error
+  ASSERT_TRUE(w2->PullDense(1, values.map()).ok());
+  EXPECT_EQ(values.kernel.flat<float>()[0], 1.0f - 0.5f * 4 / 2);
+  for (int task = 0; task < 2; ++task) {
+    absl::StatusOr<ShardStatus> status = w0->client(task)->GetShardStatus();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status->pushes_applied(), 2) << "ps " << task;
+    EXPECT_EQ(status->pushes_dropped_stale(), 1) << "ps " << task;
+  }
+}
+
+TEST_F(PsClusterTest, SyncStepMissingAWorkerTimesOutWithAClearStatus) {
+  Create(Update(UpdateConfig::SYNC, 2, 0, -1, /*step_timeout_ms=*/300));
+  auto w0 = Connect(0);
+  Buffers g;
+  ASSERT_TRUE(w0->PushDense(0, 1, g.map()).ok());
+  absl::StatusOr<int64_t> pulled = w0->PullDense(1, g.map());
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(Contains(std::string(pulled.status().message()),
+                       "step 0 did not complete: 1 of 2 gradients arrived"))
+      << pulled.status();
+}
+
+TEST_F(PsClusterTest, AsyncStalenessBoundRefusesOldGradients) {
+  Create(Update(UpdateConfig::ASYNC, 2, 0, /*max_staleness=*/2));
+  auto w0 = Connect(0);
+  Buffers g;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(w0->PushDense(i, 1, g.map()).ok());
+  const absl::Status stale = w0->PushDense(0, 1, g.map());
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(std::string(stale.message()),
+                       "is too stale: the variable is at version 3, beyond 0 "
+                       "+ max_staleness 2"))
+      << stale;
+}
+
+// Every bad request is refused with a status naming the problem, through
+// gRPC, and changes nothing.
+TEST_F(PsClusterTest, BadRequestsAreRefusedAndChangeNothing) {
+  Create(Update(UpdateConfig::ASYNC, 1));
+  auto good = Connect(0);
+  Buffers before, after;
+  ASSERT_TRUE(good->PullDense(0, before.map()).ok());
+  std::unique_ptr<ps::PsClient> ps0 = cluster_.Client(0, kRun, 0);
+
+  auto piece = [&](const std::string& name, std::vector<int64_t> dims,
+                   int64_t rows, std::vector<float>* data) {
+    ps::DensePiece p;
+    p.name = name;
+    for (int64_t d : dims) p.shape.add_dims(d);
+    p.row_end = rows;
+    p.data = reinterpret_cast<char*>(data->data());
+    p.size = data->size() * 4;
+    return p;
+  };
+  std::vector<float> bias(64, 1.0f);
+  auto expect_refused = [&](ps::PsClient* client, std::vector<ps::DensePiece> g,
+                            int64_t version, absl::StatusCode code,
+                            const std::string& text) {
+    absl::StatusOr<PushDenseResponse> r = client->PushDense(version, 1, g);
+    EXPECT_EQ(r.status().code(), code) << r.status();
+    EXPECT_TRUE(Contains(std::string(r.status().message()), text)) << r.status();
+  };
+  expect_refused(cluster_.Client(0, "other-run", 0).get(),
+                 {piece("dense/bias", {64}, 64, &bias)}, 0,
+                 absl::StatusCode::kFailedPrecondition,
+                 "run id 'other-run' is not this ps's run 'run-1'");
+  expect_refused(ps0.get(), {piece("dense/gamma", {64}, 64, &bias)}, 0,
+                 absl::StatusCode::kInvalidArgument,
+                 "variable 'dense/gamma': not held by ps 0");
+  std::vector<float> short_bias(32, 1.0f);
+  expect_refused(ps0.get(), {piece("dense/bias", {32}, 32, &short_bias)}, 0,
+                 absl::StatusCode::kInvalidArgument,
+                 "variable 'dense/bias': gradient shape [32] does not match "
+                 "the variable's [64]");
+  std::vector<float> nan_bias(64, 1.0f);
+  nan_bias[7] = NAN;
+  expect_refused(ps0.get(), {piece("dense/bias", {64}, 64, &nan_bias)}, 0,
+                 absl::StatusCode::kInvalidArgument,
+                 "variable 'dense/bias': gradient element 7 is NaN");
+  expect_refused(ps0.get(), {piece("dense/bias", {64}, 64, &bias)}, 9,
+                 absl::StatusCode::kInvalidArgument,
+                 "a version from the future");
+  ASSERT_TRUE(cluster_.Client(0, "other-run", 0)->GetShardStatus().status().code() ==
+              absl::StatusCode::kFailedPrecondition);
+
+  // A message far beyond the limit is refused by gRPC before it is buffered.
+  {
+    auto stub = ParameterServer::NewStub(CreatePstrainChannel(cluster_.address(0)));
+    grpc::ClientContext context;
+    PushDenseResponse response;
+    auto writer = stub->PushDense(&context, &response);
+    PushDenseRequest huge;
+    huge.mutable_header()->set_run_id(kRun);
+    huge.set_batch_size(1);
+    NamedTensor* g = huge.add_gradients();
+    g->set_name("dense/bias");
+    g->mutable_tensor()->mutable_content()->resize(kMaxGrpcMessageBytes + 1);
+    writer->Write(huge);
+    writer->WritesDone();
+    const absl::Status status = FromGrpcStatus(writer->Finish());
+    EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  }
+
+  ASSERT_TRUE(good->PullDense(0, after.map()).ok());
+  EXPECT_EQ(std::memcmp(before.kernel.raw_data(), after.kernel.raw_data(),
+                        before.kernel.num_bytes()), 0);
+  EXPECT_EQ(std::memcmp(before.bias.raw_data(), after.bias.raw_data(),
+                        before.bias.num_bytes()), 0);
+  absl::StatusOr<ShardStatus> status = ps0->GetShardStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->pushes_applied(), 0);
+  EXPECT_EQ(status->pushes_refused(), 5);
+}
+
+TEST_F(PsClusterTest, PullOfAnUnknownVariableNamesIt) {
+  Create(Update(UpdateConfig::ASYNC, 1));
+  std::unique_ptr<ps::PsClient> ps1 = cluster_.Client(1, kRun, 0);
+  std::vector<float> data(64);
+  ps::DensePiece p;
+  p.name = "dense/bias";  // on ps 0, not ps 1
+  p.data = reinterpret_cast<char*>(data.data());
+  p.size = 256;
+  absl::StatusOr<int64_t> r = ps1->PullDense(0, {&p, 1});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "variable 'dense/bias': not held by ps 1");
+}
+
+TEST_F(PsClusterTest, EightConcurrentSyncWorkersEqualTheSerialResult) {
+  constexpr int kWorkers = 8, kSteps = 4;
+  Create(Update(UpdateConfig::SYNC, kWorkers));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([this, w] {
+      auto client = Connect(w);
+      Buffers values, g;
+      for (int step = 0; step < kSteps; ++step) {
+        ASSERT_TRUE(client->PullDense(step, values.map()).ok());
+        g.Fill(w, step);
+        ASSERT_TRUE(client->PushDense(step, 2, g.map()).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Each step: kernel sum 0+...+7 = 28, bias sum 8 * step, batch 16.
+  float kernel = 1.0f, bias = 0.0f;
+  for (int step = 0; step < kSteps; ++step) {
+    kernel -= 0.5f * 28 / 16;
+    bias -= 0.5f * 8 * step / 16;
+  }
+  Buffers values;
+  ASSERT_TRUE(Connect(0)->PullDense(kSteps, values.map()).ok());
+  for (float v : values.kernel.flat<float>()) ASSERT_EQ(v, kernel);
+  for (float v : values.bias.flat<float>()) ASSERT_EQ(v, bias);
+}
+
+TEST_F(PsClusterTest, EightConcurrentAsyncWorkersLoseNoUpdate) {
+  constexpr int kWorkers = 8, kPushes = 25;
+  Create(Update(UpdateConfig::ASYNC, kWorkers));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([this, w] {
+      auto client = Connect(w);
+      Buffers g;
+      g.Fill(0.25f, 0.125f);  // lr 0.5: -1/8 and -1/16 per push
+      for (int i = 0; i < kPushes; ++i) {
+        ASSERT_TRUE(client->PushDense(0, 1, g.map()).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Buffers values;
+  ASSERT_TRUE(Connect(0)->PullDense(0, values.map()).ok());
+  for (float v : values.kernel.flat<float>()) {
+    ASSERT_EQ(v, 1.0f - kWorkers * kPushes / 8.0f);
+  }
+  for (float v : values.bias.flat<float>()) {
+    ASSERT_EQ(v, 0.0f - kWorkers * kPushes / 16.0f);
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pstrain
