@@ -10,7 +10,7 @@ packages=(
   # Wire: gRPC and protobuf, with their code generators.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Abseil, JSON, oneDNN (CPU compute).
-  libabsl-dev nlohmann-json3-dev libdnnl-dev
+  libabsl-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
   # Tests and benchmarks.
   libgtest-dev libgmock-dev libbenchmark-dev
   # The main job's data: the real Fashion-MNIST in IDX format.

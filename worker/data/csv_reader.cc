@@ -33,9 +33,8 @@ class CsvParser {
                                       " field; expected a label and at least "
                                       "one feature"));
     }
-    label_column_ = options_.label_column < 0
-                        ? width + options_.label_column
-                        : options_.label_column;
+    label_column_ = options_.label_column < 0 ? width + options_.label_column
+                                              : options_.label_column;
     if (label_column_ < 0 || label_column_ >= width) {
       return Error(line, absl::StrCat("has ", width,
                                       " fields, too few for label_column ",
@@ -45,7 +44,8 @@ class CsvParser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseRow(int line, const std::vector<absl::string_view>& fields) {
+  absl::Status ParseRow(int line,
+                        const std::vector<absl::string_view>& fields) {
     if (static_cast<int>(fields.size()) != width_) {
       return Error(line, absl::StrCat("has ", fields.size(),
                                       " fields, expected ", width_));
@@ -54,21 +54,23 @@ class CsvParser {
       if (c == label_column_) {
         int32_t label;
         if (!absl::SimpleAtoi(fields[c], &label)) {
-          return Error(line, c, absl::StrCat("label '", fields[c],
-                                             "' is not an integer"));
+          return Error(
+              line, c,
+              absl::StrCat("label '", fields[c], "' is not an integer"));
         }
         if (label < 0 ||
             (options_.num_classes > 0 && label >= options_.num_classes)) {
-          return Error(line, c, absl::StrCat("label ", label,
-                                             " out of range, expected ",
-                                             Range()));
+          return Error(line, c,
+                       absl::StrCat("label ", label, " out of range, expected ",
+                                    Range()));
         }
         labels_.push_back(label);
       } else {
         float value;
         if (!absl::SimpleAtof(fields[c], &value) || !std::isfinite(value)) {
-          return Error(line, c, absl::StrCat("'", fields[c],
-                                             "' is not a finite number"));
+          return Error(
+              line, c,
+              absl::StrCat("'", fields[c], "' is not a finite number"));
         }
         features_.push_back(value);
       }
@@ -78,10 +80,9 @@ class CsvParser {
 
   absl::StatusOr<Dataset> Finish(bool saw_header) {
     if (labels_.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", path_, "' ",
-                       saw_header ? "has a header but no data rows"
-                                  : "is empty"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path_, "' ",
+          saw_header ? "has a header but no data rows" : "is empty"));
     }
     Dataset dataset;
     dataset.labels = std::move(labels_);

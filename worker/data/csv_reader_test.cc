@@ -63,8 +63,9 @@ TEST(CsvReader, ReadsGzipFile) {
 }
 
 TEST(CsvReader, RaggedRowNamesLineAndFieldCounts) {
-  ExpectError("1,2,3,4,0\n1,2,3,4,0\n\n1,2,3,4,1\n1,2,3,4,1\n1,2,3,4,1\n1,2,0\n",
-              ": line 7 has 3 fields, expected 5");
+  ExpectError(
+      "1,2,3,4,0\n1,2,3,4,0\n\n1,2,3,4,1\n1,2,3,4,1\n1,2,3,4,1\n1,2,0\n",
+      ": line 7 has 3 fields, expected 5");
 }
 
 TEST(CsvReader, NonNumericFeatureNamesLineAndColumn) {
@@ -84,7 +85,8 @@ TEST(CsvReader, LabelOutOfRangeNamesLineAndColumn) {
   ExpectError("1,2,3,4,9\n1,2,3,4,12\n",
               ": line 2, column 5: label 12 out of range, expected 0..9",
               options);
-  ExpectError("1,-1\n", ": line 1, column 2: label -1 out of range, expected >= 0");
+  ExpectError("1,-1\n",
+              ": line 1, column 2: label -1 out of range, expected >= 0");
 }
 
 TEST(CsvReader, LabelColumnBeyondRowIsRefused) {

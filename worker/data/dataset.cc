@@ -30,8 +30,7 @@ absl::Status ValidateDataset(const Dataset& dataset) {
         absl::StrCat("dataset features are ", DataTypeName(features.dtype()),
                      "; expected uint8 or float32"));
   }
-  if (features.shape().empty() ||
-      features.shape()[0] != dataset.size()) {
+  if (features.shape().empty() || features.shape()[0] != dataset.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dataset features of shape ", ShapeString(features.shape()),
         " do not have one row for each of its ", dataset.size(), " labels"));
@@ -52,9 +51,9 @@ void GatherFeatures(const Dataset& dataset, absl::Span<const int64_t> indices,
   const int64_t row = dataset.features.row_elements();
   if (static_cast<int64_t>(out.size()) !=
       static_cast<int64_t>(indices.size()) * row) {
-    std::fprintf(stderr,
-                 "pstrain: GatherFeatures of %zu rows of %lld into %zu floats\n",
-                 indices.size(), static_cast<long long>(row), out.size());
+    std::fprintf(
+        stderr, "pstrain: GatherFeatures of %zu rows of %lld into %zu floats\n",
+        indices.size(), static_cast<long long>(row), out.size());
     std::abort();
   }
   float* dst = out.data();

@@ -80,8 +80,9 @@ TEST(FileBytes, CorruptGzipIsDataLossNamingOffset) {
   absl::Status status = ReadFileBytes(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(),
-              HasSubstr("'" + path + "': corrupt gzip stream at compressed "
-                                     "offset "));
+              HasSubstr("'" + path +
+                        "': corrupt gzip stream at compressed "
+                        "offset "));
   EXPECT_THAT(status.message(), HasSubstr("incorrect data check"));
 }
 

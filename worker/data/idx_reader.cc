@@ -50,9 +50,9 @@ absl::StatusOr<IdxArray> ParseIdx(const std::string& path,
   IdxArray array;
   array.data_offset = 4 + 4 * rank;
   if (bytes.size() < 4) {
-    return absl::DataLossError(absl::StrCat(
-        "'", path, "': truncated header: expected ", array.data_offset,
-        " bytes, found ", bytes.size()));
+    return absl::DataLossError(
+        absl::StrCat("'", path, "': truncated header: expected ",
+                     array.data_offset, " bytes, found ", bytes.size()));
   }
   const uint32_t found = ReadBigEndian32(bytes, 0);
   if (found != magic) {
@@ -61,26 +61,27 @@ absl::StatusOr<IdxArray> ParseIdx(const std::string& path,
         found, magic, what));
   }
   if (bytes.size() < array.data_offset) {
-    return absl::DataLossError(absl::StrCat(
-        "'", path, "': truncated header: expected ", array.data_offset,
-        " bytes, found ", bytes.size()));
+    return absl::DataLossError(
+        absl::StrCat("'", path, "': truncated header: expected ",
+                     array.data_offset, " bytes, found ", bytes.size()));
   }
   for (int i = 0; i < rank; ++i) {
     array.dims.push_back(ReadBigEndian32(bytes, 4 + 4 * i));
   }
   absl::StatusOr<int64_t> n = NumElements(array.dims, 1);
   if (!n.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "': header dimensions ", ShapeString(array.dims),
-        " are too large"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "': header dimensions ",
+                     ShapeString(array.dims), " are too large"));
   }
   array.num_bytes = *n;
   const int64_t available = bytes.size() - array.data_offset;
   if (available < array.num_bytes) {
     return absl::DataLossError(absl::StrCat(
-        "'", path, "': truncated: header says ", absl::StrJoin(array.dims, " x "),
-        ", expected ", array.num_bytes, " bytes of data at ",
-        Offset(array.data_offset, file.gzipped), ", found ", available));
+        "'", path, "': truncated: header says ",
+        absl::StrJoin(array.dims, " x "), ", expected ", array.num_bytes,
+        " bytes of data at ", Offset(array.data_offset, file.gzipped),
+        ", found ", available));
   }
   if (available > array.num_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -109,10 +110,10 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
       IdxArray label_array,
       ParseIdx(labels_path, labels, kLabelsMagic, "labels: uint8, 1 dim"));
   if (image_array.dims[0] != label_array.dims[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "images file '", images_path, "' has ", image_array.dims[0],
-        " images but labels file '", labels_path, "' has ",
-        label_array.dims[0], " labels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("images file '", images_path, "' has ",
+                     image_array.dims[0], " images but labels file '",
+                     labels_path, "' has ", label_array.dims[0], " labels"));
   }
 
   Dataset dataset;
@@ -122,10 +123,10 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
     const size_t offset = label_array.data_offset + i;
     const int label = static_cast<unsigned char>(labels.bytes[offset]);
     if (label >= options.num_classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", labels_path, "': label ", label, " at index ", i, " (",
-          Offset(offset, labels.gzipped), "), expected 0..",
-          options.num_classes - 1));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", labels_path, "': label ", label, " at index ", i,
+                       " (", Offset(offset, labels.gzipped), "), expected 0..",
+                       options.num_classes - 1));
     }
     dataset.labels[i] = label;
   }

@@ -48,8 +48,9 @@ TEST(IdxReader, ReadsRawImagesAndLabels) {
 TEST(IdxReader, GzipAndRawFilesGiveTheSameDataset) {
   const std::string bytes = IdxImages(5, 3, 3);
   const std::vector<uint8_t> label_values = {1, 2, 3, 4, 5};
-  absl::StatusOr<Dataset> raw = ReadIdx(Write("same-images", bytes),
-                                        Write("same-labels", IdxLabels(label_values)));
+  absl::StatusOr<Dataset> raw =
+      ReadIdx(Write("same-images", bytes),
+              Write("same-labels", IdxLabels(label_values)));
   absl::StatusOr<Dataset> gz =
       ReadIdx(Write("same-images.gz", Gzip(bytes)),
               Write("same-labels.gz", Gzip(IdxLabels(label_values))));
@@ -84,7 +85,8 @@ TEST(IdxReader, WrongMagicPrintsExpectedAndFoundInHex) {
 }
 
 TEST(IdxReader, TruncatedHeaderIsDataLoss) {
-  const std::string images = Write("short-header", IdxImages(2, 2, 2).substr(0, 9));
+  const std::string images =
+      Write("short-header", IdxImages(2, 2, 2).substr(0, 9));
   const std::string labels = Write("short-header-labels", IdxLabels({1, 2}));
   ExpectError(images, labels, absl::StatusCode::kDataLoss,
               "'" + images + "': truncated header: expected 16 bytes, found 9");
@@ -92,7 +94,8 @@ TEST(IdxReader, TruncatedHeaderIsDataLoss) {
 
 TEST(IdxReader, TruncatedDataNamesExpectedFoundAndOffset) {
   const std::string bytes = IdxImages(10, 4, 4);  // 16 + 160 bytes.
-  const std::string labels = Write("trunc-labels", IdxLabels(std::vector<uint8_t>(10, 1)));
+  const std::string labels =
+      Write("trunc-labels", IdxLabels(std::vector<uint8_t>(10, 1)));
   const std::string raw = Write("trunc-images", bytes.substr(0, 150));
   ExpectError(raw, labels, absl::StatusCode::kDataLoss,
               "'" + raw +
@@ -108,9 +111,9 @@ TEST(IdxReader, TruncatedDataNamesExpectedFoundAndOffset) {
 TEST(IdxReader, BytesAfterTheDataAreRefused) {
   const std::string images = Write("extra-images", IdxImages(2, 2, 2) + "zz");
   const std::string labels = Write("extra-labels", IdxLabels({1, 2}));
-  ExpectError(images, labels, absl::StatusCode::kInvalidArgument,
-              "'" + images +
-                  "': 2 unexpected bytes after the data, at offset 24");
+  ExpectError(
+      images, labels, absl::StatusCode::kInvalidArgument,
+      "'" + images + "': 2 unexpected bytes after the data, at offset 24");
 }
 
 TEST(IdxReader, CountMismatchNamesBothFiles) {
@@ -152,7 +155,7 @@ TEST(IdxReader, CorruptGzipIsDataLossNamingTheFile) {
   const std::string labels = Write("corrupt-labels", IdxLabels({1}));
   absl::Status status = ReadIdx(images, labels).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(status.message(),
+  EXPECT_THAT(std::string(status.message()),
               ::testing::StartsWith("'" + images + "': corrupt gzip stream"));
 }
 

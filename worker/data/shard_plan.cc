@@ -20,9 +20,9 @@ absl::StatusOr<ShardPlan> ShardPlan::Create(int64_t num_examples,
         "ShardOptions.num_workers is ", options.num_workers, "; must be >= 1"));
   }
   if (options.worker_index < 0 || options.worker_index >= options.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ShardOptions.worker_index is ", options.worker_index,
-        "; must be in 0..", options.num_workers - 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ShardOptions.worker_index is ", options.worker_index,
+                     "; must be in 0..", options.num_workers - 1));
   }
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -74,4 +74,3 @@ std::vector<int64_t> ShardPlan::WorkerOrder(int64_t epoch) const {
 
 }  // namespace data
 }  // namespace pstrain
-

@@ -25,10 +25,9 @@
 //   options.worker_index = 1;
 //   options.batch_size = 128;
 //   options.seed = run_seed;
-//   PSTRAIN_ASSIGN_OR_RETURN(ShardPlan plan, ShardPlan::Create(60000, options));
-//   std::vector<int64_t> mine = plan.WorkerOrder(epoch);
-//   int64_t begin = 0;
-//   for (int64_t s = 0; s < plan.steps_per_epoch(); ++s) {
+//   PSTRAIN_ASSIGN_OR_RETURN(ShardPlan plan, ShardPlan::Create(60000,
+//   options)); std::vector<int64_t> mine = plan.WorkerOrder(epoch); int64_t
+//   begin = 0; for (int64_t s = 0; s < plan.steps_per_epoch(); ++s) {
 //     Train(absl::MakeSpan(mine).subspan(begin, plan.BatchSize(s)));
 //     begin += plan.BatchSize(s);
 //   }
@@ -46,8 +45,8 @@ namespace pstrain {
 namespace data {
 
 struct ShardOptions {
-  int num_workers = 1;   // W >= 1.
-  int worker_index = 0;  // w in [0, W).
+  int num_workers = 1;      // W >= 1.
+  int worker_index = 0;     // w in [0, W).
   int64_t batch_size = 32;  // B >= 1: examples per worker per step.
   bool drop_remainder = false;
   bool shuffle = true;

@@ -38,7 +38,9 @@ std::vector<int64_t> ClusterEpoch(int64_t n, int workers, int64_t batch,
     for (int64_t s = 0; s < steps; ++s) {
       EXPECT_GE(plan.BatchSize(s), 0);
       EXPECT_LE(plan.BatchSize(s), batch);
-      if (drop || s + 1 < steps) EXPECT_EQ(plan.BatchSize(s), batch);
+      if (drop || s + 1 < steps) {
+        EXPECT_EQ(plan.BatchSize(s), batch);
+      }
       total += plan.BatchSize(s);
     }
     EXPECT_EQ(total, static_cast<int64_t>(mine.size())) << "worker " << w;

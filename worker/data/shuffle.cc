@@ -29,8 +29,7 @@ uint64_t UniformBelow(std::mt19937_64& gen, uint64_t range) {
 
 }  // namespace
 
-std::vector<int64_t> EpochPermutation(int64_t n, uint64_t seed,
-                                      int64_t epoch) {
+std::vector<int64_t> EpochPermutation(int64_t n, uint64_t seed, int64_t epoch) {
   if (n <= 0) return {};
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), int64_t{0});

@@ -42,8 +42,10 @@ TEST(EpochPermutation, EpochsAndSeedsGiveDifferentOrders) {
 // The order is part of the run's contract (resumed runs, workers built with
 // different standard libraries): pinned here so any change is deliberate.
 TEST(EpochPermutation, OrderIsPinned) {
-  EXPECT_EQ(EpochPermutation(12, 42, 0), (std::vector<int64_t>{6, 7, 3, 11, 1, 10, 4, 2, 0, 5, 8, 9}));
-  EXPECT_EQ(EpochPermutation(12, 42, 1), (std::vector<int64_t>{2, 1, 7, 0, 9, 11, 3, 6, 10, 4, 8, 5}));
+  EXPECT_EQ(EpochPermutation(12, 42, 0),
+            (std::vector<int64_t>{6, 7, 3, 11, 1, 10, 4, 2, 0, 5, 8, 9}));
+  EXPECT_EQ(EpochPermutation(12, 42, 1),
+            (std::vector<int64_t>{2, 1, 7, 0, 9, 11, 3, 6, 10, 4, 8, 5}));
 }
 
 // Each of the 6 orders of 3 elements comes up about equally often.

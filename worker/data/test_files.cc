@@ -68,8 +68,9 @@ std::string IdxImages(uint32_t n, uint32_t rows, uint32_t cols) {
 }
 
 std::string IdxLabels(const std::vector<uint8_t>& labels) {
-  std::string out = absl::StrCat(BigEndian32(0x00000801),
-                                 BigEndian32(static_cast<uint32_t>(labels.size())));
+  std::string out =
+      absl::StrCat(BigEndian32(0x00000801),
+                   BigEndian32(static_cast<uint32_t>(labels.size())));
   for (uint8_t label : labels) out.push_back(static_cast<char>(label));
   return out;
 }
