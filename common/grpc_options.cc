@@ -1,11 +1,40 @@
 #include "common/grpc_options.h"
 
+#include <cstdlib>
+
 namespace pstrain {
+namespace {
+
+// Tuning for bulk tensor transfer; each value is an int channel argument.
+struct Tuning {
+  const char* name;
+  int value;
+};
+
+const Tuning kTuning[] = {
+    // Larger HTTP/2 frames: fewer frame headers and callbacks per MB.
+    {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20},
+    // Read the socket in large pieces.
+    {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20},
+    {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10},
+    {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
+    // Start with a flow-control window large enough for a whole chunk.
+    {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20},
+};
+
+template <typename Args>
+void Apply(Args* args) {
+  if (std::getenv("PSTRAIN_GRPC_NO_TUNING") != nullptr) return;
+  for (const Tuning& t : kTuning) args->SetInt(t.name, t.value);
+}
+
+}  // namespace
 
 std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  Apply(&args);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
 }
@@ -13,6 +42,13 @@ std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address) 
 void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
   builder->SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder->SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  struct {
+    grpc::ServerBuilder* builder;
+    void SetInt(const char* name, int value) {
+      builder->AddChannelArgument(name, value);
+    }
+  } server_args{builder};
+  Apply(&server_args);
 }
 
 }  // namespace pstrain

@@ -122,7 +122,7 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
   std::unique_ptr<grpc::ClientReader<PullDenseResponse>> reader =
       stub_->PullDense(&context, request);
   std::map<std::string, int64_t> received;
-  int64_t version = -1;
+  std::map<std::string, int64_t> versions;
   absl::Status problem;
   while (reader->Read(&pull_message_)) {
     if (!problem.ok()) continue;  // drain, then report
@@ -143,11 +143,12 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
                                         " bytes"));
       continue;
     }
-    if (version >= 0 && pull_message_.version() != version) {
-      problem = Unexpected("chunks of two versions in one pull");
+    auto [seen, first] = versions.emplace(piece.name, pull_message_.version());
+    if (!first && seen->second != pull_message_.version()) {
+      problem = Unexpected(absl::StrCat("chunks of '", piece.name,
+                                        "' from two versions"));
       continue;
     }
-    version = pull_message_.version();
     std::memcpy(piece.data + offset, t.content().data(), n);
     received[piece.name] += n;
   }
@@ -161,6 +162,9 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
                                      "'"));
     }
   }
+  if (versions.empty()) return min_version;
+  int64_t version = versions.begin()->second;
+  for (const auto& [name, v] : versions) version = std::min(version, v);
   return version;
 }
 

@@ -66,8 +66,9 @@ class PsClient {
       absl::Span<const DensePiece> gradients);
 
   // Pulls every piece into its data, after the ps reached `min_version`.
-  // Returns the version read. INTERNAL if the ps sends something that does
-  // not fit the pieces (unknown name, wrong size, mixed versions).
+  // Returns the lowest version read (each variable has its own). INTERNAL if
+  // the ps sends something that does not fit the pieces (unknown name, wrong
+  // size, one variable's chunks from two versions).
   absl::StatusOr<int64_t> PullDense(int64_t min_version,
                                     absl::Span<const DensePiece> values);
 
