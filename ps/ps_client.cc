@@ -4,9 +4,11 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/grpc_status.h"
+#include "common/placement.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
@@ -168,6 +170,45 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
   return version;
 }
 
+absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
+    const std::string& name, absl::Span<const int64_t> ids,
+    int64_t min_version) {
+  PullSparseRequest request;
+  FillHeader(request.mutable_header());
+  request.set_name(name);
+  request.mutable_ids()->Add(ids.begin(), ids.end());
+  request.set_min_version(min_version);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  PullSparseResponse response;
+  PSTRAIN_RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->PullSparse(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
+    const std::string& name, absl::Span<const int64_t> ids,
+    absl::Span<const float> rows, int64_t width, int64_t version,
+    int64_t batch_size) {
+  PushSparseRequest request;
+  FillHeader(request.mutable_header());
+  request.set_name(name);
+  request.mutable_ids()->Add(ids.begin(), ids.end());
+  TensorProto* g = request.mutable_gradients();
+  g->set_dtype(DT_FLOAT);
+  g->mutable_shape()->add_dims(ids.size());
+  g->mutable_shape()->add_dims(width);
+  g->set_content(rows.data(), rows.size() * sizeof(float));
+  request.set_version(version);
+  request.set_batch_size(batch_size);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  PushSparseResponse response;
+  PSTRAIN_RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->PushSparse(&context, request, &response)));
+  return response;
+}
+
 absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   GetShardStatusRequest request;
   FillHeader(request.mutable_header());
@@ -273,6 +314,84 @@ absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
     }
   }
   return pieces;
+}
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> PsClusterClient::RouteIds(
+    const std::string& name, absl::Span<const int64_t> ids,
+    int64_t* width) const {
+  const VariablePlacement* placement = nullptr;
+  for (const VariablePlacement& p : placement_.variables()) {
+    if (p.name() == name) placement = &p;
+  }
+  auto def = defs_.find(name);
+  if (placement == nullptr || def == defs_.end() || !def->second.sparse()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is not an embedding table of the run"));
+  }
+  *width = 1;
+  for (int i = 1; i < def->second.shape().dims_size(); ++i) {
+    *width *= def->second.shape().dims(i);
+  }
+  std::vector<std::vector<int64_t>> positions(clients_.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    PSTRAIN_ASSIGN_OR_RETURN(const int slice, SliceForRow(*placement, ids[i]));
+    positions[placement->slices(slice).ps_task()].push_back(i);
+  }
+  return positions;
+}
+
+absl::Status PsClusterClient::PullSparse(const std::string& name,
+                                         absl::Span<const int64_t> ids,
+                                         int64_t min_version, float* out) {
+  int64_t width = 0;
+  PSTRAIN_ASSIGN_OR_RETURN(auto positions, RouteIds(name, ids, &width));
+  return ForEachPs([&](int task) -> absl::Status {
+    if (positions[task].empty()) return absl::OkStatus();
+    std::vector<int64_t> task_ids;
+    for (int64_t p : positions[task]) task_ids.push_back(ids[p]);
+    PSTRAIN_ASSIGN_OR_RETURN(
+        PullSparseResponse response,
+        clients_[task]->PullSparse(name, task_ids, min_version));
+    // The reply lists distinct ids; map each requested id to its row.
+    absl::flat_hash_map<int64_t, int> row;
+    for (int i = 0; i < response.ids_size(); ++i) row[response.ids(i)] = i;
+    const std::string& values = response.values().content();
+    if (static_cast<int64_t>(values.size()) !=
+        response.ids_size() * width * 4) {
+      return absl::InternalError(absl::StrCat("ps sent ", values.size(),
+                                              " bytes of rows of '", name, "'"));
+    }
+    for (int64_t p : positions[task]) {
+      auto it = row.find(ids[p]);
+      if (it == row.end()) {
+        return absl::InternalError(absl::StrCat("ps did not send id ", ids[p]));
+      }
+      std::memcpy(out + p * width, values.data() + it->second * width * 4,
+                  width * 4);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status PsClusterClient::PushSparse(const std::string& name,
+                                         absl::Span<const int64_t> ids,
+                                         const float* rows, int64_t version,
+                                         int64_t batch_size) {
+  int64_t width = 0;
+  PSTRAIN_ASSIGN_OR_RETURN(auto positions, RouteIds(name, ids, &width));
+  return ForEachPs([&](int task) -> absl::Status {
+    if (positions[task].empty()) return absl::OkStatus();
+    std::vector<int64_t> task_ids;
+    std::vector<float> task_rows;
+    for (int64_t p : positions[task]) {
+      task_ids.push_back(ids[p]);
+      task_rows.insert(task_rows.end(), rows + p * width,
+                       rows + (p + 1) * width);
+    }
+    return clients_[task]
+        ->PushSparse(name, task_ids, task_rows, width, version, batch_size)
+        .status();
+  });
 }
 
 absl::Status PsClusterClient::PushDense(

@@ -72,6 +72,18 @@ class PsClient {
   absl::StatusOr<int64_t> PullDense(int64_t min_version,
                                     absl::Span<const DensePiece> values);
 
+  // Rows of embedding table `name` for `ids` (duplicates allowed), after
+  // the table reached `min_version`.
+  absl::StatusOr<PullSparseResponse> PullSparse(const std::string& name,
+                                                absl::Span<const int64_t> ids,
+                                                int64_t min_version);
+
+  // Row gradient sums `rows` ([ids.size(), width] floats) for `ids`.
+  absl::StatusOr<PushSparseResponse> PushSparse(
+      const std::string& name, absl::Span<const int64_t> ids,
+      absl::Span<const float> rows, int64_t width, int64_t version,
+      int64_t batch_size);
+
   absl::StatusOr<ShardStatus> GetShardStatus();
 
   const PsClientOptions& options() const { return options_; }
@@ -110,6 +122,17 @@ class PsClusterClient {
   absl::StatusOr<int64_t> PullDense(int64_t min_version,
                                     const std::map<std::string, Tensor*>& values);
 
+  // Rows of embedding table `name` for `ids` into `out` ([ids.size(),
+  // width] floats), from the ps tasks holding them, in parallel.
+  absl::Status PullSparse(const std::string& name,
+                          absl::Span<const int64_t> ids, int64_t min_version,
+                          float* out);
+
+  // Row gradient sums `rows` ([ids.size(), width]) for `ids`.
+  absl::Status PushSparse(const std::string& name,
+                          absl::Span<const int64_t> ids, const float* rows,
+                          int64_t version, int64_t batch_size);
+
   PsClient* client(int ps_task) { return clients_[ps_task].get(); }
   int num_ps() const { return clients_.size(); }
 
@@ -120,6 +143,12 @@ class PsClusterClient {
   // The pieces of `tensors` each ps task holds.
   absl::StatusOr<std::vector<std::vector<DensePiece>>> Pieces(
       const std::map<std::string, Tensor*>& tensors) const;
+
+  // For each ps task, the positions in `ids` of the ids it holds; and the
+  // table's row width.
+  absl::StatusOr<std::vector<std::vector<int64_t>>> RouteIds(
+      const std::string& name, absl::Span<const int64_t> ids,
+      int64_t* width) const;
 
   // Runs fn(ps_task) for every task in parallel; the first error wins.
   absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);

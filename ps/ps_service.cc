@@ -179,15 +179,18 @@ grpc::ServerReadReactor<PushDenseRequest>* PsService::PushDense(
 grpc::ServerUnaryReactor* PsService::PullSparse(
     grpc::CallbackServerContext* context, const PullSparseRequest* request,
     PullSparseResponse* response) {
-  return Reply(context, absl::UnimplementedError(
-                            "PullSparse: embedding tables are not served yet"));
+  // On a pull thread: a sync pull may wait for its step.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pull_pool_.Schedule([this, reactor, request, response] {
+    reactor->Finish(ToGrpcStatus(shard_->PullSparse(*request, response)));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::PushSparse(
     grpc::CallbackServerContext* context, const PushSparseRequest* request,
     PushSparseResponse* response) {
-  return Reply(context, absl::UnimplementedError(
-                            "PushSparse: embedding tables are not served yet"));
+  return Reply(context, shard_->PushSparse(*request, response));
 }
 
 grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,

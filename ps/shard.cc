@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
@@ -82,14 +83,15 @@ absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
   return found;
 }
 
-// Index of the first non-finite float of `chunk`, or -1.
-int64_t FirstNonFinite(const Chunk& chunk) {
-  const float* g = reinterpret_cast<const float*>(chunk.data.data());
-  const int64_t n = chunk.data.size() / 4;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(g[i])) return i;
+absl::StatusOr<EmbeddingTable*> FindTable(
+    const std::map<std::string, std::unique_ptr<EmbeddingTable>>& tables,
+    const std::string& name, int ps_task) {
+  auto it = tables.find(name);
+  if (it == tables.end()) {
+    return VariableError(name, absl::StrCat("not an embedding table held by ps ",
+                                            ps_task));
   }
-  return -1;
+  return it->second.get();
 }
 
 }  // namespace
@@ -139,9 +141,10 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
             "run '", run_id, "' already created other variables on ps ",
             options_.ps_task));
       }
-      response->set_num_variables(run_->dense.size());
+      response->set_num_variables(run_->dense.size() + run_->tables.size());
       int64_t bytes = 0;
       for (const auto& [name, v] : run_->dense) bytes += v->bytes_held();
+      for (const auto& [name, t] : run_->tables) bytes += t->bytes_held();
       response->set_num_bytes(bytes);
       return absl::OkStatus();
     }
@@ -171,14 +174,39 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
           "dtype ", DataTypeName(def.dtype()),
           " is not stored yet (only float32)"));
     }
-    if (def.sparse()) {
-      return VariableError(def.name(),
-                           "sparse embedding tables are not supported yet");
+    if (def.sparse() &&
+        variable.placement().partitioning() == VariablePlacement::ROW_HASH) {
+      if (def.shape().dims_size() < 2 || def.shape().dims(0) != 0) {
+        return VariableError(def.name(), "a hashed (growing) table needs shape "
+                                         "[0, width...]");
+      }
+      const auto& slices = variable.placement().slices();
+      for (int i = 0; i < slices.size(); ++i) {
+        if (slices[i].ps_task() != options_.ps_task) continue;
+        PSTRAIN_ASSIGN_OR_RETURN(
+            std::unique_ptr<EmbeddingTable> table,
+            EmbeddingTable::CreateGrowing(def, i, slices.size(),
+                                          run->optimizer.get()));
+        if (!run->tables.emplace(def.name(), std::move(table)).second) {
+          return VariableError(def.name(), "placed twice on this ps");
+        }
+      }
+      continue;
     }
     int64_t begin = 0, end = 0;
     PSTRAIN_ASSIGN_OR_RETURN(
         const bool here, PieceOnTask(variable, options_.ps_task, &begin, &end));
     if (!here) continue;
+    if (def.sparse()) {
+      PSTRAIN_ASSIGN_OR_RETURN(
+          std::unique_ptr<EmbeddingTable> table,
+          EmbeddingTable::CreateFixed(def, begin, end, run->optimizer.get()));
+      bytes += table->bytes_held();
+      if (!run->tables.emplace(def.name(), std::move(table)).second) {
+        return VariableError(def.name(), "defined twice");
+      }
+      continue;
+    }
     PSTRAIN_ASSIGN_OR_RETURN(
         std::unique_ptr<DenseVariable> piece,
         DenseVariable::Create(def, begin, end, run->optimizer.get()));
@@ -188,7 +216,7 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
     }
   }
   run->definition = std::move(definition);
-  response->set_num_variables(run->dense.size());
+  response->set_num_variables(run->dense.size() + run->tables.size());
   response->set_num_bytes(bytes);
 
   absl::MutexLock lock(&mu_);
@@ -247,6 +275,46 @@ absl::Status Shard::PullDense(
 absl::Status Shard::Refuse(absl::Status status) {
   pushes_refused_.fetch_add(1, std::memory_order_relaxed);
   return status;
+}
+
+absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
+                                     int64_t version, int64_t current) {
+  if (version > current) {
+    return Refuse(VariableError(
+        name, absl::StrCat("gradient computed from version ", version,
+                           ", but the variable is at version ", current,
+                           " (a version from the future)")));
+  }
+  const int staleness = run.update.max_staleness();
+  if (run.update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&
+      current > version + staleness) {
+    return Refuse(absl::FailedPreconditionError(absl::StrCat(
+        "variable '", name, "': gradient computed from version ", version,
+        " is too stale: the variable is at version ", current, ", beyond ",
+        version, " + max_staleness ", staleness)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckFinite(const Run& run, const std::string& name,
+                                const float* g, int64_t count,
+                                int64_t first_element, bool* skip) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (std::isfinite(g[i])) continue;
+    if (run.nan_policy == NAN_SKIP_STEP) {
+      *skip = true;
+      return absl::OkStatus();
+    }
+    absl::Status status = VariableError(
+        name, absl::StrCat("gradient element ", first_element + i, " is ",
+                           std::isnan(g[i]) ? "NaN" : "Inf", " (nan_policy ",
+                           NanPolicy_Name(run.nan_policy), ")"));
+    if (run.nan_policy == NAN_ABORT && options_.on_abort) {
+      options_.on_abort(status);
+    }
+    return Refuse(std::move(status));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PushDenseResponse> Shard::PushDense(
@@ -332,40 +400,12 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
           v->name(), absl::StrCat("gradient chunks cover ", covered, " of its ",
                                   v->num_bytes(), " bytes")));
     }
-    const int64_t current = v->version();
-    if (version > current) {
-      return Refuse(VariableError(
-          v->name(), absl::StrCat("gradient computed from version ", version,
-                                  ", but the variable is at version ", current,
-                                  " (a version from the future)")));
-    }
-    const int staleness = run->update.max_staleness();
-    if (run->update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&
-        current > version + staleness) {
-      return Refuse(absl::FailedPreconditionError(absl::StrCat(
-          "variable '", v->name(), "': gradient computed from version ",
-          version, " is too stale: the variable is at version ", current,
-          ", beyond ", version, " + max_staleness ", staleness)));
-    }
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckPushVersion(*run, v->name(), version, v->version()));
     for (const Chunk& chunk : chunks) {
-      const int64_t bad = FirstNonFinite(chunk);
-      if (bad < 0) continue;
-      const int64_t element = chunk.offset / 4 + bad;
-      const float value =
-          reinterpret_cast<const float*>(chunk.data.data())[bad];
-      absl::Status status = VariableError(
-          v->name(), absl::StrCat("gradient element ", element, " is ",
-                                  std::isnan(value) ? "NaN" : "Inf",
-                                  " (nan_policy ", NanPolicy_Name(run->nan_policy),
-                                  ")"));
-      if (run->nan_policy == NAN_SKIP_STEP) {
-        skip_update = true;
-        break;
-      }
-      if (run->nan_policy == NAN_ABORT && options_.on_abort) {
-        options_.on_abort(status);
-      }
-      return Refuse(std::move(status));
+      PSTRAIN_RETURN_IF_ERROR(CheckFinite(
+          *run, v->name(), reinterpret_cast<const float*>(chunk.data.data()),
+          chunk.data.size() / 4, chunk.offset / 4, &skip_update));
     }
   }
 
@@ -393,6 +433,112 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   return response;
 }
 
+absl::Status Shard::PullSparse(const PullSparseRequest& request,
+                              PullSparseResponse* response) {
+  response->Clear();
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      EmbeddingTable * table,
+      FindTable(run->tables, request.name(), options_.ps_task));
+  if (request.min_version() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_version ", request.min_version(), " is negative"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(table->CheckIds(request.ids()));
+  absl::flat_hash_map<int64_t, int> seen;
+  for (int64_t id : request.ids()) {
+    if (seen.emplace(id, response->ids_size()).second) response->add_ids(id);
+  }
+  TensorProto* values = response->mutable_values();
+  values->set_dtype(DT_FLOAT);
+  values->mutable_shape()->add_dims(response->ids_size());
+  values->mutable_shape()->add_dims(table->width());
+  std::string* content = values->mutable_content();
+  content->resize(response->ids_size() * table->width() * sizeof(float));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const int64_t version,
+      table->Read(response->ids(), request.min_version(),
+                  absl::Now() + run->step_timeout,
+                  reinterpret_cast<float*>(content->data())));
+  response->set_version(version);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::PushSparse(const PushSparseRequest& request,
+                              PushSparseResponse* response) {
+  absl::StatusOr<const Run*> checked = CheckRun(request.header());
+  if (!checked.ok()) return Refuse(checked.status());
+  const Run& run = **checked;
+  absl::StatusOr<EmbeddingTable*> found =
+      FindTable(run.tables, request.name(), options_.ps_task);
+  if (!found.ok()) return Refuse(found.status());
+  EmbeddingTable* table = *found;
+  const std::string& name = request.name();
+  if (request.batch_size() <= 0) {
+    return Refuse(absl::InvalidArgumentError(
+        absl::StrCat("batch_size ", request.batch_size(), " must be > 0")));
+  }
+  if (request.version() < 0) {
+    return Refuse(absl::InvalidArgumentError(
+        absl::StrCat("version ", request.version(), " is negative")));
+  }
+  const TensorProto& g = request.gradients();
+  const std::vector<int64_t> expected = {request.ids_size(), table->width()};
+  if (g.dtype() != DT_FLOAT || Dims(g.shape()) != expected || g.has_slice() ||
+      g.content_offset() != 0 ||
+      static_cast<int64_t>(g.content().size()) !=
+          request.ids_size() * table->width() * 4) {
+    return Refuse(VariableError(
+        name, absl::StrCat("row gradients must be float32 ",
+                           ShapeString(expected), " in one piece; got ",
+                           DataTypeName(g.dtype()), " ",
+                           ShapeString(Dims(g.shape())), " with ",
+                           g.content().size(), " bytes")));
+  }
+  absl::Status ids_ok = table->CheckIds(request.ids());
+  if (!ids_ok.ok()) return Refuse(ids_ok);
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckPushVersion(run, name, request.version(), table->version()));
+  const float* rows = reinterpret_cast<const float*>(g.content().data());
+  bool skip_update = false;
+  PSTRAIN_RETURN_IF_ERROR(CheckFinite(run, name, rows,
+                                      request.ids_size() * table->width(), 0,
+                                      &skip_update));
+
+  // Sum the rows of duplicate ids.
+  std::vector<int64_t> ids;
+  std::vector<float> sums;
+  absl::flat_hash_map<int64_t, int64_t> position;
+  const int64_t width = table->width();
+  for (int i = 0; i < request.ids_size(); ++i) {
+    auto [it, inserted] = position.emplace(request.ids(i), ids.size());
+    if (inserted) {
+      ids.push_back(request.ids(i));
+      sums.insert(sums.end(), rows + i * width, rows + (i + 1) * width);
+    } else {
+      float* sum = sums.data() + it->second * width;
+      for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
+    }
+  }
+  bool applied = true;
+  if (run.update.mode() == UpdateConfig::SYNC) {
+    applied = table->AccumulateSync(request.version(), ids, sums.data(),
+                                    request.batch_size(),
+                                    run.replicas_to_aggregate, skip_update);
+    response->set_version(request.version() + 1);
+  } else if (skip_update) {
+    applied = false;
+    response->set_version(request.version());
+  } else {
+    response->set_version(
+        table->ApplyAsync(ids, sums.data(), request.batch_size()));
+  }
+  response->set_applied(applied);
+  (applied ? pushes_applied_ : pushes_dropped_stale_)
+      .fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
 absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
                                    ShardStatus* status) {
   status->set_ps_task(options_.ps_task);
@@ -401,15 +547,16 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
   status->set_pushes_refused(pushes_refused_.load());
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   status->set_run_id(run->run_id);
-  status->set_num_variables(run->dense.size());
+  status->set_num_variables(run->dense.size() + run->tables.size());
   int64_t bytes = 0;
   int64_t version = -1;
-  for (const auto& [name, v] : run->dense) {
-    bytes += v->bytes_held();
-    const int64_t vv = v->version();
-    (*status->mutable_variable_versions())[name] = vv;
-    version = version < 0 ? vv : std::min(version, vv);
-  }
+  auto add = [&](const std::string& name, int64_t held, int64_t v) {
+    bytes += held;
+    (*status->mutable_variable_versions())[name] = v;
+    version = version < 0 ? v : std::min(version, v);
+  };
+  for (const auto& [name, v] : run->dense) add(name, v->bytes_held(), v->version());
+  for (const auto& [name, t] : run->tables) add(name, t->bytes_held(), t->version());
   status->set_num_bytes(bytes);
   status->set_version(std::max<int64_t>(version, 0));
   return absl::OkStatus();

@@ -28,6 +28,7 @@
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
 #include "ps/dense_variable.h"
+#include "ps/embedding_table.h"
 #include "ps/optimizer.h"
 
 namespace pstrain {
@@ -79,6 +80,18 @@ class Shard {
       absl::Span<const PushDenseRequest* const> messages)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Rows of an embedding table by id: the distinct ids in first-seen order
+  // and their rows, after the table reached request.min_version (sync).
+  absl::Status PullSparse(const PullSparseRequest& request,
+                          PullSparseResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Row gradients of an embedding table; rows of duplicate ids are summed,
+  // and only the touched rows are updated. Checked like PushDense.
+  absl::Status PushSparse(const PushSparseRequest& request,
+                          PushSparseResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   absl::Status GetShardStatus(const GetShardStatusRequest& request,
                               ShardStatus* status) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -93,6 +106,7 @@ class Shard {
     NanPolicy nan_policy = NAN_REJECT;
     absl::Duration step_timeout;
     std::map<std::string, std::unique_ptr<DenseVariable>> dense;
+    std::map<std::string, std::unique_ptr<EmbeddingTable>> tables;
   };
 
   // The run, if the header's run id is its own; FAILED_PRECONDITION else.
@@ -101,6 +115,17 @@ class Shard {
 
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);
+
+  // OK if a push computed from `version` may update a variable now at
+  // `current`: not from the future, and (async) within max_staleness.
+  absl::Status CheckPushVersion(const Run& run, const std::string& name,
+                                int64_t version, int64_t current);
+
+  // The policy's verdict on `count` floats at `g`: OK (finite, or skip the
+  // step: *skip set), or the refusal naming `name` and the element.
+  absl::Status CheckFinite(const Run& run, const std::string& name,
+                           const float* g, int64_t count, int64_t first_element,
+                           bool* skip);
 
   const ShardOptions options_;
 

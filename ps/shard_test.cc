@@ -151,7 +151,9 @@ TEST_F(ShardTest, CreateIsIdempotentButRefusesAnotherDefinitionOrRun) {
 }
 
 TEST(Shard, CreateRefusesBadRequests) {
-  Shard shard{ShardOptions{.ps_task = 1}};
+  ShardOptions options;
+  options.ps_task = 1;
+  Shard shard(options);
   CreateVariablesResponse response;
   CreateVariablesRequest create = Create(UpdateConfig::SYNC, 1);
   EXPECT_EQ(shard.CreateVariables(create, &response).message(),
@@ -318,7 +320,9 @@ TEST_F(ShardTest, RefusesBadPushesWithoutChangingAnything) {
 }
 
 TEST(Shard, NanSkipStepVoidsTheSyncStepButAdvancesIt) {
-  Shard shard{ShardOptions{.nan_policy = NAN_SKIP_STEP}};
+  ShardOptions options;
+  options.nan_policy = NAN_SKIP_STEP;
+  Shard shard(options);
   CreateVariablesResponse response;
   ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 2), &response).ok());
   ASSERT_TRUE(Send(shard, Push(0, 1, {1, 1, 1, 1}, {1, 1, 1})).ok());
@@ -330,8 +334,10 @@ TEST(Shard, NanSkipStepVoidsTheSyncStepButAdvancesIt) {
 
 TEST(Shard, NanAbortCallsTheAbortHandler) {
   absl::Status seen;
-  Shard shard{ShardOptions{.nan_policy = NAN_ABORT,
-                           .on_abort = [&](const absl::Status& s) { seen = s; }}};
+  ShardOptions options;
+  options.nan_policy = NAN_ABORT;
+  options.on_abort = [&](const absl::Status& s) { seen = s; };
+  Shard shard(options);
   CreateVariablesResponse response;
   ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::ASYNC, 1), &response).ok());
   EXPECT_FALSE(Send(shard, Push(0, 1, {1, 1, 1, 1}, {1, NAN, 1})).ok());
@@ -391,6 +397,144 @@ TEST_F(ShardTest, ConcurrentAsyncPushesLoseNoUpdate) {
   const std::vector<float> b = Pull(shard_, "b", 0, &version);
   EXPECT_EQ(b[0], 0.5f - kThreads * kPushes / 8.0f);
   EXPECT_EQ(version, kThreads * kPushes);
+}
+
+// Embedding tables: "emb" grows on first touch, hashed over 2 ps tasks (this
+// is bucket 0: even ids); "vocab" has 6 rows, rows [0, 3) here.
+CreateVariablesRequest CreateSparse(UpdateConfig::Mode mode, int workers) {
+  CreateVariablesRequest r = Create(mode, workers);
+  r.clear_variables();
+  ShardVariable* emb = r.add_variables();
+  emb->mutable_def()->set_name("emb");
+  emb->mutable_def()->set_dtype(DT_FLOAT);
+  emb->mutable_def()->set_sparse(true);
+  emb->mutable_def()->mutable_shape()->add_dims(0);
+  emb->mutable_def()->mutable_shape()->add_dims(2);
+  emb->mutable_def()->mutable_initializer()->mutable_constant()->set_value(1);
+  emb->mutable_placement()->set_name("emb");
+  emb->mutable_placement()->set_partitioning(VariablePlacement::ROW_HASH);
+  emb->mutable_placement()->add_slices()->set_ps_task(0);
+  emb->mutable_placement()->add_slices()->set_ps_task(1);
+  ShardVariable* vocab = r.add_variables();
+  *vocab = *emb;
+  vocab->mutable_def()->set_name("vocab");
+  vocab->mutable_def()->mutable_shape()->set_dims(0, 6);
+  vocab->mutable_placement()->set_name("vocab");
+  vocab->mutable_placement()->set_partitioning(VariablePlacement::ROW_RANGES);
+  vocab->mutable_placement()->mutable_slices(0)->set_row_end(3);
+  vocab->mutable_placement()->mutable_slices(1)->set_row_begin(3);
+  vocab->mutable_placement()->mutable_slices(1)->set_row_end(6);
+  return r;
+}
+
+PullSparseRequest SparsePull(const std::string& name, std::vector<int64_t> ids,
+                             int64_t min_version = 0) {
+  PullSparseRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  r.set_name(name);
+  for (int64_t id : ids) r.add_ids(id);
+  r.set_min_version(min_version);
+  return r;
+}
+
+PushSparseRequest SparsePush(const std::string& name, std::vector<int64_t> ids,
+                             const std::vector<float>& rows,
+                             int64_t version = 0, int64_t batch = 1) {
+  PushSparseRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  r.set_name(name);
+  for (int64_t id : ids) r.add_ids(id);
+  r.mutable_gradients()->set_dtype(DT_FLOAT);
+  r.mutable_gradients()->mutable_shape()->add_dims(ids.size());
+  r.mutable_gradients()->mutable_shape()->add_dims(2);
+  r.mutable_gradients()->set_content(rows.data(), rows.size() * 4);
+  r.set_version(version);
+  r.set_batch_size(batch);
+  return r;
+}
+
+std::vector<float> Rows(const PullSparseResponse& r) {
+  std::vector<float> v(r.values().content().size() / 4);
+  std::memcpy(v.data(), r.values().content().data(), v.size() * 4);
+  return v;
+}
+
+TEST(ShardSparse, PullServesDuplicatesOnceAndCreatesRowsOnFirstTouch) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 1), &created).ok());
+  PullSparseResponse r;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {8, 4, 8, 1000000}), &r).ok());
+  EXPECT_EQ(std::vector<int64_t>(r.ids().begin(), r.ids().end()),
+            (std::vector<int64_t>{8, 4, 1000000}));
+  EXPECT_EQ(r.values().shape().dims(0), 3);
+  EXPECT_EQ(Rows(r), std::vector<float>(6, 1.0f));
+}
+
+TEST(ShardSparse, PushSumsDuplicatesAndUpdatesOnlyTouchedRows) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 1), &created).ok());
+  PullSparseResponse before;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {2}), &before).ok());
+  PushSparseResponse pushed;
+  // id 4 twice: its gradient is (1 + 3, 2 + 2); lr 0.5, batch 2.
+  ASSERT_TRUE(shard.PushSparse(SparsePush("emb", {4, 6, 4}, {1, 2, 0, 4, 3, 2}, 0, 2),
+                               &pushed).ok());
+  EXPECT_EQ(pushed.version(), 1);
+  PullSparseResponse after;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4, 6, 2}), &after).ok());
+  EXPECT_EQ(Rows(after), (std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f, 1.0f, 1.0f}));
+  EXPECT_EQ(after.version(), 1);
+}
+
+TEST(ShardSparse, SyncAppliesOnceAllWorkersPushed) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::SYNC, 2), &created).ok());
+  PushSparseResponse r;
+  ASSERT_TRUE(shard.PushSparse(SparsePush("vocab", {1}, {2, 2}, 0, 1), &r).ok());
+  PullSparseResponse pulled;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {1}), &pulled).ok());
+  EXPECT_EQ(Rows(pulled), (std::vector<float>{1.0f, 1.0f}));
+  ASSERT_TRUE(shard.PushSparse(SparsePush("vocab", {1, 2}, {2, 2, 4, 0}, 0, 3), &r).ok());
+  ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {1, 2}, 1), &pulled).ok());
+  // Sums (4, 4) and (4, 0) over the global batch 4, lr 0.5.
+  EXPECT_EQ(Rows(pulled), (std::vector<float>{0.5f, 0.5f, 0.5f, 1.0f}));
+  ASSERT_FALSE(shard.PushSparse(SparsePush("vocab", {1}, {2, 2}, 0, 1), &r).ok() &&
+               r.applied());
+}
+
+TEST(ShardSparse, RefusesBadIdsAndGradientsWithoutChangingAnything) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 1), &created).ok());
+  PushSparseResponse r;
+  EXPECT_EQ(shard.PushSparse(SparsePush("emb", {3}, {1, 1}), &r).message(),
+            "variable 'emb': id 3 belongs to bucket 1 of 2, not this ps's bucket 0");
+  EXPECT_EQ(shard.PushSparse(SparsePush("emb", {-2}, {1, 1}), &r).message(),
+            "variable 'emb': id -2 is negative");
+  const absl::Status vocabulary =
+      shard.PushSparse(SparsePush("vocab", {6}, {1, 1}), &r);
+  EXPECT_EQ(vocabulary.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(vocabulary.message(),
+            "variable 'vocab': id 6 is outside the vocabulary of 6 rows");
+  EXPECT_EQ(shard.PushSparse(SparsePush("vocab", {4}, {1, 1}), &r).message(),
+            "variable 'vocab': id 4 is outside rows [0, 3) held by this ps");
+  EXPECT_EQ(shard.PushSparse(SparsePush("emb", {2, 4}, {1, 1}), &r).message(),
+            "variable 'emb': row gradients must be float32 [2, 2] in one piece; "
+            "got float32 [2, 2] with 8 bytes");
+  EXPECT_EQ(shard.PushSparse(SparsePush("emb", {2}, {1, NAN}), &r).message(),
+            "variable 'emb': gradient element 1 is NaN (nan_policy NAN_REJECT)");
+  EXPECT_EQ(shard.PushSparse(SparsePush("w", {0}, {1, 1}), &r).message(),
+            "variable 'w': not an embedding table held by ps 0");
+  EXPECT_EQ(shard.PushSparse(SparsePush("emb", {2}, {1, 1}, 3), &r).message(),
+            "variable 'emb': gradient computed from version 3, but the variable "
+            "is at version 0 (a version from the future)");
+  PullSparseResponse pulled;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {0, 1, 2}), &pulled).ok());
+  EXPECT_EQ(Rows(pulled), std::vector<float>(6, 1.0f));
+  EXPECT_EQ(pulled.version(), 0);
 }
 
 }  // namespace

@@ -320,6 +320,55 @@ TEST_F(PsClusterTest, EightConcurrentAsyncWorkersLoseNoUpdate) {
   }
 }
 
+// A growing embedding table hashed over both ps tasks: rows are created on
+// first touch, duplicates summed, only touched rows updated; bad ids are
+// refused through gRPC.
+TEST_F(PsClusterTest, SparseEmbeddingRowsAcrossTwoPsTasks) {
+  VariableDef table = ConstantVariable("embedding/embeddings", {0, 4}, 0.5f);
+  table.set_sparse(true);
+  auto client = cluster_.Connect(kRun, 0, {table});
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->CreateVariables(Sgd(0.5), Update(UpdateConfig::ASYNC, 1)).ok());
+
+  const std::vector<int64_t> ids = {7, 10, 7, 123456789};
+  std::vector<float> rows(ids.size() * 4, -1.0f);
+  ASSERT_TRUE((*client)->PullSparse("embedding/embeddings", ids, 0, rows.data()).ok());
+  EXPECT_EQ(rows, std::vector<float>(16, 0.5f));
+
+  // Gradient 1 per element for each listed id; id 7 twice: sum 2.
+  std::vector<float> grads(ids.size() * 4, 1.0f);
+  ASSERT_TRUE((*client)->PushSparse("embedding/embeddings", ids, grads.data(), 0, 1).ok());
+  const std::vector<int64_t> check = {7, 10, 123456789, 8};
+  std::vector<float> after(check.size() * 4);
+  ASSERT_TRUE((*client)->PullSparse("embedding/embeddings", check, 0, after.data()).ok());
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(after[0 * 4 + j], 0.5f - 0.5f * 2);  // id 7
+    EXPECT_EQ(after[1 * 4 + j], 0.0f);             // id 10
+    EXPECT_EQ(after[2 * 4 + j], 0.0f);             // id 123456789
+    EXPECT_EQ(after[3 * 4 + j], 0.5f);             // id 8: untouched, new
+  }
+  // Even ids went to ps 0, odd ids to ps 1: each applied one push.
+  for (int task = 0; task < 2; ++task) {
+    absl::StatusOr<ShardStatus> status = (*client)->client(task)->GetShardStatus();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status->variable_versions().at("embedding/embeddings"), 1)
+        << "ps " << task;
+    EXPECT_EQ(status->pushes_applied(), 1) << "ps " << task;
+  }
+  std::unique_ptr<ps::PsClient> ps0 = cluster_.Client(0, kRun, 0);
+  const std::vector<float> one_row(4, 1.0f);
+  const std::vector<int64_t> odd = {7};
+  absl::StatusOr<PushSparseResponse> wrong =
+      ps0->PushSparse("embedding/embeddings", odd, one_row, 4, 0, 1);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wrong.status().message(),
+            "variable 'embedding/embeddings': id 7 belongs to bucket 1 of 2, "
+            "not this ps's bucket 0");
+  absl::StatusOr<PullSparseResponse> unknown = ps0->PullSparse("nope", odd, 0);
+  EXPECT_EQ(unknown.status().message(),
+            "variable 'nope': not an embedding table held by ps 0");
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace pstrain
