@@ -18,8 +18,11 @@ const Tuning kTuning[] = {
     {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20},
     {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10},
     {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
-    // Start with a flow-control window large enough for a whole chunk.
+    // A fixed flow-control window large enough for a whole chunk: on
+    // loopback or a LAN the bandwidth-delay estimate keeps it tiny, and each
+    // window update costs a round of thread wake-ups.
     {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20},
+    {GRPC_ARG_HTTP2_BDP_PROBE, 0},
 };
 
 template <typename Args>

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json_util.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -28,44 +29,6 @@ absl::Status Error(absl::string_view field, absl::string_view problem) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("TF_CONFIG: ", field, ": ", problem));
-}
-
-// Receives the parser's events only to learn where and why it failed: the DOM
-// parser without exceptions reports failure but not its position.
-class ParseErrorSax : public nlohmann::json_sax<Json> {
- public:
-  const std::string& message() const { return message_; }
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
-    // what() is "[json.exception.parse_error.101] parse error at line 1,
-    // column 9: syntax error ..."; the bracketed id means nothing to users.
-    message_ = ex.what();
-    const size_t end_of_id = message_.find("] ");
-    if (end_of_id != std::string::npos) message_.erase(0, end_of_id + 2);
-    return false;
-  }
-
- private:
-  std::string message_ = "parse error";
-};
-
-// "got a number" for error messages.
-std::string Got(const Json& value) {
-  return absl::StrCat("got ", value.is_array() || value.is_object() ? "an " : "a ",
-                      value.type_name());
 }
 
 absl::StatusOr<int> ParseIndexKey(absl::string_view field,
@@ -98,7 +61,7 @@ absl::StatusOr<ClusterSpec::Job> ParseJob(
   } else {
     return Error(field, absl::StrCat("expected a list of \"host:port\" or a "
                                      "{\"index\": \"host:port\"} map, ",
-                                     Got(value)));
+                                     JsonGot(value)));
   }
   if (entries.empty()) return Error(field, "empty job (no tasks)");
 
@@ -107,7 +70,7 @@ absl::StatusOr<ClusterSpec::Job> ParseJob(
     const std::string task_field = absl::StrCat(field, "[", index, "]");
     if (!address->is_string()) {
       return Error(task_field,
-                   absl::StrCat("expected a \"host:port\" string, ", Got(*address)));
+                   absl::StrCat("expected a \"host:port\" string, ", JsonGot(*address)));
     }
     absl::StatusOr<HostPort> host_port =
         ParseHostPort(address->get_ref<const std::string&>());
@@ -127,7 +90,7 @@ absl::StatusOr<ClusterSpec::Job> ParseJob(
 absl::StatusOr<ClusterSpec> ParseCluster(const Json& cluster) {
   if (!cluster.is_object()) {
     return Error("cluster", absl::StrCat("expected an object of jobs, ",
-                                         Got(cluster)));
+                                         JsonGot(cluster)));
   }
   if (cluster.contains("chief") && cluster.contains("master")) {
     return Error("cluster",
@@ -174,12 +137,12 @@ absl::StatusOr<TaskRef> ParseTask(const Json& task, const ClusterSpec& cluster) 
   if (!task.is_object()) {
     return Error("task", absl::StrCat("expected an object {\"type\": ..., "
                                       "\"index\": ...}, ",
-                                      Got(task)));
+                                      JsonGot(task)));
   }
   if (!task.contains("type")) return Error("task.type", "missing");
   const Json& type = task["type"];
   if (!type.is_string()) {
-    return Error("task.type", absl::StrCat("expected a string, ", Got(type)));
+    return Error("task.type", absl::StrCat("expected a string, ", JsonGot(type)));
   }
   absl::StatusOr<JobType> job = JobFromName(type.get_ref<const std::string&>());
   if (!job.ok()) return Error("task.type", job.status().message());
@@ -187,7 +150,7 @@ absl::StatusOr<TaskRef> ParseTask(const Json& task, const ClusterSpec& cluster) 
   if (!task.contains("index")) return Error("task.index", "missing");
   const Json& index = task["index"];
   if (!index.is_number_integer()) {
-    return Error("task.index", absl::StrCat("expected an integer, ", Got(index)));
+    return Error("task.index", absl::StrCat("expected an integer, ", JsonGot(index)));
   }
   if (index.is_number_unsigned()
           ? index.get<uint64_t>() > std::numeric_limits<int>::max()
@@ -219,7 +182,7 @@ absl::Status OptionalString(const Json& root, const char* name,
   if (!root.contains(name)) return absl::OkStatus();
   const Json& value = root[name];
   if (!value.is_string()) {
-    return Error(name, absl::StrCat("expected a string, ", Got(value)));
+    return Error(name, absl::StrCat("expected a string, ", JsonGot(value)));
   }
   *out = value.get<std::string>();
   return absl::OkStatus();
@@ -231,12 +194,10 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   const Json root = Json::parse(json.begin(), json.end(), nullptr,
                                 /*allow_exceptions=*/false);
   if (root.is_discarded()) {
-    ParseErrorSax sax;
-    Json::sax_parse(json.begin(), json.end(), &sax);
-    return Error("", absl::StrCat("invalid JSON: ", sax.message()));
+    return Error("", absl::StrCat("invalid JSON: ", JsonParseError(json)));
   }
   if (!root.is_object()) {
-    return Error("", absl::StrCat("expected a JSON object, ", Got(root)));
+    return Error("", absl::StrCat("expected a JSON object, ", JsonGot(root)));
   }
   if (!root.contains("cluster")) {
     return Error("", "missing \"cluster\" (the jobs and their addresses)");

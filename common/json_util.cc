@@ -1,0 +1,56 @@
+#include "common/json_util.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace pstrain {
+namespace {
+
+using Json = nlohmann::json;
+
+// Receives the parser's events only to learn where and why it failed.
+class ParseErrorSax : public nlohmann::json_sax<Json> {
+ public:
+  const std::string& message() const { return message_; }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // what() is "[json.exception.parse_error.101] parse error at line 1,
+    // column 9: ..."; the bracketed id means nothing to users.
+    message_ = ex.what();
+    const size_t end_of_id = message_.find("] ");
+    if (end_of_id != std::string::npos) message_.erase(0, end_of_id + 2);
+    return false;
+  }
+
+ private:
+  std::string message_ = "parse error";
+};
+
+}  // namespace
+
+std::string JsonParseError(absl::string_view text) {
+  ParseErrorSax sax;
+  Json::sax_parse(text.begin(), text.end(), &sax);
+  return sax.message();
+}
+
+std::string JsonGot(const Json& value) {
+  if (value.is_null()) return "got null";
+  return absl::StrCat("got ",
+                      value.is_array() || value.is_object() ? "an " : "a ",
+                      value.type_name());
+}
+
+}  // namespace pstrain

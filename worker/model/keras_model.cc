@@ -1,0 +1,711 @@
+#include "worker/model/keras_model.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/tensor.h"
+#include "nlohmann/json.hpp"
+#include "common/derived_seed.h"
+#include "common/json_util.h"
+#include "worker/model/keras_fields.h"
+#include "worker/models/shipped_models.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using Json = nlohmann::json;
+
+// Largest dimension, filter count or unit count accepted.
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+using Window = std::pair<int, int>;
+
+// ---------------------------------------------------------------------------
+// Options shared by several layers.
+
+absl::StatusOr<Activation> ParseActivation(
+    const KerasFields& fields, absl::string_view key,
+    std::optional<std::string> fallback) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::string name,
+                           fields.String(key, std::move(fallback)));
+  if (name == "linear") return Activation::kLinear;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "softmax") return Activation::kSoftmax;
+  return fields.Unsupported(key, Json(name),
+                            "expected \"relu\", \"softmax\" or \"linear\"");
+}
+
+// The initializer in field `key`, `fallback` when absent or null. Keras's
+// "seed" is ignored: AddVariable sets the seed.
+absl::StatusOr<Initializer> ParseInitializer(const KerasFields& fields,
+                                             absl::string_view key,
+                                             const Initializer& fallback) {
+  PSTRAIN_ASSIGN_OR_RETURN(KerasObject object, fields.Object(key));
+  if (object.class_name.empty()) return fallback;
+  const KerasFields config = fields.Nested(*object.config, key);
+  const std::string& name = object.class_name;
+  Initializer init;
+  if (name == "GlorotUniform" || name == "glorot_uniform") {
+    init.mutable_glorot_uniform();
+  } else if (name == "Zeros" || name == "zeros") {
+    init.mutable_zeros();
+  } else if (name == "Constant" || name == "constant") {
+    PSTRAIN_ASSIGN_OR_RETURN(double value, config.Number("value", 0.0));
+    init.mutable_constant()->set_value(static_cast<float>(value));
+  } else if (name == "RandomUniform" || name == "random_uniform") {
+    PSTRAIN_ASSIGN_OR_RETURN(double minval, config.Number("minval", -0.05));
+    PSTRAIN_ASSIGN_OR_RETURN(double maxval, config.Number("maxval", 0.05));
+    auto* uniform = init.mutable_random_uniform();
+    uniform->set_minval(static_cast<float>(minval));
+    uniform->set_maxval(static_cast<float>(maxval));
+    if (!(uniform->minval() < uniform->maxval())) {
+      return config.FieldError(
+          "maxval", absl::StrCat(maxval, " is not above minval ", minval));
+    }
+  } else if (name == "TruncatedNormal" || name == "truncated_normal") {
+    PSTRAIN_ASSIGN_OR_RETURN(double mean, config.Number("mean", 0.0));
+    PSTRAIN_ASSIGN_OR_RETURN(double stddev, config.Number("stddev", 0.05));
+    auto* normal = init.mutable_truncated_normal();
+    normal->set_mean(static_cast<float>(mean));
+    normal->set_stddev(static_cast<float>(stddev));
+    if (!(normal->stddev() > 0)) {
+      return config.FieldError("stddev", absl::StrCat(stddev, " is not > 0"));
+    }
+  } else {
+    return fields.Unsupported(key, *fields.Find(key),
+                              "supported: GlorotUniform, Zeros, Constant, "
+                              "RandomUniform, TruncatedNormal");
+  }
+  return init;
+}
+
+// The L2 factor of the regularizer in field `key`; 0 when absent or null.
+absl::StatusOr<float> ParseL2(const KerasFields& fields,
+                              absl::string_view key) {
+  PSTRAIN_ASSIGN_OR_RETURN(KerasObject object, fields.Object(key));
+  if (object.class_name.empty()) return 0.0f;
+  const KerasFields config = fields.Nested(*object.config, key);
+  double l2 = 0;
+  if (object.class_name == "L2" || object.class_name == "l2") {
+    PSTRAIN_ASSIGN_OR_RETURN(l2, config.Number("l2", 0.01));
+  } else if (object.class_name == "L1L2" || object.class_name == "l1_l2") {
+    PSTRAIN_ASSIGN_OR_RETURN(const double l1, config.Number("l1", 0.0));
+    if (l1 != 0) {
+      return config.Unsupported("l1", Json(l1),
+                                "expected 0: only L2 penalties are");
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(l2, config.Number("l2", 0.0));
+  } else {
+    return fields.Unsupported(key, *fields.Find(key),
+                              "supported: L2, and L1L2 with l1 = 0");
+  }
+  if (l2 < 0) return config.FieldError("l2", absl::StrCat(l2, " is negative"));
+  return static_cast<float>(l2);
+}
+
+// Refuses every dtype but float32, as a string or a Keras dtype policy.
+absl::Status ExpectFloat32(const KerasFields& fields) {
+  const Json* dtype = fields.Find("dtype");
+  if (dtype == nullptr) return absl::OkStatus();
+  std::string name;
+  if (dtype->is_string()) {
+    name = dtype->get<std::string>();
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(KerasObject policy, fields.Object("dtype"));
+    if (policy.class_name != "DTypePolicy" && policy.class_name != "Policy" &&
+        policy.class_name != "FloatDTypePolicy") {
+      return fields.Unsupported("dtype", *dtype, "expected \"float32\"");
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(
+        name,
+        fields.Nested(*policy.config, "dtype").String("name", std::nullopt));
+  }
+  if (name == "float32") return absl::OkStatus();
+  return fields.Unsupported("dtype", Json(name), "expected \"float32\"");
+}
+
+// "data_format" must mean channels_last (null is Keras's default, which is
+// channels_last unless keras.json says otherwise).
+absl::Status ExpectChannelsLast(const KerasFields& fields) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::string format,
+                           fields.String("data_format", "channels_last"));
+  if (format == "channels_last") return absl::OkStatus();
+  return fields.Unsupported("data_format", Json(format),
+                            "expected \"channels_last\"");
+}
+
+// The per-example shape of the batch shape [batch, d1, d2, ...] in `key`;
+// the batch dimension may be anything, the others must be known.
+absl::StatusOr<std::vector<int64_t>> ParseBatchShape(const KerasFields& fields,
+                                                     absl::string_view key) {
+  const Json* value = fields.Find(key);
+  if (value == nullptr) return fields.FieldError(key, "missing");
+  if (!value->is_array()) {
+    return fields.FieldError(
+        key,
+        absl::StrCat("expected a list [batch, dim, ...], ", JsonGot(*value)));
+  }
+  if (value->size() < 2) {
+    return fields.FieldError(
+        key, absl::StrCat("expected a batch dimension and at least one more, "
+                          "got ",
+                          DescribeJson(*value)));
+  }
+  const Json& batch = (*value)[0];
+  if (!batch.is_null() && !batch.is_number_integer()) {
+    return fields.FieldError(
+        absl::StrCat(key, "[0]"),
+        absl::StrCat("expected null or an integer, ", JsonGot(batch)));
+  }
+  std::vector<int64_t> shape;
+  for (size_t i = 1; i < value->size(); ++i) {
+    const std::string dim_key = absl::StrCat(key, "[", i, "]");
+    const Json& dim = (*value)[i];
+    if (dim.is_null()) {
+      return fields.FieldError(
+          dim_key, "is null: every dimension but the batch must be known");
+    }
+    if (!IsIntegerIn(dim, 1, kMaxDim)) {
+      return fields.FieldError(
+          dim_key, absl::StrCat("expected an integer in [1, ", kMaxDim,
+                                "], got ", DescribeJson(dim)));
+    }
+    shape.push_back(dim.get<int64_t>());
+  }
+  return shape;
+}
+
+// Appends the variable `<layer>/<suffix>` of `shape` to `variables`, its
+// initializer seeded from the run seed and its name.
+absl::Status AddVariable(const KerasFields& fields, absl::string_view suffix,
+                         const std::vector<int64_t>& shape, Initializer init,
+                         bool sparse, uint64_t seed, LayerSpec* layer,
+                         std::vector<VariableDef>* variables) {
+  const std::string name = absl::StrCat(layer->name, "/", suffix);
+  if (!NumElements(shape, sizeof(float)).ok()) {
+    return fields.Error(absl::StrCat("variable ", name, " of shape ",
+                                     ShapeString(shape), " is too large"));
+  }
+  VariableDef def;
+  def.set_name(name);
+  def.set_dtype(DT_FLOAT);
+  for (const int64_t dim : shape) def.mutable_shape()->add_dims(dim);
+  init.set_seed(DeriveSeed(seed, name));
+  *def.mutable_initializer() = std::move(init);
+  def.set_sparse(sparse);
+  layer->variables.push_back(name);
+  variables->push_back(std::move(def));
+  return absl::OkStatus();
+}
+
+// Conv2D's and Dense's activation, kernel and bias: kernel of
+// `kernel_shape`, bias of `units`.
+absl::Status ParseKernelAndBias(const KerasFields& fields,
+                                const std::vector<int64_t>& kernel_shape,
+                                int64_t units, uint64_t seed, LayerSpec* layer,
+                                std::vector<VariableDef>* variables) {
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
+                           ParseActivation(fields, "activation", "linear"));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->use_bias, fields.Bool("use_bias", true));
+  Initializer glorot;
+  glorot.mutable_glorot_uniform();
+  Initializer zeros;
+  zeros.mutable_zeros();
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Initializer kernel_init,
+      ParseInitializer(fields, "kernel_initializer", glorot));
+  PSTRAIN_ASSIGN_OR_RETURN(Initializer bias_init,
+                           ParseInitializer(fields, "bias_initializer", zeros));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->l2, ParseL2(fields, "kernel_regularizer"));
+  for (const char* key : {"bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "bias_constraint"}) {
+    PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
+  }
+  PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, "kernel", kernel_shape,
+                                      std::move(kernel_init), false, seed,
+                                      layer, variables));
+  if (!layer->use_bias) return absl::OkStatus();
+  return AddVariable(fields, "bias", {units}, std::move(bias_init), false, seed,
+                     layer, variables);
+}
+
+absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
+                        size_t rank, absl::string_view meaning) {
+  if (layer.input_shape.size() == rank) return absl::OkStatus();
+  return fields.Error(absl::StrCat("expects an input of rank ", rank, " ",
+                                   meaning, ", got ",
+                                   ShapeString(layer.input_shape)));
+}
+
+// Conv2D's and MaxPooling2D's strides and padding for a `window` read from
+// field `window_key`; sets the layer's window fields and output_shape (with
+// the input's channels).
+absl::Status ParseWindow(const KerasFields& fields,
+                         absl::string_view window_key, Window window,
+                         Window default_strides, LayerSpec* layer) {
+  PSTRAIN_RETURN_IF_ERROR(
+      ExpectRank(fields, *layer, 3, "[height, width, channels]"));
+  PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
+  PSTRAIN_ASSIGN_OR_RETURN(const Window strides,
+                           fields.IntPair("strides", default_strides));
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string padding,
+                           fields.String("padding", "valid"));
+  if (padding != "valid" && padding != "same") {
+    return fields.Unsupported("padding", Json(padding),
+                              "expected \"valid\" or \"same\"");
+  }
+  layer->kernel_h = window.first;
+  layer->kernel_w = window.second;
+  layer->stride_h = strides.first;
+  layer->stride_w = strides.second;
+  layer->same_padding = padding == "same";
+  const int64_t in_h = layer->input_shape[0];
+  const int64_t in_w = layer->input_shape[1];
+  if (!layer->same_padding && (in_h < window.first || in_w < window.second)) {
+    return fields.Error(absl::StrCat(window_key, " [", window.first, ", ",
+                                     window.second, "] does not fit the input ",
+                                     ShapeString(layer->input_shape),
+                                     " with padding \"valid\""));
+  }
+  const auto length = [&](int64_t in, int k, int s) {
+    return layer->same_padding ? (in + s - 1) / s : (in - k) / s + 1;
+  };
+  layer->output_shape = {length(in_h, window.first, strides.first),
+                         length(in_w, window.second, strides.second),
+                         layer->input_shape[2]};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// The layers. Each reads its config from `fields`, fills `layer` (whose name
+// and input_shape are set) and appends its variables.
+
+absl::Status ParseConv2D(const KerasFields& fields, uint64_t seed,
+                         LayerSpec* layer,
+                         std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kConv2D;
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t filters,
+                           fields.Int("filters", 1, kMaxDim, std::nullopt));
+  layer->filters = static_cast<int>(filters);
+  PSTRAIN_ASSIGN_OR_RETURN(const Window kernel,
+                           fields.IntPair("kernel_size", std::nullopt));
+  PSTRAIN_RETURN_IF_ERROR(
+      ParseWindow(fields, "kernel_size", kernel, {1, 1}, layer));
+  PSTRAIN_ASSIGN_OR_RETURN(const Window dilation,
+                           fields.IntPair("dilation_rate", Window{1, 1}));
+  if (dilation != Window{1, 1}) {
+    return fields.Unsupported("dilation_rate", *fields.Find("dilation_rate"),
+                              "expected 1 or [1, 1]");
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t groups,
+                           fields.Int("groups", 1, kMaxDim, 1));
+  if (groups != 1) {
+    return fields.Unsupported("groups", Json(groups), "expected 1");
+  }
+  const int64_t in_channels = layer->input_shape[2];
+  layer->output_shape[2] = filters;
+  return ParseKernelAndBias(fields,
+                            {kernel.first, kernel.second, in_channels, filters},
+                            filters, seed, layer, variables);
+}
+
+absl::Status ParseMaxPooling2D(const KerasFields& fields, uint64_t,
+                               LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kMaxPool2D;
+  PSTRAIN_ASSIGN_OR_RETURN(const Window pool,
+                           fields.IntPair("pool_size", Window{2, 2}));
+  // Keras: strides null means the pool size.
+  return ParseWindow(fields, "pool_size", pool, pool, layer);
+}
+
+absl::Status ParseFlatten(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                          std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kFlatten;
+  PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
+  absl::StatusOr<int64_t> size = NumElements(layer->input_shape, sizeof(float));
+  if (!size.ok()) {
+    return fields.Error(absl::StrCat("input ", ShapeString(layer->input_shape),
+                                     " is too large to flatten"));
+  }
+  layer->output_shape = {*size};
+  return absl::OkStatus();
+}
+
+absl::Status ParseDense(const KerasFields& fields, uint64_t seed,
+                        LayerSpec* layer, std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kDense;
+  if (layer->input_shape.size() != 1) {
+    return fields.Error(absl::StrCat(
+        "input of rank ", layer->input_shape.size(), " ",
+        ShapeString(layer->input_shape),
+        " is not supported (Dense takes rank-1 inputs: add a Flatten before "
+        "it)"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(layer->units,
+                           fields.Int("units", 1, kMaxDim, std::nullopt));
+  layer->output_shape = {layer->units};
+  return ParseKernelAndBias(fields, {layer->input_shape[0], layer->units},
+                            layer->units, seed, layer, variables);
+}
+
+absl::Status ParseDropout(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                          std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kDropout;
+  PSTRAIN_ASSIGN_OR_RETURN(const double rate,
+                           fields.Number("rate", std::nullopt));
+  if (!(rate >= 0 && rate < 1)) {
+    return fields.FieldError("rate",
+                             absl::StrCat(rate, " is out of range [0, 1)"));
+  }
+  layer->rate = static_cast<float>(rate);
+  PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull("noise_shape"));
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+absl::Status ParseEmbedding(const KerasFields& fields, uint64_t seed,
+                            LayerSpec* layer,
+                            std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kEmbedding;
+  PSTRAIN_RETURN_IF_ERROR(ExpectRank(fields, *layer, 1, "[sequence length]"));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->input_dim,
+                           fields.Int("input_dim", 1, kMaxDim, std::nullopt));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->output_dim,
+                           fields.Int("output_dim", 1, kMaxDim, std::nullopt));
+  // tf.keras 2.x's input_length, when given, is the sequence length.
+  const int64_t length = layer->input_shape[0];
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t input_length,
+                           fields.Int("input_length", 1, kMaxDim, length));
+  if (input_length != length) {
+    return fields.FieldError(
+        "input_length", absl::StrCat(input_length, " does not match the input ",
+                                     ShapeString(layer->input_shape)));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const bool mask_zero,
+                           fields.Bool("mask_zero", false));
+  if (mask_zero) {
+    return fields.Unsupported("mask_zero", Json(true), "expected false");
+  }
+  for (const char* key : {"embeddings_regularizer", "activity_regularizer",
+                          "embeddings_constraint"}) {
+    PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
+  }
+  Initializer uniform;
+  uniform.mutable_random_uniform()->set_minval(-0.05f);
+  uniform.mutable_random_uniform()->set_maxval(0.05f);
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Initializer init,
+      ParseInitializer(fields, "embeddings_initializer", uniform));
+  layer->output_shape = {length, layer->output_dim};
+  return AddVariable(fields, "embeddings",
+                     {layer->input_dim, layer->output_dim}, std::move(init),
+                     /*sparse=*/true, seed, layer, variables);
+}
+
+absl::Status ParseReLU(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                       std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->activation = Activation::kRelu;
+  PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull("max_value"));
+  for (const char* key : {"negative_slope", "threshold"}) {
+    PSTRAIN_ASSIGN_OR_RETURN(const double value, fields.Number(key, 0.0));
+    if (value != 0) return fields.Unsupported(key, Json(value), "expected 0");
+  }
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+absl::Status ParseActivationLayer(const KerasFields& fields, uint64_t,
+                                  LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
+                           ParseActivation(fields, "activation", std::nullopt));
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+using LayerParser = absl::Status (*)(const KerasFields&, uint64_t, LayerSpec*,
+                                     std::vector<VariableDef>*);
+
+struct LayerClass {
+  absl::string_view class_name;
+  LayerParser parse;
+};
+
+constexpr LayerClass kLayerClasses[] = {
+    {"Conv2D", ParseConv2D},   {"MaxPooling2D", ParseMaxPooling2D},
+    {"Flatten", ParseFlatten}, {"Dense", ParseDense},
+    {"Dropout", ParseDropout}, {"Embedding", ParseEmbedding},
+    {"ReLU", ParseReLU},       {"Activation", ParseActivationLayer},
+};
+
+constexpr absl::string_view kSupportedLayers =
+    "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
+    "ReLU, Activation";
+
+// ---------------------------------------------------------------------------
+// The Sequential model: its layers in order, each taking the previous one's
+// output shape.
+
+class SequentialParser {
+ public:
+  SequentialParser(std::string prefix, uint64_t seed)
+      : prefix_(std::move(prefix)), seed_(seed) {}
+
+  absl::StatusOr<ModelSpec> Parse(absl::string_view json);
+
+ private:
+  absl::Status Error(absl::string_view problem) const {
+    return absl::InvalidArgumentError(absl::StrCat(prefix_, problem));
+  }
+  absl::Status ParseLayer(int index, const Json& entry,
+                          const KerasFields& model_fields);
+  absl::Status ParseInputLayer(int index, const KerasFields& fields);
+  // Sets shape_ when no earlier layer did: from the layer's own
+  // batch_input_shape (tf.keras 2.x) or the model's build_input_shape.
+  absl::Status ResolveInputShape(const KerasFields& fields,
+                                 const KerasFields& model_fields);
+
+  const std::string prefix_;
+  const uint64_t seed_;
+  ModelSpec model_;
+  // The output shape of the layers so far; unset until an input shape is
+  // known.
+  std::optional<std::vector<int64_t>> shape_;
+  // Index of each layer name seen.
+  std::map<std::string, int> names_;
+};
+
+absl::StatusOr<ModelSpec> SequentialParser::Parse(absl::string_view json) {
+  const Json root = Json::parse(json.begin(), json.end(), nullptr,
+                                /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    return Error(absl::StrCat("invalid JSON: ", JsonParseError(json)));
+  }
+  if (!root.is_object()) {
+    return Error(absl::StrCat("expected a JSON object (a Keras model), ",
+                              JsonGot(root)));
+  }
+  const KerasFields top(root, prefix_);
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string class_name,
+                           top.String("class_name", std::nullopt));
+  if (class_name != "Sequential") {
+    return top.Unsupported("class_name", Json(class_name),
+                           "only Sequential models are");
+  }
+  PSTRAIN_RETURN_IF_ERROR(top.ExpectKerasClass(class_name));
+  const Json* config = top.Find("config");
+  if (config == nullptr) return top.FieldError("config", "missing");
+  if (!config->is_object()) {
+    return top.FieldError(
+        "config", absl::StrCat("expected an object, ", JsonGot(*config)));
+  }
+  const KerasFields model_fields(*config, prefix_, "config.");
+  PSTRAIN_ASSIGN_OR_RETURN(model_.name,
+                           model_fields.String("name", "sequential"));
+  PSTRAIN_ASSIGN_OR_RETURN(const bool trainable,
+                           model_fields.Bool("trainable", true));
+  if (!trainable) {
+    return model_fields.Unsupported("trainable", Json(false),
+                                    "expected true: pstrain trains it all");
+  }
+  const Json* layers = model_fields.Find("layers");
+  if (layers == nullptr) return model_fields.FieldError("layers", "missing");
+  if (!layers->is_array()) {
+    return model_fields.FieldError(
+        "layers", absl::StrCat("expected a list, ", JsonGot(*layers)));
+  }
+  for (size_t i = 0; i < layers->size(); ++i) {
+    PSTRAIN_RETURN_IF_ERROR(
+        ParseLayer(static_cast<int>(i), (*layers)[i], model_fields));
+  }
+  if (model_.layers.empty()) {
+    return model_fields.FieldError("layers",
+                                   "no layers (besides an InputLayer)");
+  }
+  model_.output_shape = model_.layers.back().output_shape;
+  model_.input_dtype =
+      model_.layers.front().kind == LayerKind::kEmbedding ? DT_INT32 : DT_FLOAT;
+  return std::move(model_);
+}
+
+absl::Status SequentialParser::ParseLayer(int index, const Json& entry,
+                                          const KerasFields& model_fields) {
+  const std::string at = absl::StrCat(prefix_, "layer ", index);
+  if (!entry.is_object()) {
+    return Error(absl::StrCat("layer ", index, ": expected an object, ",
+                              JsonGot(entry)));
+  }
+  const KerasFields entry_fields(entry, absl::StrCat(at, ": "));
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string class_name,
+                           entry_fields.String("class_name", std::nullopt));
+  const Json* config = entry_fields.Find("config");
+  if (config == nullptr) return entry_fields.FieldError("config", "missing");
+  if (!config->is_object()) {
+    return entry_fields.FieldError(
+        "config", absl::StrCat("expected an object, ", JsonGot(*config)));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const std::string name,
+      KerasFields(*config, absl::StrCat(at, " (", class_name, "): "))
+          .String("name", std::nullopt));
+  const std::string where =
+      absl::StrCat(at, " '", name, "' (", class_name, "): ");
+  PSTRAIN_RETURN_IF_ERROR(
+      KerasFields(entry, where).ExpectKerasClass(class_name));
+  const KerasFields fields(*config, where);
+
+  if (name.empty()) return fields.FieldError("name", "is empty");
+  if (name.find('/') != std::string::npos) {
+    return fields.FieldError(
+        "name",
+        "contains '/', which separates variable paths (\"dense/kernel\")");
+  }
+  const auto [seen, inserted] = names_.emplace(name, index);
+  if (!inserted) {
+    return fields.FieldError(
+        "name", absl::StrCat("\"", name, "\" is also the name of layer ",
+                             seen->second));
+  }
+  if (class_name == "InputLayer") return ParseInputLayer(index, fields);
+
+  LayerParser parse = nullptr;
+  for (const LayerClass& layer_class : kLayerClasses) {
+    if (layer_class.class_name == class_name) parse = layer_class.parse;
+  }
+  if (parse == nullptr) {
+    return Error(
+        absl::StrCat("layer ", index, " '", name, "': ", class_name,
+                     " is not supported (supported: ", kSupportedLayers, ")"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const bool trainable,
+                           fields.Bool("trainable", true));
+  if (!trainable) {
+    return fields.Unsupported("trainable", Json(false),
+                              "expected true: pstrain trains every layer");
+  }
+  PSTRAIN_RETURN_IF_ERROR(ExpectFloat32(fields));
+  PSTRAIN_RETURN_IF_ERROR(ResolveInputShape(fields, model_fields));
+  if (class_name == "Embedding" && !model_.layers.empty()) {
+    return fields.Error(
+        "must be the first layer (the model's inputs are its integer ids)");
+  }
+
+  LayerSpec layer;
+  layer.name = name;
+  layer.input_shape = *shape_;
+  PSTRAIN_RETURN_IF_ERROR(parse(fields, seed_, &layer, &model_.variables));
+  shape_ = layer.output_shape;
+  model_.layers.push_back(std::move(layer));
+  return absl::OkStatus();
+}
+
+absl::Status SequentialParser::ParseInputLayer(int index,
+                                               const KerasFields& fields) {
+  if (index != 0) return fields.Error("must be the first layer");
+  // Keras 3 writes batch_shape, tf.keras 2.x batch_input_shape.
+  const bool keras2 = fields.Find("batch_shape") == nullptr &&
+                      fields.Find("batch_input_shape") != nullptr;
+  const char* key = keras2 ? "batch_input_shape" : "batch_shape";
+  PSTRAIN_ASSIGN_OR_RETURN(model_.input_shape, ParseBatchShape(fields, key));
+  shape_ = model_.input_shape;
+  return absl::OkStatus();
+}
+
+absl::Status SequentialParser::ResolveInputShape(
+    const KerasFields& fields, const KerasFields& model_fields) {
+  if (fields.Find("batch_input_shape") != nullptr) {
+    PSTRAIN_ASSIGN_OR_RETURN(std::vector<int64_t> declared,
+                             ParseBatchShape(fields, "batch_input_shape"));
+    if (!shape_.has_value()) {
+      model_.input_shape = declared;
+      shape_ = std::move(declared);
+    } else if (declared != *shape_) {
+      return fields.FieldError(
+          "batch_input_shape",
+          absl::StrCat(ShapeString(declared),
+                       " (per example) does not match the input ",
+                       ShapeString(*shape_), " the layers before give"));
+    }
+  }
+  if (shape_.has_value()) return absl::OkStatus();
+  if (model_fields.Find("build_input_shape") == nullptr) {
+    return fields.Error(
+        "no input shape: start the model with an InputLayer "
+        "(keras.Input(shape=...)) or give this layer input_shape");
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(model_.input_shape,
+                           ParseBatchShape(model_fields, "build_input_shape"));
+  shape_ = model_.input_shape;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadModelFile(const std::string& path,
+                                          absl::string_view prefix) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    std::vector<absl::string_view> names;
+    for (const ShippedModel& shipped : ShippedModels()) {
+      names.push_back(shipped.name);
+    }
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat(prefix, "not a shipped model (",
+                            absl::StrJoin(names, ", "),
+                            ") and cannot be opened as a file"));
+  }
+  std::string text;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    text.append(buffer, n);
+  }
+  const int error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (error != 0) {
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat(prefix, "cannot read the file"));
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelSpec> ParseKerasModel(absl::string_view json,
+                                          uint64_t seed) {
+  return SequentialParser("model: ", seed).Parse(json);
+}
+
+absl::StatusOr<ModelSpec> LoadModel(absl::string_view name_or_path,
+                                    uint64_t seed) {
+  const std::string prefix = absl::StrCat("model \"", name_or_path, "\": ");
+  for (const ShippedModel& shipped : ShippedModels()) {
+    if (shipped.name == name_or_path) {
+      return SequentialParser(prefix, seed).Parse(shipped.json);
+    }
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string text,
+                           ReadModelFile(std::string(name_or_path), prefix));
+  return SequentialParser(prefix, seed).Parse(text);
+}
+
+int64_t ParameterCount(const ModelSpec& model) {
+  int64_t count = 0;
+  for (const VariableDef& variable : model.variables) {
+    int64_t elements = 1;
+    for (const int64_t dim : variable.shape().dims()) elements *= dim;
+    count += elements;
+  }
+  return count;
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,161 @@
+// The model a worker trains, read from a Keras Sequential model's JSON (what
+// `model.to_json()` writes), so that a model defined and checked in Keras is
+// trained by pstrain unchanged, and its variables carry Keras's names.
+//
+//   absl::StatusOr<ModelSpec> model = LoadModel("cnn", /*seed=*/42);
+//   if (!model.ok()) { std::cerr << model.status().message() << "\n"; return 2;
+//   } for (const LayerSpec& layer : model->layers) ...  // build the compute
+//   graph for (const VariableDef& v : model->variables) ... // create them on
+//   the ps
+//
+// Both serializations are read: tf.keras 2.x ({"class_name", "config"}, an
+// InputLayer with "batch_input_shape", or that field on the first layer) and
+// Keras 3 ("module", "registered_name", "build_config", an InputLayer with
+// "batch_shape", dtypes as DTypePolicy objects). Equivalent models in the two
+// forms give equal ModelSpecs.
+//
+// Supported layers: InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout,
+// Embedding, ReLU, Activation, with the options listed at ParseKerasModel.
+// Anything that would change what is computed and is not supported (another
+// layer, a constraint, an L1 penalty, dilation, channels_first, a frozen
+// layer, a non-float32 dtype) is refused rather than ignored, so a model
+// either trains as Keras would train it or does not load. Fields that do not
+// change the computation (a layer's "build_config", "sparse" on the
+// InputLayer, ...) are ignored.
+#ifndef PSTRAIN_WORKER_MODEL_KERAS_MODEL_H_
+#define PSTRAIN_WORKER_MODEL_KERAS_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/tensor.pb.h"
+#include "proto/training.pb.h"
+
+namespace pstrain {
+namespace worker {
+
+enum class LayerKind {
+  kConv2D,
+  kMaxPool2D,
+  kFlatten,
+  kDense,
+  kDropout,
+  kEmbedding,
+  kActivation,  // Keras's Activation and ReLU layers.
+};
+
+enum class Activation { kLinear, kRelu, kSoftmax };
+
+// One layer of the model. Shapes are per example (no batch dimension),
+// channels_last: [height, width, channels] for images.
+struct LayerSpec {
+  std::string name;  // Keras's name, e.g. "conv2d_1".
+  LayerKind kind = LayerKind::kActivation;
+  std::vector<int64_t> input_shape;
+  std::vector<int64_t> output_shape;
+
+  // Conv2D: filters, kernel and strides. MaxPool2D: the pool size in kernel_h
+  // and kernel_w, and strides. Both: same_padding is Keras's "same" (output
+  // ceil(in / stride)), else "valid" (floor((in - kernel) / stride) + 1).
+  int filters = 0;
+  int kernel_h = 0;
+  int kernel_w = 0;
+  int stride_h = 1;
+  int stride_w = 1;
+  bool same_padding = false;
+
+  int64_t units = 0;  // Dense.
+
+  // Conv2D and Dense apply it after the bias; an Activation layer (or ReLU)
+  // is only this. Softmax is over the last axis, as in Keras.
+  Activation activation = Activation::kLinear;
+
+  // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
+  // l2 * sum(kernel^2) to the loss (0: no penalty).
+  bool use_bias = true;
+  float l2 = 0;
+
+  // Dropout: fraction of inputs zeroed in training, in [0, 1). Keras's
+  // "seed" is ignored; masks come from the run seed.
+  float rate = 0;
+
+  // Embedding: ids in [0, input_dim) map to rows of output_dim floats.
+  int64_t input_dim = 0;
+  int64_t output_dim = 0;
+
+  // Names of this layer's variables in ModelSpec::variables, kernel first:
+  // {"conv2d_1/kernel", "conv2d_1/bias"}, {"embedding/embeddings"}.
+  std::vector<std::string> variables;
+};
+
+struct ModelSpec {
+  std::string name;  // Keras's model name, e.g. "sequential".
+  // Per example, as declared: {28, 28, 1}, {28, 28}, or {T} for Embedding.
+  std::vector<int64_t> input_shape;
+  // DT_FLOAT, or DT_INT32 when the first layer is an Embedding (its inputs
+  // are ids).
+  DataType input_dtype = DT_FLOAT;
+  // In order; the InputLayer is not included.
+  std::vector<LayerSpec> layers;
+  // Every variable, in layer order (kernel, then bias), DT_FLOAT, with Keras's
+  // shapes: conv kernel [kh, kw, in, out], dense kernel [in, out], bias
+  // [units], embeddings [input_dim, output_dim] (sparse). Initializer seeds
+  // are DeriveSeed(seed, name) (common/derived_seed.h): an explicit
+  // Keras "seed" is ignored, so that every variable's stream differs and the
+  // run seed alone fixes them all.
+  std::vector<VariableDef> variables;
+  // The last layer's output_shape.
+  std::vector<int64_t> output_shape;
+};
+
+// Reads `json`, a Keras Sequential model, with `seed` the run seed. Supported:
+//   InputLayer    batch_shape / batch_input_shape (batch dimension null or
+//                 any; every other dimension known)
+//   Conv2D        filters, kernel_size, strides, padding "valid"|"same",
+//                 activation, use_bias, kernel_initializer, bias_initializer,
+//                 kernel_regularizer; data_format channels_last (or null),
+//                 dilation_rate 1, groups 1; rank-3 input
+//   MaxPooling2D  pool_size, strides (null: pool_size), padding; rank-3 input
+//   Flatten       any input (data_format channels_last or null)
+//   Dense         units, activation, use_bias, initializers,
+//                 kernel_regularizer; rank-1 input (put a Flatten before it:
+//                 Keras's Dense on the last axis of a rank-2+ input is not
+//                 supported)
+//   Dropout       rate in [0, 1)
+//   Embedding     input_dim, output_dim, embeddings_initializer (default
+//                 RandomUniform(-0.05, 0.05)); first layer only, rank-1 input
+//                 [T] of int ids, output [T, output_dim]
+//   ReLU          with Keras's defaults only (no max_value, slope, threshold)
+//   Activation    "relu", "softmax", "linear"
+// Activations (Conv2D, Dense, Activation): "relu", "softmax", "linear" or
+// null (linear). Initializers: GlorotUniform (kernel default), Zeros (bias
+// default), RandomUniform{minval, maxval}, Constant{value},
+// TruncatedNormal{mean, stddev}. Regularizers: L2{l2}, or L1L2 with l1 == 0.
+// Layer names must be unique, non-empty and free of '/'.
+//
+// Errors are INVALID_ARGUMENT, one line starting "model: " that names the
+// layer by its index in the JSON "layers" list (from 0, the InputLayer
+// included), its name and class, and the field, e.g.
+//   model: layer 3 'conv2d_1' (Conv2D): padding "causal" is not supported
+//   (expected "valid" or "same")
+// and for invalid JSON the line and column.
+absl::StatusOr<ModelSpec> ParseKerasModel(absl::string_view json,
+                                          uint64_t seed);
+
+// The model `name_or_path` names: a shipped model ("cnn", "mlp"; see
+// worker/models/), else the path of a JSON file to read. Errors from the
+// model start with `model "<name_or_path>": `; a file that cannot be read
+// gives the errno's code (NOT_FOUND, ...) and lists the shipped models.
+absl::StatusOr<ModelSpec> LoadModel(absl::string_view name_or_path,
+                                    uint64_t seed);
+
+// Number of floats in all of `model`'s variables.
+int64_t ParameterCount(const ModelSpec& model);
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_MODEL_KERAS_MODEL_H_
