@@ -1,0 +1,82 @@
+// A model's forward and backward passes on one kind of device, behind one
+// interface: the training loop neither knows nor cares whether oneDNN on the
+// CPU or cuDNN/cuBLAS on GPUs computes the step.
+//
+//   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+//                            CreateCpuBackend(spec, options));
+//   StepInput in{features, labels, batch, /*step=*/k, /*example_offset=*/o};
+//   PSTRAIN_ASSIGN_OR_RETURN(StepResult r, backend->TrainStep(in, weights, &grads));
+//   // grads hold sums over the batch; push them with r.examples.
+//
+// Gradient convention (what the ps expects): every gradient is the SUM over
+// the batch's examples of d(per-example loss)/dw, plus batch * d(L2)/dw for
+// the variables with a Keras L2 regularizer. The ps divides the sum of the
+// pushes of a step by their summed batch sizes, so N workers compute exactly
+// what one process with the global batch would: the mean loss's gradient
+// plus the L2 gradient once.
+//
+// A Backend is used by one thread at a time.
+#ifndef PSTRAIN_WORKER_BACKEND_H_
+#define PSTRAIN_WORKER_BACKEND_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/tensor.h"
+
+namespace pstrain {
+namespace worker {
+
+// The model's variables by Keras path ("conv2d/kernel"), in Keras shapes.
+using Weights = std::map<std::string, const Tensor*>;
+using Gradients = std::map<std::string, Tensor*>;
+
+struct StepInput {
+  // [batch, input shape...]: float32 features, or int32 ids for a model that
+  // starts with an Embedding.
+  const void* features = nullptr;
+  // [batch] class labels (int32), for the sparse cross-entropy losses.
+  const int32_t* labels = nullptr;
+  int64_t batch = 0;
+  // The global step; with `example_offset` (the index of this batch's first
+  // example among the step's global batch) it keys dropout masks, so that a
+  // step's masks do not depend on how its batch is split across workers.
+  int64_t step = 0;
+  int64_t example_offset = 0;
+  // Changes whenever the weights' values change (the version pulled), so a
+  // backend may cache per-step transforms of them (e.g. reordered kernels).
+  uint64_t weights_version = 0;
+};
+
+struct StepResult {
+  // Sum over the batch of the per-example losses (without L2).
+  double loss_sum = 0;
+  // The L2 regularization term, l2 * sum(w^2) over regularized kernels.
+  double l2_loss = 0;
+  // Examples whose argmax prediction equals the label.
+  int64_t correct = 0;
+  int64_t examples = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Forward and backward on one batch (training mode: dropout on). Writes
+  // every variable's gradient into `gradients` (each already allocated in
+  // its variable's shape), as described above.
+  virtual absl::StatusOr<StepResult> TrainStep(const StepInput& input,
+                                               const Weights& weights,
+                                               Gradients* gradients) = 0;
+
+  // Forward only, inference mode (dropout off).
+  virtual absl::StatusOr<StepResult> Evaluate(const StepInput& input,
+                                              const Weights& weights) = 0;
+};
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_BACKEND_H_
