@@ -67,6 +67,38 @@ int64_t DenseVariable::version() const {
   return version_;
 }
 
+std::string DenseVariable::ArrayName(int array) const {
+  if (array == 0) return name();
+  return absl::StrCat(name(), "/", optimizer_->SlotName(array - 1));
+}
+
+int64_t DenseVariable::ReadArrays(
+    const std::function<void(int, const char*, int64_t)>& save) const {
+  absl::ReaderMutexLock lock(&mu_);
+  save(0, static_cast<const char*>(value_.raw_data()), value_.num_bytes());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    save(1 + i, static_cast<const char*>(slots_[i].raw_data()),
+         slots_[i].num_bytes());
+  }
+  return version_;
+}
+
+void DenseVariable::Restore(const std::vector<std::string>& arrays,
+                            int64_t version) {
+  absl::MutexLock sum_lock(&sum_mu_);
+  absl::MutexLock lock(&mu_);
+  std::memcpy(value_.raw_data(), arrays[0].data(), value_.num_bytes());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    std::memcpy(slots_[i].raw_data(), arrays[1 + i].data(),
+                slots_[i].num_bytes());
+  }
+  version_ = version;
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  contributions_ = 0;
+  batch_sum_ = 0;
+  skip_update_ = false;
+}
+
 absl::StatusOr<int64_t> DenseVariable::Read(
     int64_t min_version, absl::Time deadline, int needed,
     const std::function<void(int64_t, const char*, int64_t)>& read) const {

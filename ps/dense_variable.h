@@ -57,6 +57,22 @@ class DenseVariable {
 
   int64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The value is array 0, optimizer slot i is array 1 + i; each holds
+  // num_bytes(). ArrayName: the name, or "<name>/<slot name>".
+  int num_arrays() const { return 1 + optimizer_->NumSlots(); }
+  std::string ArrayName(int array) const;
+
+  // Calls save(array, data, size) for every array, all under one shared
+  // lock (a consistent state); returns the version they hold.
+  int64_t ReadArrays(
+      const std::function<void(int, const char*, int64_t)>& save) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces every array (arrays[a] holds num_bytes()) and the version, and
+  // drops any partial sync step. REQUIRES: arrays.size() == num_arrays().
+  void Restore(const std::vector<std::string>& arrays, int64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+
   // Waits until version() >= min_version or `deadline`, then calls
   // read(version, data, size) once with the whole value, under the shared
   // lock (read must copy and must not block). DEADLINE_EXCEEDED naming the

@@ -76,6 +76,56 @@ int64_t EmbeddingTable::bytes_held() const {
          num_arrays_ * sizeof(float);
 }
 
+std::string EmbeddingTable::ArrayName(int array) const {
+  if (array == 0) return name();
+  return absl::StrCat(name(), "/", optimizer_->SlotName(array - 1));
+}
+
+int64_t EmbeddingTable::Snapshot(std::vector<int64_t>* ids,
+                                 std::vector<std::vector<float>>* arrays) const {
+  absl::ReaderMutexLock lock(&mu_);
+  ids->clear();
+  if (growing_) {
+    for (const auto& [id, index] : index_) ids->push_back(id);
+    std::sort(ids->begin(), ids->end());
+  } else {
+    for (int64_t id = row_begin_; id < row_end_; ++id) ids->push_back(id);
+  }
+  arrays->assign(num_arrays_, {});
+  for (int a = 0; a < num_arrays_; ++a) {
+    std::vector<float>& out = (*arrays)[a];
+    out.resize(ids->size() * width_);
+    for (size_t i = 0; i < ids->size(); ++i) {
+      const float* row = Row(a, FindRow((*ids)[i]));
+      std::copy(row, row + width_, out.begin() + i * width_);
+    }
+  }
+  return version_;
+}
+
+void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
+                             const std::vector<std::vector<float>>& arrays,
+                             int64_t version) {
+  absl::MutexLock sum_lock(&sum_mu_);
+  absl::MutexLock lock(&mu_);
+  if (growing_) {
+    index_.clear();
+    rows_ = 0;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t index = RowIndex(ids[i]);
+    for (int a = 0; a < num_arrays_; ++a) {
+      std::copy(arrays[a].begin() + i * width_,
+                arrays[a].begin() + (i + 1) * width_, Row(a, index));
+    }
+  }
+  version_ = version;
+  sums_.clear();
+  contributions_ = 0;
+  batch_sum_ = 0;
+  skip_update_ = false;
+}
+
 absl::Status EmbeddingTable::CheckIds(absl::Span<const int64_t> ids) const {
   for (int64_t id : ids) {
     if (id < 0) {
@@ -111,7 +161,7 @@ void EmbeddingTable::AddBlock() {
   blocks_.push_back(std::move(block));
 }
 
-float* EmbeddingTable::Row(int array, int64_t index) {
+float* EmbeddingTable::Row(int array, int64_t index) const {
   return blocks_[index / kRowsPerBlock][array].get() +
          (index % kRowsPerBlock) * width_;
 }

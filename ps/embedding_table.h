@@ -44,6 +44,29 @@ class EmbeddingTable {
   const std::string& name() const { return def_.name(); }
   int64_t width() const { return width_; }
   int64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+  bool growing() const { return growing_; }
+  int64_t row_begin() const { return row_begin_; }
+  int64_t row_end() const { return row_end_; }
+  // Whether a growing table's piece holds `id` (its bucket).
+  bool OwnsId(int64_t id) const { return id >= 0 && id % num_buckets_ == bucket_; }
+
+  // As DenseVariable: array 0 the rows' values, 1 + i slot i.
+  int num_arrays() const { return num_arrays_; }
+  std::string ArrayName(int array) const;
+
+  // A consistent copy of every row: `ids` ascending (a fixed table: all of
+  // row_begin..row_end - 1), arrays[a] their rows of array a. Returns the
+  // version.
+  int64_t Snapshot(std::vector<int64_t>* ids,
+                   std::vector<std::vector<float>>* arrays) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces every row with the given ones (as Snapshot returns them) and
+  // the version; a growing table forgets rows not given. REQUIRES: ids owned
+  // (growing) or exactly the piece's rows (fixed).
+  void Restore(const std::vector<int64_t>& ids,
+               const std::vector<std::vector<float>>& arrays, int64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Rows held now, and bytes held (rows with their slots).
   int64_t num_rows() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t bytes_held() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -86,7 +109,7 @@ class EmbeddingTable {
   // As RowIndex, but -1 for a row not created yet.
   int64_t FindRow(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Storage row `index` of array `array` (0: values, 1 + i: slot i).
-  float* Row(int array, int64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  float* Row(int array, int64_t index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void AddBlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies scaled row gradients; increments the version.
   void ApplyRowsLocked(absl::Span<const int64_t> ids, const float* g,

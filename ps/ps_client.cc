@@ -209,6 +209,34 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
   return response;
 }
 
+absl::StatusOr<SaveResponse> PsClient::Save(const std::string& directory,
+                                            int64_t step) {
+  SaveRequest request;
+  FillHeader(request.mutable_header());
+  request.set_directory(directory);
+  request.set_step(step);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  SaveResponse response;
+  PSTRAIN_RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->Save(&context, request, &response)));
+  return response;
+}
+
+absl::Status PsClient::Restore(const std::string& directory,
+                               absl::Span<const SavedSlice> slices,
+                               int64_t step) {
+  RestoreRequest request;
+  FillHeader(request.mutable_header());
+  request.set_directory(directory);
+  request.mutable_slices()->Add(slices.begin(), slices.end());
+  request.set_step(step);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  RestoreResponse response;
+  return FromGrpcStatus(stub_->Restore(&context, request, &response));
+}
+
 absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   GetShardStatusRequest request;
   FillHeader(request.mutable_header());

@@ -86,6 +86,13 @@ class PsClient {
 
   absl::StatusOr<ShardStatus> GetShardStatus();
 
+  // Has the ps write its shard into `directory` at `step`.
+  absl::StatusOr<SaveResponse> Save(const std::string& directory, int64_t step);
+
+  // Has the ps replace its shard with its parts of `slices` in `directory`.
+  absl::Status Restore(const std::string& directory,
+                       absl::Span<const SavedSlice> slices, int64_t step);
+
   const PsClientOptions& options() const { return options_; }
 
  private:

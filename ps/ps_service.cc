@@ -196,15 +196,22 @@ grpc::ServerUnaryReactor* PsService::PushSparse(
 grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
                                           const SaveRequest* request,
                                           SaveResponse* response) {
-  return Reply(context,
-               absl::UnimplementedError("Save: checkpoints are not written yet"));
+  // File I/O: on a pull thread, not gRPC's.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pull_pool_.Schedule([this, reactor, request, response] {
+    reactor->Finish(ToGrpcStatus(shard_->Save(*request, response)));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::Restore(
     grpc::CallbackServerContext* context, const RestoreRequest* request,
     RestoreResponse* response) {
-  return Reply(context,
-               absl::UnimplementedError("Restore: checkpoints are not read yet"));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pull_pool_.Schedule([this, reactor, request, response] {
+    reactor->Finish(ToGrpcStatus(shard_->Restore(*request, response)));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::GetShardStatus(

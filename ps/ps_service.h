@@ -2,8 +2,9 @@
 // requests, calls the Shard, and encodes replies; all decisions are the
 // Shard's.
 //
-// Pulls are answered from a thread pool of the service's own, because a sync
-// pull may wait for its step and gRPC's callback threads must not block.
+// Pulls, saves and restores run on a thread pool of the service's own: a
+// sync pull may wait for its step, a save or restore does file I/O, and
+// gRPC's callback threads must not block.
 // Pulls are streamed in chunks of at most max_chunk_bytes (request's value,
 // else the default), so no message approaches protobuf's 2 GB limit. Push
 // stream messages are parsed into pooled message objects whose buffers are

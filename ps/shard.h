@@ -92,6 +92,23 @@ class Shard {
                           PushSparseResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Writes every piece's arrays (value and optimizer slots) into
+  // "<directory>/ps-<task>.data", atomically, and lists the slices written.
+  // In sync mode every variable must be at request.step (the chief saves at
+  // a step boundary), else FAILED_PRECONDITION naming the variable.
+  absl::Status Save(const SaveRequest& request, SaveResponse* response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Replaces this shard's state with the parts of request.slices that its
+  // pieces hold (the checkpoint may have been written by another number of
+  // ps tasks). Every byte read is checked against its slice's length and
+  // CRC32C, and every row of every piece must be found, before anything
+  // changes: a damaged or incomplete checkpoint is DATA_LOSS or
+  // FAILED_PRECONDITION naming the file or variable, and leaves the shard
+  // as it was.
+  absl::Status Restore(const RestoreRequest& request,
+                       RestoreResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+
   absl::Status GetShardStatus(const GetShardStatusRequest& request,
                               ShardStatus* status) ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -1,0 +1,334 @@
+// Shard::Save and Shard::Restore: a shard's part of a checkpoint.
+//
+// One data file per ps task, "ps-<task>.data", holds raw little-endian
+// arrays back to back: for each dense piece its value and optimizer slots;
+// for each embedding table its ids (growing tables) and rows. Every array is
+// one SavedSlice (file, offset, length, CRC32C, rows), which the chief puts
+// in the checkpoint index; Restore reads them back, whatever placement wrote
+// them.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/atomic_file.h"
+#include "common/crc32c.h"
+#include "common/status_macros.h"
+#include "ps/shard.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+absl::Status CheckFileName(const std::string& file) {
+  if (file.empty() || absl::StrContains(file, '/') || file == "." ||
+      file == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint slice file \"", file,
+        "\" is not a plain file name in the checkpoint directory"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads byte ranges of the files of one checkpoint directory, checking each
+// against its expected length and CRC32C.
+class RegionReader {
+ public:
+  explicit RegionReader(std::string directory) : directory_(std::move(directory)) {}
+  ~RegionReader() {
+    for (const auto& [name, fd] : fds_) close(fd);
+  }
+
+  absl::StatusOr<std::string> Read(const std::string& file, int64_t offset,
+                                   int64_t length, uint32_t crc32c) {
+    PSTRAIN_RETURN_IF_ERROR(CheckFileName(file));
+    const std::string path = absl::StrCat(directory_, "/", file);
+    auto it = fds_.find(file);
+    if (it == fds_.end()) {
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
+      it = fds_.emplace(file, fd).first;
+    }
+    if (offset < 0 || length < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": negative offset ", offset, " or length ", length));
+    }
+    std::string data(length, '\0');
+    int64_t done = 0;
+    while (done < length) {
+      const ssize_t n = pread(it->second, data.data() + done, length - done,
+                              offset + done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, absl::StrCat("read ", path));
+      }
+      if (n == 0) {
+        return absl::DataLossError(absl::StrCat(
+            path, ": truncated: bytes [", offset, ", ", offset + length,
+            ") expected, the file ends at ", offset + done));
+      }
+      done += n;
+    }
+    const uint32_t actual = Crc32c(data.data(), data.size());
+    if (actual != crc32c) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s: bytes [%d, %d) fail their CRC32C check (stored %08x, computed "
+          "%08x)",
+          path, offset, offset + length, crc32c, actual));
+    }
+    return data;
+  }
+
+ private:
+  const std::string directory_;
+  std::map<std::string, int> fds_;
+};
+
+// Copies the rows of `slices` (ranges of a row-sliced array) that fall in
+// [begin, end) into `out` ((end - begin) * row_bytes bytes). Every row must
+// be found exactly once.
+absl::Status GatherRows(RegionReader* reader, const std::string& name,
+                        const std::vector<const SavedSlice*>& slices,
+                        int64_t begin, int64_t end, int64_t row_bytes,
+                        char* out, int64_t* version) {
+  int64_t found = 0;
+  for (const SavedSlice* s : slices) {
+    const int64_t from = std::max(begin, s->rows().begin());
+    const int64_t to = std::min(end, s->rows().end());
+    if (from >= to) continue;
+    const int64_t rows = s->rows().end() - s->rows().begin();
+    if (s->length() != rows * row_bytes) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint slice of '", name, "' rows [", s->rows().begin(), ", ",
+          s->rows().end(), ") has ", s->length(), " bytes, expected ",
+          rows * row_bytes));
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(
+        std::string data,
+        reader->Read(s->file(), s->offset(), s->length(), s->crc32c()));
+    std::memcpy(out + (from - begin) * row_bytes,
+                data.data() + (from - s->rows().begin()) * row_bytes,
+                (to - from) * row_bytes);
+    found += to - from;
+    *version = s->version();
+  }
+  if (found != end - begin) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint lacks rows of '", name, "': found ", found, " of rows [",
+        begin, ", ", end, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NotInCheckpoint(const std::string& name) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint has no '", name,
+      "' (was it written for another model or optimizer?)"));
+}
+
+}  // namespace
+
+absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  if (request.directory().empty()) {
+    return absl::InvalidArgumentError("Save: directory is empty");
+  }
+  if (run->update.mode() == UpdateConfig::SYNC) {
+    auto check = [&](const std::string& name, int64_t version) -> absl::Status {
+      if (version == request.step()) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "variable '", name, "' is at version ", version, ", not at step ",
+          request.step(), ": save at a step boundary"));
+    };
+    for (const auto& [name, v] : run->dense) {
+      PSTRAIN_RETURN_IF_ERROR(check(name, v->version()));
+    }
+    for (const auto& [name, t] : run->tables) {
+      PSTRAIN_RETURN_IF_ERROR(check(name, t->version()));
+    }
+  }
+  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(request.directory()));
+  const std::string file = absl::StrCat("ps-", options_.ps_task, ".data");
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<AtomicFile> out,
+      AtomicFile::Create(absl::StrCat(request.directory(), "/", file)));
+
+  response->Clear();
+  absl::Status status;
+  auto append = [&](const std::string& name, const char* data, int64_t size,
+                    SavedSlice* slice) {
+    if (!status.ok()) return;
+    absl::StatusOr<int64_t> offset = out->Append(data, size);
+    if (!offset.ok()) {
+      status = offset.status();
+      return;
+    }
+    slice->set_name(name);
+    slice->set_file(file);
+    slice->set_offset(*offset);
+    slice->set_length(size);
+    slice->set_crc32c(Crc32c(data, size));
+  };
+  for (const auto& [name, v] : run->dense) {
+    const int first = response->slices_size();
+    const int64_t version = v->ReadArrays(
+        [&, v = v.get()](int array, const char* data, int64_t size) {
+          SavedSlice* slice = response->add_slices();
+          slice->mutable_rows()->set_begin(v->row_begin());
+          slice->mutable_rows()->set_end(v->row_end());
+          slice->set_num_rows(v->row_end() - v->row_begin());
+          append(v->ArrayName(array), data, size, slice);
+        });
+    for (int i = first; i < response->slices_size(); ++i) {
+      response->mutable_slices(i)->set_version(version);
+    }
+  }
+  for (const auto& [name, t] : run->tables) {
+    std::vector<int64_t> ids;
+    std::vector<std::vector<float>> arrays;
+    const int64_t version = t->Snapshot(&ids, &arrays);
+    SavedSlice ids_slice;
+    if (t->growing()) {
+      append(name, reinterpret_cast<const char*>(ids.data()),
+             ids.size() * sizeof(int64_t), &ids_slice);
+    }
+    for (int a = 0; a < t->num_arrays(); ++a) {
+      SavedSlice* slice = response->add_slices();
+      if (!t->growing()) {
+        slice->mutable_rows()->set_begin(t->row_begin());
+        slice->mutable_rows()->set_end(t->row_end());
+      } else {
+        slice->set_ids_offset(ids_slice.offset());
+        slice->set_ids_crc32c(ids_slice.crc32c());
+      }
+      slice->set_num_rows(ids.size());
+      slice->set_version(version);
+      append(t->ArrayName(a), reinterpret_cast<const char*>(arrays[a].data()),
+             arrays[a].size() * sizeof(float), slice);
+    }
+  }
+  PSTRAIN_RETURN_IF_ERROR(status);
+  return out->Commit();
+}
+
+absl::Status Shard::Restore(const RestoreRequest& request,
+                            RestoreResponse* response) {
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  if (request.directory().empty()) {
+    return absl::InvalidArgumentError("Restore: directory is empty");
+  }
+  std::map<std::string, std::vector<const SavedSlice*>> by_name;
+  for (const SavedSlice& slice : request.slices()) {
+    PSTRAIN_RETURN_IF_ERROR(CheckFileName(slice.file()));
+    by_name[slice.name()].push_back(&slice);
+  }
+  RegionReader reader(request.directory());
+
+  // Stage everything; change nothing until every piece is complete.
+  struct StagedDense {
+    DenseVariable* variable;
+    std::vector<std::string> arrays;
+    int64_t version = 0;
+  };
+  struct StagedTable {
+    EmbeddingTable* table;
+    std::vector<int64_t> ids;
+    std::vector<std::vector<float>> arrays;
+    int64_t version = 0;
+  };
+  std::vector<StagedDense> dense;
+  std::vector<StagedTable> tables;
+
+  for (const auto& [name, v] : run->dense) {
+    StagedDense staged{v.get(), {}, 0};
+    const int64_t rows = v->row_end() - v->row_begin();
+    const int64_t row_bytes = rows > 0 ? v->num_bytes() / rows : 0;
+    for (int a = 0; a < v->num_arrays(); ++a) {
+      const std::string array = v->ArrayName(a);
+      auto it = by_name.find(array);
+      if (it == by_name.end()) return NotInCheckpoint(array);
+      std::string data(v->num_bytes(), '\0');
+      int64_t version = 0;
+      PSTRAIN_RETURN_IF_ERROR(GatherRows(&reader, array, it->second,
+                                         v->row_begin(), v->row_end(),
+                                         row_bytes, data.data(), &version));
+      if (a == 0) staged.version = version;
+      staged.arrays.push_back(std::move(data));
+    }
+    dense.push_back(std::move(staged));
+  }
+
+  for (const auto& [name, t] : run->tables) {
+    StagedTable staged{t.get(), {}, {}, 0};
+    const int64_t row_bytes = t->width() * sizeof(float);
+    staged.arrays.resize(t->num_arrays());
+    for (int a = 0; a < t->num_arrays(); ++a) {
+      const std::string array = t->ArrayName(a);
+      auto it = by_name.find(array);
+      if (it == by_name.end()) return NotInCheckpoint(array);
+      std::vector<float>& out = staged.arrays[a];
+      if (!t->growing()) {
+        out.resize((t->row_end() - t->row_begin()) * t->width());
+        PSTRAIN_RETURN_IF_ERROR(GatherRows(
+            &reader, array, it->second, t->row_begin(), t->row_end(),
+            row_bytes, reinterpret_cast<char*>(out.data()), &staged.version));
+        continue;
+      }
+      // Growing: keep the rows whose ids fall in this piece's bucket, in the
+      // order of the value array's slices (the same for every array).
+      std::vector<int64_t> ids;
+      for (const SavedSlice* s : it->second) {
+        if (s->length() != s->num_rows() * row_bytes) {
+          return absl::DataLossError(absl::StrCat(
+              "checkpoint slice of '", array, "' holds ", s->length(),
+              " bytes for ", s->num_rows(), " rows"));
+        }
+        PSTRAIN_ASSIGN_OR_RETURN(
+            std::string id_bytes,
+            reader.Read(s->file(), s->ids_offset(), s->num_rows() * 8,
+                        s->ids_crc32c()));
+        PSTRAIN_ASSIGN_OR_RETURN(
+            std::string rows,
+            reader.Read(s->file(), s->offset(), s->length(), s->crc32c()));
+        for (int64_t r = 0; r < s->num_rows(); ++r) {
+          int64_t id;
+          std::memcpy(&id, id_bytes.data() + r * 8, 8);
+          if (!t->OwnsId(id)) continue;
+          ids.push_back(id);
+          const float* row = reinterpret_cast<const float*>(rows.data()) +
+                             r * t->width();
+          out.insert(out.end(), row, row + t->width());
+        }
+        staged.version = s->version();
+      }
+      if (a == 0) {
+        staged.ids = std::move(ids);
+      } else if (ids != staged.ids) {
+        return absl::DataLossError(absl::StrCat(
+            "checkpoint rows of '", array, "' do not match those of '", name,
+            "'"));
+      }
+    }
+    if (!t->growing()) {
+      for (int64_t id = t->row_begin(); id < t->row_end(); ++id) {
+        staged.ids.push_back(id);
+      }
+    }
+    tables.push_back(std::move(staged));
+  }
+
+  for (StagedDense& s : dense) s.variable->Restore(s.arrays, s.version);
+  for (StagedTable& s : tables) s.table->Restore(s.ids, s.arrays, s.version);
+  response->set_num_variables(dense.size() + tables.size());
+  return absl::OkStatus();
+}
+
+}  // namespace ps
+}  // namespace pstrain
