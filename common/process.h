@@ -23,6 +23,10 @@ std::string BuildInfo();
 // would measure page faults, not the network.
 void TuneMallocForLargeBuffers();
 
+// Debian's Abseil is built with Mutex deadlock detection on, which records
+// every lock acquisition in a graph; binaries turn it off (tests keep it).
+void DisableMutexDeadlockDetection();
+
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it starts
 // afterwards. Call first in main(), then WaitForTerminationSignal().
 void BlockTerminationSignals();

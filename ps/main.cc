@@ -43,6 +43,7 @@ int Fail(absl::string_view message) {
 int Main() {
   BlockTerminationSignals();
   TuneMallocForLargeBuffers();
+  DisableMutexDeadlockDetection();
 
   absl::StatusOr<std::string> text =
       TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
