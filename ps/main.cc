@@ -5,15 +5,21 @@
 // Serves the ParameterServer service (and gRPC's health service) at its
 // TF_CONFIG address. Exits 0 on SIGTERM or SIGINT once in-flight requests are
 // done, 2 on a bad TF_CONFIG or flag (with one line saying what is wrong).
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "chief/chief_client.h"
 #include "common/grpc_options.h"
 #include "common/process.h"
 #include "common/tf_config.h"
@@ -98,11 +104,45 @@ int Main() {
                        config->cluster.NumTasks(JOB_PS), " listening on ",
                        address->host, ":", bound_port, "; ", BuildInfo()));
 
+  // With a chief in the cluster: register, heartbeat, and stop once the run
+  // is over (TFJob users' ps pods otherwise run forever).
+  std::unique_ptr<chief::ChiefClient> chief;
+  absl::Notification stopping;
+  std::thread heartbeat;
+  absl::StatusOr<HostPort> chief_address =
+      config->cluster.Address(MakeTask(JOB_CHIEF, 0));
+  if (chief_address.ok()) {
+    chief = std::make_unique<chief::ChiefClient>(
+        CreatePstrainChannel(chief_address->ToString()), config->task);
+    heartbeat = std::thread([&chief, &stopping, index = config->task.index()] {
+      bool registered = false;
+      while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+        if (!registered) {
+          absl::StatusOr<RegisterResponse> run = chief->Register(absl::ZeroDuration());
+          if (!run.ok()) continue;
+          registered = true;
+          LogInfo(absl::StrCat("ps ", index, ": registered in run ", run->run_id()));
+        }
+        absl::StatusOr<HeartbeatResponse> beat = chief->Heartbeat(0);
+        if (!beat.ok()) continue;
+        if (beat->phase() == PHASE_FINISHED || beat->phase() == PHASE_FAILED) {
+          LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
+                               beat->phase() == PHASE_FINISHED ? "is finished"
+                                                               : "failed"));
+          kill(getpid(), SIGTERM);
+          return;
+        }
+      }
+    });
+  }
+
   const std::string signal = WaitForTerminationSignal();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": ", signal,
                        ", finishing in-flight requests"));
   server->Shutdown(absl::ToChronoTime(
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds))));
+  stopping.Notify();
+  if (heartbeat.joinable()) heartbeat.join();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));
   return 0;
 }

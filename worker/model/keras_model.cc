@@ -684,17 +684,19 @@ absl::StatusOr<ModelSpec> ParseKerasModel(absl::string_view json,
   return SequentialParser("model: ", seed).Parse(json);
 }
 
+absl::StatusOr<std::string> LoadModelJson(absl::string_view name_or_path) {
+  for (const ShippedModel& shipped : ShippedModels()) {
+    if (shipped.name == name_or_path) return std::string(shipped.json);
+  }
+  return ReadModelFile(std::string(name_or_path),
+                       absl::StrCat("model \"", name_or_path, "\": "));
+}
+
 absl::StatusOr<ModelSpec> LoadModel(absl::string_view name_or_path,
                                     uint64_t seed) {
-  const std::string prefix = absl::StrCat("model \"", name_or_path, "\": ");
-  for (const ShippedModel& shipped : ShippedModels()) {
-    if (shipped.name == name_or_path) {
-      return SequentialParser(prefix, seed).Parse(shipped.json);
-    }
-  }
-  PSTRAIN_ASSIGN_OR_RETURN(const std::string text,
-                           ReadModelFile(std::string(name_or_path), prefix));
-  return SequentialParser(prefix, seed).Parse(text);
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string text, LoadModelJson(name_or_path));
+  return SequentialParser(absl::StrCat("model \"", name_or_path, "\": "), seed)
+      .Parse(text);
 }
 
 int64_t ParameterCount(const ModelSpec& model) {

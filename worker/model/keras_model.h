@@ -152,6 +152,9 @@ absl::StatusOr<ModelSpec> ParseKerasModel(absl::string_view json,
 absl::StatusOr<ModelSpec> LoadModel(absl::string_view name_or_path,
                                     uint64_t seed);
 
+// The JSON text LoadModel parses (what the chief hands to the workers).
+absl::StatusOr<std::string> LoadModelJson(absl::string_view name_or_path);
+
 // Number of floats in all of `model`'s variables.
 int64_t ParameterCount(const ModelSpec& model);
 

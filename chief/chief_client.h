@@ -1,0 +1,64 @@
+// The client ps tasks and workers use to talk to the chief: register (retried
+// while the chief is not up yet), heartbeat, report metrics, finish.
+//
+//   ChiefClient chief(CreatePstrainChannel(address), MakeTask(JOB_WORKER, 1));
+//   PSTRAIN_ASSIGN_OR_RETURN(RegisterResponse run,
+//                            chief.Register(absl::Minutes(5), batch_size));
+//   ... chief.Heartbeat(step) ...
+//
+// Thread-safe.
+#ifndef PSTRAIN_CHIEF_CHIEF_CLIENT_H_
+#define PSTRAIN_CHIEF_CHIEF_CLIENT_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/chief_service.grpc.pb.h"
+
+namespace pstrain {
+namespace chief {
+
+class ChiefClient {
+ public:
+  ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self);
+
+  // Registers, retrying UNAVAILABLE (the chief not up yet) until `patience`
+  // runs out. Remembers the run id for the calls below.
+  absl::StatusOr<RegisterResponse> Register(absl::Duration patience,
+                                            int batch_size = 0);
+
+  absl::StatusOr<HeartbeatResponse> Heartbeat(int64_t step);
+  absl::StatusOr<ReportMetricsResponse> ReportMetrics(
+      const ReportMetricsRequest& metrics);
+  absl::StatusOr<TrainingFinishedResponse> TrainingFinished(int64_t step);
+
+  // Heartbeats every `interval` until the chief reports a phase in which
+  // `done(phase)` is true, or `patience` passes without an answer; returns
+  // the last phase seen (UNAVAILABLE if the chief could not be reached).
+  absl::StatusOr<RunPhase> WaitForPhase(
+      const std::function<bool(RunPhase)>& done, absl::Duration interval,
+      absl::Duration patience, int64_t step = 0);
+
+  uint64_t incarnation() const { return incarnation_; }
+
+ private:
+  void FillHeader(RequestHeader* header) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const TaskRef self_;
+  const uint64_t incarnation_;
+  std::unique_ptr<Chief::Stub> stub_;
+  std::atomic<uint64_t> next_request_id_{1};
+  absl::Mutex mu_;
+  std::string run_id_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace chief
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_CHIEF_CLIENT_H_

@@ -1,0 +1,204 @@
+#include "chief/driver.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/atomic_file.h"
+#include "common/process.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace chief {
+namespace {
+
+std::string Clock(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+}
+
+}  // namespace
+
+Driver::Driver(DriverOptions options, RunState* state,
+               const TrainingConfig* config, const worker::ModelSpec* spec,
+               ps::PsClusterClient* ps, worker::Backend* evaluator,
+               const data::Dataset* test)
+    : options_(std::move(options)),
+      state_(state),
+      config_(config),
+      spec_(spec),
+      ps_(ps),
+      evaluator_(evaluator),
+      test_(test) {}
+
+absl::Status Driver::Run() {
+  absl::Status status = Train();
+  if (!status.ok()) {
+    LogError(absl::StrCat("chief: run failed: ", status.message()));
+    state_->SetPhase(PHASE_FAILED);
+  } else {
+    state_->SetPhase(PHASE_FINISHED);
+    LogInfo("chief: run finished; telling every task");
+  }
+  absl::SleepFor(options_.linger);
+  return status;
+}
+
+absl::Status Driver::Train() {
+  const absl::Time give_up = absl::Now() + options_.wait_for_tasks;
+  std::vector<std::string> missing;
+  do {
+    missing = state_->WaitForTasks(
+        std::min(give_up, absl::Now() + absl::Seconds(10)));
+    if (!missing.empty()) {
+      LogInfo(absl::StrCat("chief: waiting for ", absl::StrJoin(missing, ", ")));
+    }
+  } while (!missing.empty() && absl::Now() < give_up);
+  if (!missing.empty()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "after ", absl::FormatDuration(options_.wait_for_tasks),
+        " these tasks never registered: ", absl::StrJoin(missing, ", ")));
+  }
+
+  state_->SetPhase(PHASE_INITIALIZING);
+  PSTRAIN_RETURN_IF_ERROR(
+      ps_->CreateVariables(config_->optimizer(), config_->update()));
+  LogInfo(absl::StrCat("chief: run ", state_->run_id(), ": ",
+                       spec_->variables.size(), " variables created on ",
+                       ps_->num_ps(), " ps tasks; training"));
+
+  state_->SetPhase(PHASE_TRAINING);
+  train_start_ = last_print_ = absl::Now();
+  const int64_t total = state_->total_steps();
+  const int64_t per_epoch = state_->steps_per_epoch();
+  int64_t step = 0;
+  int64_t next_epoch_end = std::min(per_epoch, total);
+  while (step < total || !state_->AllWorkersFinished()) {
+    const int64_t next_print =
+        std::min(total, last_print_step_ + options_.print_every_steps);
+    step = state_->WaitForStep(std::min(next_print, next_epoch_end),
+                               absl::Now() + absl::Seconds(2));
+    if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
+      PrintProgress(step, /*end_of_epoch=*/true);
+      next_epoch_end = next_epoch_end == total
+                           ? total + 1
+                           : std::min(total, next_epoch_end + per_epoch);
+    } else if (step >= next_print && step > last_print_step_) {
+      PrintProgress(step, /*end_of_epoch=*/false);
+    }
+  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
+
+  PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, Evaluate());
+  const int num_workers = config_->update().num_workers();
+  const double examples = static_cast<double>(total) * num_workers *
+                          config_->batch_size_per_worker();
+  const std::string summary = absl::StrFormat(
+      "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n"
+      "  \"global_step\": %d,\n  \"epochs\": %.3f,\n"
+      "  \"images_per_sec\": %.1f,\n  \"wall_seconds\": %.3f,\n"
+      "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d\n}\n",
+      final_eval.accuracy, final_eval.loss, total,
+      per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
+      examples / std::max(wall, 1e-9), wall,
+      config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
+      num_workers, ps_->num_ps());
+  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(options_.model_dir));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<AtomicFile> file,
+      AtomicFile::Create(options_.model_dir + "/summary.json"));
+  PSTRAIN_RETURN_IF_ERROR(file->Append(summary.data(), summary.size()).status());
+  PSTRAIN_RETURN_IF_ERROR(file->Commit());
+  LogInfo(absl::StrFormat(
+      "chief: done: test accuracy %.4f, test loss %.4f, %d steps in %s; "
+      "summary in %s/summary.json",
+      final_eval.accuracy, final_eval.loss, total, Clock(wall),
+      options_.model_dir));
+  return absl::OkStatus();
+}
+
+void Driver::PrintProgress(int64_t step, bool end_of_epoch) {
+  const Progress progress = state_->TakeProgress();
+  const absl::Time now = absl::Now();
+  const double seconds = std::max(1e-9, absl::ToDoubleSeconds(now - last_print_));
+  const int64_t per_epoch = state_->steps_per_epoch();
+  const int64_t total = state_->total_steps();
+  const int64_t epochs = per_epoch > 0 ? (total + per_epoch - 1) / per_epoch : 1;
+  const int64_t epoch = per_epoch > 0 ? std::min(epochs, (step + per_epoch - 1) / per_epoch) : 1;
+  const double rate = (step - last_print_step_) / seconds;
+  std::string line = absl::StrFormat(
+      "epoch %d/%d  step %d/%d  loss %.4f  acc %.4f  %.0f img/s  ETA %s", epoch,
+      epochs, step, total,
+      progress.examples > 0 ? progress.loss_sum / progress.examples : 0.0,
+      progress.examples > 0 ? progress.correct / progress.examples : 0.0,
+      progress.examples / seconds,
+      Clock(rate > 0 ? (total - step) / rate : 0.0));
+  if (end_of_epoch) {
+    absl::StatusOr<Evaluation> eval = Evaluate();
+    if (eval.ok()) {
+      absl::StrAppendFormat(&line, "  test_loss %.4f  test_acc %.4f",
+                            eval->loss, eval->accuracy);
+    } else {
+      absl::StrAppend(&line, "  (evaluation failed: ", eval.status().message(),
+                      ")");
+    }
+  }
+  if (isatty(STDOUT_FILENO) && !end_of_epoch) {
+    std::printf("\r%s", line.c_str());
+  } else {
+    std::printf("%s%s\n", isatty(STDOUT_FILENO) ? "\r" : "", line.c_str());
+  }
+  std::fflush(stdout);
+  last_print_ = now;
+  last_print_step_ = step;
+}
+
+absl::StatusOr<Evaluation> Driver::Evaluate() {
+  std::vector<Tensor> storage;
+  storage.reserve(spec_->variables.size());
+  std::map<std::string, Tensor*> pull;
+  worker::Weights weights;
+  for (const VariableDef& def : spec_->variables) {
+    const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                     def.shape().dims().end());
+    PSTRAIN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(DT_FLOAT, shape));
+    storage.push_back(std::move(t));
+    pull[def.name()] = &storage.back();
+    weights[def.name()] = &storage.back();
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t version, ps_->PullDense(0, pull));
+
+  const int64_t n = test_->size();
+  const int64_t per_example = test_->features.row_elements();
+  std::vector<float> features(options_.eval_batch * per_example);
+  std::vector<int64_t> indices;
+  double loss = 0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < n; begin += options_.eval_batch) {
+    const int64_t size = std::min(options_.eval_batch, n - begin);
+    indices.resize(size);
+    for (int64_t i = 0; i < size; ++i) indices[i] = begin + i;
+    data::GatherFeatures(*test_, indices,
+                         absl::MakeSpan(features.data(), size * per_example));
+    worker::StepInput input;
+    input.features = features.data();
+    input.labels = test_->labels.data() + begin;
+    input.batch = size;
+    input.weights_version = version;
+    PSTRAIN_ASSIGN_OR_RETURN(worker::StepResult r,
+                             evaluator_->Evaluate(input, weights));
+    loss += r.loss_sum;
+    correct += r.correct;
+  }
+  Evaluation eval;
+  eval.loss = n > 0 ? loss / n : 0;
+  eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
+  return eval;
+}
+
+}  // namespace chief
+}  // namespace pstrain

@@ -1,0 +1,77 @@
+// The chief's driver: takes a run from start to finish.
+//
+//   1. waits for every ps and worker of TF_CONFIG to register, logging who is
+//      missing, and fails the run after DriverOptions::wait_for_tasks;
+//   2. creates and initializes the variables on the ps tasks;
+//   3. lets the workers train, printing a Keras-like progress line every
+//      print_every_steps steps and evaluating on the test set at the end of
+//      each epoch;
+//   4. writes model_dir/summary.json and tells every process the run is
+//      finished, so ps tasks and workers exit.
+#ifndef PSTRAIN_CHIEF_DRIVER_H_
+#define PSTRAIN_CHIEF_DRIVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "chief/run_state.h"
+#include "ps/ps_client.h"
+#include "worker/backend.h"
+#include "worker/data/dataset.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace chief {
+
+struct DriverOptions {
+  std::string model_dir;
+  absl::Duration wait_for_tasks = absl::Minutes(5);
+  int64_t print_every_steps = 100;
+  // Examples per evaluation batch.
+  int64_t eval_batch = 500;
+  // How long to keep answering after the run is finished, so every process
+  // sees it in a heartbeat.
+  absl::Duration linger = absl::Seconds(3);
+};
+
+// Test-set loss and accuracy.
+struct Evaluation {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+class Driver {
+ public:
+  // All pointers must outlive the Driver.
+  Driver(DriverOptions options, RunState* state, const TrainingConfig* config,
+         const worker::ModelSpec* spec, ps::PsClusterClient* ps,
+         worker::Backend* evaluator, const data::Dataset* test);
+
+  // Runs the whole run; on failure sets PHASE_FAILED and says why.
+  absl::Status Run();
+
+  // Pulls the current variables and evaluates them on the test set.
+  absl::StatusOr<Evaluation> Evaluate();
+
+ private:
+  absl::Status Train();
+  void PrintProgress(int64_t step, bool end_of_epoch);
+
+  const DriverOptions options_;
+  RunState* const state_;
+  const TrainingConfig* const config_;
+  const worker::ModelSpec* const spec_;
+  ps::PsClusterClient* const ps_;
+  worker::Backend* const evaluator_;
+  const data::Dataset* const test_;
+  absl::Time train_start_;
+  absl::Time last_print_;
+  int64_t last_print_step_ = 0;
+};
+
+}  // namespace chief
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_DRIVER_H_

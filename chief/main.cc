@@ -1,0 +1,251 @@
+// The `chief` binary: owns a pstrain run.
+//
+//   export TF_CONFIG='{"cluster": {...}, "task": {"type": "chief", "index": 0}}'
+//   chief --model=cnn --optimizer=adam --epochs=2 --model_dir=/tmp/run
+//
+// Waits for every ps and worker of TF_CONFIG, creates the variables, lets the
+// workers train, evaluates on the test set each epoch, writes
+// model_dir/summary.json and tells every task the run is over. Exits 0 when
+// the run succeeded, 1 when it failed, 2 on a bad flag or TF_CONFIG.
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "chief/chief_service.h"
+#include "chief/driver.h"
+#include "chief/run_state.h"
+#include "common/grpc_options.h"
+#include "common/placement.h"
+#include "common/process.h"
+#include "common/tf_config.h"
+#include "grpcpp/grpcpp.h"
+#include "ps/ps_client.h"
+#include "worker/cpu/cpu_backend.h"
+#include "worker/data/idx_reader.h"
+#include "worker/model/keras_model.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG JSON, or @path to a file holding it; default: the "
+          "TF_CONFIG environment variable");
+ABSL_FLAG(std::string, model, "cnn", "cnn, mlp, or the path of a Keras JSON");
+ABSL_FLAG(std::string, optimizer, "sgd", "sgd, momentum, adagrad or adam");
+ABSL_FLAG(double, learning_rate, 0,
+          "Learning rate; 0: Keras's default (0.01 sgd/momentum, 0.001 "
+          "adagrad/adam)");
+ABSL_FLAG(double, momentum, 0.9, "momentum: velocity decay");
+ABSL_FLAG(bool, nesterov, false, "momentum: Nesterov's variant");
+ABSL_FLAG(double, beta_1, 0.9, "adam: first-moment decay");
+ABSL_FLAG(double, beta_2, 0.999, "adam: second-moment decay");
+ABSL_FLAG(double, epsilon, 1e-7, "adam, adagrad: epsilon");
+ABSL_FLAG(double, initial_accumulator_value, 0.1, "adagrad: accumulator start");
+ABSL_FLAG(double, weight_decay, 0, "L2 weight decay applied on the ps");
+ABSL_FLAG(std::string, mode, "sync", "sync or async");
+ABSL_FLAG(int, replicas_to_aggregate, 0,
+          "sync: gradients per step (0: every worker); fewer makes the rest "
+          "backup workers");
+ABSL_FLAG(int, max_staleness, -1, "async: refuse gradients this many "
+                                  "versions old (-1: no bound)");
+ABSL_FLAG(int, epochs, 1, "Epochs to train (ignored when --steps is set)");
+ABSL_FLAG(int64_t, steps, 0, "Global steps to train (0: use --epochs)");
+ABSL_FLAG(int, batch_size, 64, "Examples per worker per step");
+ABSL_FLAG(uint64_t, seed, 42, "Run seed: initial values, data order, dropout");
+ABSL_FLAG(std::string, model_dir, "/tmp/pstrain", "Where summary.json goes");
+ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
+          "Fashion-MNIST IDX files ({train,t10k}-{images-idx3,labels-idx1}-"
+          "ubyte.gz)");
+ABSL_FLAG(int64_t, print_every_steps, 100, "Progress line every this many steps");
+ABSL_FLAG(int, wait_for_tasks_seconds, 300,
+          "How long to wait for every ps and worker to register");
+ABSL_FLAG(int, step_timeout_seconds, 120,
+          "sync: a step missing a gradient fails after this long");
+ABSL_FLAG(int, threads, 0, "Evaluation threads (0: one per core)");
+ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+
+namespace pstrain {
+namespace {
+
+int Fail(absl::string_view message) {
+  std::cerr << message << std::endl;
+  return 2;
+}
+
+absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
+  OptimizerConfig optimizer;
+  const std::string name = absl::GetFlag(FLAGS_optimizer);
+  double default_lr = 0.01;
+  if (name == "sgd") {
+    optimizer.mutable_sgd();
+  } else if (name == "momentum") {
+    optimizer.mutable_momentum()->set_momentum(absl::GetFlag(FLAGS_momentum));
+    optimizer.mutable_momentum()->set_nesterov(absl::GetFlag(FLAGS_nesterov));
+  } else if (name == "adagrad") {
+    optimizer.mutable_adagrad()->set_initial_accumulator_value(
+        absl::GetFlag(FLAGS_initial_accumulator_value));
+    optimizer.mutable_adagrad()->set_epsilon(absl::GetFlag(FLAGS_epsilon));
+    default_lr = 0.001;
+  } else if (name == "adam") {
+    optimizer.mutable_adam()->set_beta_1(absl::GetFlag(FLAGS_beta_1));
+    optimizer.mutable_adam()->set_beta_2(absl::GetFlag(FLAGS_beta_2));
+    optimizer.mutable_adam()->set_epsilon(absl::GetFlag(FLAGS_epsilon));
+    default_lr = 0.001;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--optimizer: \"", name, "\" is not sgd, momentum, adagrad or adam"));
+  }
+  const double lr = absl::GetFlag(FLAGS_learning_rate);
+  optimizer.set_learning_rate(lr > 0 ? lr : default_lr);
+  optimizer.set_weight_decay(absl::GetFlag(FLAGS_weight_decay));
+  return optimizer;
+}
+
+std::string NewRunId() {
+  std::random_device device;
+  return absl::StrFormat("run-%08x%08x", device(), device());
+}
+
+int Main() {
+  BlockTerminationSignals();
+  TuneMallocForLargeBuffers();
+  DisableMutexDeadlockDetection();
+
+  absl::StatusOr<std::string> text =
+      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
+  if (!text.ok()) return Fail(text.status().message());
+  absl::StatusOr<TfConfig> tf_config = ParseTfConfig(*text);
+  if (!tf_config.ok()) return Fail(tf_config.status().message());
+  if (tf_config->task.job() != JOB_CHIEF) {
+    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
+                             JobName(tf_config->task.job()),
+                             "\", but this is the chief binary (expected "
+                             "\"chief\")"));
+  }
+  const ClusterSpec& cluster = tf_config->cluster;
+  const int num_ps = cluster.NumTasks(JOB_PS);
+  const int num_workers = cluster.NumTasks(JOB_WORKER);
+  if (num_ps == 0 || num_workers == 0) {
+    return Fail("TF_CONFIG: cluster: a run needs at least one \"ps\" and one "
+                "\"worker\" task");
+  }
+  if (absl::GetFlag(FLAGS_batch_size) < 1) {
+    return Fail("--batch_size: must be >= 1");
+  }
+
+  TrainingConfig config;
+  config.set_model_name(absl::GetFlag(FLAGS_model));
+  absl::StatusOr<std::string> json = worker::LoadModelJson(config.model_name());
+  if (!json.ok()) return Fail(json.status().message());
+  config.set_model_json(*json);
+  config.set_seed(absl::GetFlag(FLAGS_seed));
+  absl::StatusOr<worker::ModelSpec> spec =
+      worker::ParseKerasModel(config.model_json(), config.seed());
+  if (!spec.ok()) return Fail(spec.status().message());
+  absl::StatusOr<OptimizerConfig> optimizer = OptimizerFromFlags();
+  if (!optimizer.ok()) return Fail(optimizer.status().message());
+  *config.mutable_optimizer() = *optimizer;
+  UpdateConfig* update = config.mutable_update();
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "sync" && mode != "async") {
+    return Fail(absl::StrCat("--mode: \"", mode, "\" is not sync or async"));
+  }
+  update->set_mode(mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);
+  update->set_num_workers(num_workers);
+  update->set_replicas_to_aggregate(absl::GetFlag(FLAGS_replicas_to_aggregate));
+  update->set_max_staleness(absl::GetFlag(FLAGS_max_staleness));
+  update->set_step_timeout_ms(absl::GetFlag(FLAGS_step_timeout_seconds) * 1000);
+  config.set_batch_size_per_worker(absl::GetFlag(FLAGS_batch_size));
+  config.set_epochs(absl::GetFlag(FLAGS_epochs));
+  config.set_steps(absl::GetFlag(FLAGS_steps));
+  for (const VariableDef& v : spec->variables) *config.add_variables() = v;
+
+  PlacementOptions placement_options;
+  placement_options.num_ps = num_ps;
+  absl::StatusOr<Placement> placement =
+      ComputePlacement(spec->variables, placement_options);
+  if (!placement.ok()) return Fail(placement.status().message());
+
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  absl::StatusOr<data::Dataset> train =
+      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
+                    data_dir + "/train-labels-idx1-ubyte.gz");
+  if (!train.ok()) return Fail(train.status().message());
+  absl::StatusOr<data::Dataset> test =
+      data::ReadIdx(data_dir + "/t10k-images-idx3-ubyte.gz",
+                    data_dir + "/t10k-labels-idx1-ubyte.gz");
+  if (!test.ok()) return Fail(test.status().message());
+  absl::StatusOr<worker::RunLength> length =
+      worker::ComputeRunLength(config, num_workers, train->size());
+  if (!length.ok()) return Fail(length.status().message());
+
+  worker::CpuBackendOptions backend_options;
+  backend_options.num_threads = absl::GetFlag(FLAGS_threads);
+  backend_options.run_seed = config.seed();
+  absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
+      worker::CreateCpuBackend(*spec, backend_options);
+  if (!evaluator.ok()) return Fail(evaluator.status().message());
+
+  const std::string run_id = NewRunId();
+  chief::RunState state(run_id, config, *placement, cluster,
+                        length->steps_per_epoch, length->total_steps);
+  chief::ChiefService service(&state);
+  absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
+  if (!address.ok()) return Fail(address.status().message());
+  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  ConfigurePstrainServer(&builder);
+  int bound_port = 0;
+  builder.AddListeningPort(address->ToString(),
+                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    LogError(absl::StrCat("chief: cannot listen on ", address->ToString()));
+    return 1;
+  }
+  LogInfo(absl::StrCat(
+      "chief listening on ", address->host, ":", bound_port, "; run ", run_id,
+      ": model ", config.model_name(), " (", worker::ParameterCount(*spec),
+      " parameters), ", mode, ", ", num_ps, " ps, ", num_workers, " workers, ",
+      length->total_steps, " steps of ", num_workers, " x ",
+      config.batch_size_per_worker(), " examples; ", BuildInfo()));
+
+  std::vector<std::unique_ptr<ps::PsClient>> clients;
+  for (int index : cluster.TaskIndices(JOB_PS)) {
+    ps::PsClientOptions options;
+    options.run_id = run_id;
+    options.sender = tf_config->task;
+    clients.push_back(std::make_unique<ps::PsClient>(
+        CreatePstrainChannel(cluster.Address(MakeTask(JOB_PS, index))->ToString()),
+        options));
+  }
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =
+      ps::PsClusterClient::Create(std::move(clients), *placement,
+                                  spec->variables);
+  if (!ps.ok()) return Fail(ps.status().message());
+
+  chief::DriverOptions driver_options;
+  driver_options.model_dir = absl::GetFlag(FLAGS_model_dir);
+  driver_options.wait_for_tasks =
+      absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
+  driver_options.print_every_steps = absl::GetFlag(FLAGS_print_every_steps);
+  chief::Driver driver(driver_options, &state, &config, &*spec, ps->get(),
+                       evaluator->get(), &*test);
+  const absl::Status status = driver.Run();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  return status.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return pstrain::Main();
+}

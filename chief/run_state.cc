@@ -1,0 +1,197 @@
+#include "chief/run_state.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace chief {
+
+RunState::RunState(std::string run_id, TrainingConfig config,
+                   Placement placement, ClusterSpec cluster,
+                   int64_t steps_per_epoch, int64_t total_steps)
+    : run_id_(std::move(run_id)),
+      config_(std::move(config)),
+      placement_(std::move(placement)),
+      cluster_(std::move(cluster)),
+      steps_per_epoch_(steps_per_epoch),
+      total_steps_(total_steps) {
+  for (int index : cluster_.TaskIndices(JOB_WORKER)) {
+    worker_steps_[index] = 0;
+    finished_[index] = false;
+  }
+}
+
+absl::Status RunState::CheckRunId(const RequestHeader& header) const {
+  if (header.run_id() == run_id_) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "run id '", header.run_id(), "' is not this chief's run '", run_id_, "'"));
+}
+
+absl::StatusOr<RegisterResponse> RunState::Register(
+    const RegisterRequest& request) {
+  const RequestHeader& header = request.header();
+  if (!header.run_id().empty()) PSTRAIN_RETURN_IF_ERROR(CheckRunId(header));
+  const TaskRef& task = header.sender();
+  if ((task.job() != JOB_PS && task.job() != JOB_WORKER) ||
+      !cluster_.Address(task).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task ", TaskName(task), " is not a ps or worker of this cluster"));
+  }
+  RegisterResponse response;
+  response.set_run_id(run_id_);
+  *response.mutable_config() = config_;
+  *response.mutable_placement() = placement_;
+  for (int index : cluster_.TaskIndices(JOB_PS)) {
+    response.add_ps_addresses(cluster_.Address(MakeTask(JOB_PS, index))->ToString());
+  }
+  absl::MutexLock lock(&mu_);
+  registered_[TaskName(task)] = request.incarnation();
+  TrainingState* state = response.mutable_state();
+  state->set_run_id(run_id_);
+  state->set_phase(phase_);
+  state->set_step(LowestWorkerStepLocked());
+  state->set_steps_per_epoch(steps_per_epoch_);
+  *state->mutable_update() = config_.update();
+  return response;
+}
+
+absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
+    const HeartbeatRequest& request) {
+  PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  absl::MutexLock lock(&mu_);
+  const TaskRef& task = request.header().sender();
+  if (task.job() == JOB_WORKER && worker_steps_.count(task.index()) > 0) {
+    worker_steps_[task.index()] =
+        std::max(worker_steps_[task.index()], request.step());
+  }
+  HeartbeatResponse response;
+  response.set_phase(phase_);
+  response.set_step(LowestWorkerStepLocked());
+  return response;
+}
+
+absl::StatusOr<TrainingState> RunState::GetTrainingState(
+    const GetTrainingStateRequest& request) {
+  PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  absl::MutexLock lock(&mu_);
+  TrainingState state;
+  state.set_run_id(run_id_);
+  state.set_phase(phase_);
+  state.set_step(LowestWorkerStepLocked());
+  state.set_epoch(steps_per_epoch_ > 0 ? state.step() / steps_per_epoch_ : 0);
+  *state.mutable_update() = config_.update();
+  *state.mutable_placement() = placement_;
+  state.set_steps_per_epoch(steps_per_epoch_);
+  return state;
+}
+
+absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
+    const ReportMetricsRequest& request) {
+  PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  if (request.examples_per_sec() <= 0 || request.num_steps() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics: examples_per_sec ", request.examples_per_sec(),
+        " and num_steps ", request.num_steps(), " must be > 0"));
+  }
+  absl::MutexLock lock(&mu_);
+  const TaskRef& task = request.header().sender();
+  if (task.job() == JOB_WORKER && worker_steps_.count(task.index()) > 0) {
+    worker_steps_[task.index()] =
+        std::max(worker_steps_[task.index()], request.step());
+  }
+  const double examples =
+      request.num_steps() * static_cast<double>(config_.batch_size_per_worker());
+  progress_.examples += examples;
+  progress_.loss_sum += request.loss() * examples;
+  progress_.correct += request.accuracy() * examples;
+  progress_.busy_seconds += examples / request.examples_per_sec();
+  ReportMetricsResponse response;
+  response.set_phase(phase_);
+  return response;
+}
+
+absl::StatusOr<TrainingFinishedResponse> RunState::TrainingFinished(
+    const TrainingFinishedRequest& request) {
+  PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  absl::MutexLock lock(&mu_);
+  const TaskRef& task = request.header().sender();
+  if (task.job() != JOB_WORKER || finished_.count(task.index()) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", TaskName(task), " is not a worker of this run"));
+  }
+  finished_[task.index()] = true;
+  worker_steps_[task.index()] =
+      std::max(worker_steps_[task.index()], request.step());
+  TrainingFinishedResponse response;
+  response.set_phase(phase_);
+  return response;
+}
+
+RunPhase RunState::phase() const {
+  absl::MutexLock lock(&mu_);
+  return phase_;
+}
+
+void RunState::SetPhase(RunPhase phase) {
+  absl::MutexLock lock(&mu_);
+  phase_ = phase;
+}
+
+std::vector<std::string> RunState::WaitForTasks(absl::Time deadline) const {
+  std::vector<std::string> expected;
+  for (const TaskRef& task : cluster_.TrainingTasks()) {
+    if (task.job() != JOB_CHIEF) expected.push_back(TaskName(task));
+  }
+  auto all_here = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    for (const std::string& name : expected) {
+      if (registered_.count(name) == 0) return false;
+    }
+    return true;
+  };
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithDeadline(absl::Condition(&all_here), deadline);
+  std::vector<std::string> missing;
+  for (const std::string& name : expected) {
+    if (registered_.count(name) == 0) missing.push_back(name);
+  }
+  return missing;
+}
+
+int64_t RunState::LowestWorkerStepLocked() const {
+  int64_t lowest = -1;
+  for (const auto& [index, step] : worker_steps_) {
+    if (finished_.at(index)) continue;
+    lowest = lowest < 0 ? step : std::min(lowest, step);
+  }
+  return lowest < 0 ? total_steps_ : lowest;
+}
+
+int64_t RunState::WaitForStep(int64_t step, absl::Time deadline) const {
+  auto reached = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return LowestWorkerStepLocked() >= step;
+  };
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
+  return LowestWorkerStepLocked();
+}
+
+bool RunState::AllWorkersFinished() const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [index, done] : finished_) {
+    if (!done) return false;
+  }
+  return true;
+}
+
+Progress RunState::TakeProgress() {
+  absl::MutexLock lock(&mu_);
+  Progress taken = progress_;
+  progress_ = Progress();
+  return taken;
+}
+
+}  // namespace chief
+}  // namespace pstrain

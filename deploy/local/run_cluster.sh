@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs a pstrain cluster on this machine: a chief, --ps ps tasks and
+# --workers workers on 127.0.0.1 (ports picked at start), training on
+# Fashion-MNIST. Every other flag goes to the chief (--model, --optimizer,
+# --epochs, --mode, ...). Logs and summary.json go to --model_dir.
+#
+#   deploy/local/run_cluster.sh --ps 2 --workers 2 --model cnn --epochs 1
+#
+# Exits with the chief's status once every process has stopped.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+num_ps=2
+num_workers=2
+model_dir=/tmp/pstrain
+chief_flags=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ps) num_ps=$2; shift 2 ;;
+    --ps=*) num_ps=${1#*=}; shift ;;
+    --workers) num_workers=$2; shift 2 ;;
+    --workers=*) num_workers=${1#*=}; shift ;;
+    --model_dir) model_dir=$2; shift 2 ;;
+    --model_dir=*) model_dir=${1#*=}; shift ;;
+    *) chief_flags+=("$1"); shift ;;
+  esac
+done
+
+third_party/install_deps.sh
+bazel build --config=opt //chief //ps //worker >&2
+bin=$(bazel info --config=opt bazel-bin 2>/dev/null)
+
+# Free ports, chosen by the kernel.
+ports=($(python3 - "$((1 + num_ps + num_workers))" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+))
+join() { local IFS=,; echo "$*"; }
+addr() { echo "\"127.0.0.1:$1\""; }
+chief=$(addr "${ports[0]}")
+ps_list=()
+for ((i = 0; i < num_ps; i++)); do ps_list+=("$(addr "${ports[$((1 + i))]}")"); done
+worker_list=()
+for ((i = 0; i < num_workers; i++)); do
+  worker_list+=("$(addr "${ports[$((1 + num_ps + i))]}")")
+done
+cluster="{\"chief\": [$chief], \"ps\": [$(join "${ps_list[@]}")], \"worker\": [$(join "${worker_list[@]}")]}"
+tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index\": $2}}"; }
+
+mkdir -p "$model_dir/logs"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+for ((i = 0; i < num_ps; i++)); do
+  TF_CONFIG=$(tf_config ps "$i") "$bin/ps/ps" >"$model_dir/logs/ps-$i.log" 2>&1 &
+  pids+=($!)
+done
+for ((i = 0; i < num_workers; i++)); do
+  TF_CONFIG=$(tf_config worker "$i") "$bin/worker/worker" \
+    --threads=1 >"$model_dir/logs/worker-$i.log" 2>&1 &
+  pids+=($!)
+done
+echo "cluster: $cluster" >&2
+echo "logs: $model_dir/logs" >&2
+status=0
+TF_CONFIG=$(tf_config chief 0) "$bin/chief/chief" --model_dir="$model_dir" \
+  "${chief_flags[@]}" || status=$?
+for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done
+trap - EXIT
+[ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
+exit "$status"

@@ -1,0 +1,175 @@
+// The `worker` binary: one worker task of a pstrain run.
+//
+//   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' worker
+//
+// Registers with the chief (waiting for it to come up), receives the model,
+// the placement and the run's settings, trains its share of every step and
+// exits 0 once the chief says the run is finished (1 if it failed, 2 on a
+// bad flag or TF_CONFIG).
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "chief/chief_client.h"
+#include "common/gpu_devices.h"
+#include "common/grpc_options.h"
+#include "common/process.h"
+#include "common/tf_config.h"
+#include "ps/ps_client.h"
+#include "worker/cpu/cpu_backend.h"
+#include "worker/data/idx_reader.h"
+#include "worker/model/keras_model.h"
+#include "worker/trainer.h"
+
+ABSL_FLAG(std::string, tf_config, "",
+          "TF_CONFIG JSON, or @path to a file holding it; default: the "
+          "TF_CONFIG environment variable");
+ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
+          "Fashion-MNIST IDX files ({train,t10k}-{images-idx3,labels-idx1}-"
+          "ubyte.gz)");
+ABSL_FLAG(std::string, device, "auto",
+          "auto, cpu, gpu or gpu:N: where the model computes; auto uses the "
+          "CPU when there is no GPU");
+ABSL_FLAG(int, threads, 0, "CPU compute threads (0: one per core)");
+ABSL_FLAG(int, chief_patience_seconds, 300,
+          "How long to wait for the chief to answer");
+ABSL_FLAG(int, report_every_steps, 20, "Report metrics every this many steps");
+
+namespace pstrain {
+namespace {
+
+int Fail(absl::string_view message) {
+  std::cerr << message << std::endl;
+  return 2;
+}
+
+// The backend --device asks for; GPUs are not wired into training yet.
+absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
+    const worker::ModelSpec& spec, const TrainingConfig& config, int index) {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device != "auto" && device != "cpu" && device != "gpu" &&
+      device.rfind("gpu:", 0) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device: \"", device, "\" is not auto, cpu, gpu or gpu:N"));
+  }
+  if (device != "cpu") {
+    absl::StatusOr<int> gpus = GpuDeviceCount();
+    if (device != "auto") {
+      return absl::UnimplementedError(absl::StrCat(
+          "--device=", device, ": training on GPUs is not wired in yet",
+          gpus.ok() ? "" : absl::StrCat(" (and ", gpus.status().message(), ")")));
+    }
+    LogInfo(absl::StrCat("worker ", index, ": computing on the CPU (",
+                         gpus.ok() ? "GPU training is not wired in yet"
+                                   : std::string(gpus.status().message()),
+                         ")"));
+  }
+  worker::CpuBackendOptions options;
+  options.num_threads = absl::GetFlag(FLAGS_threads);
+  options.run_seed = config.seed();
+  options.replica = index;
+  return worker::CreateCpuBackend(spec, options);
+}
+
+int Main() {
+  TuneMallocForLargeBuffers();
+  DisableMutexDeadlockDetection();
+  absl::StatusOr<std::string> text =
+      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
+  if (!text.ok()) return Fail(text.status().message());
+  absl::StatusOr<TfConfig> tf_config = ParseTfConfig(*text);
+  if (!tf_config.ok()) return Fail(tf_config.status().message());
+  if (tf_config->task.job() != JOB_WORKER) {
+    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
+                             JobName(tf_config->task.job()),
+                             "\", but this is the worker binary (expected "
+                             "\"worker\")"));
+  }
+  const int index = tf_config->task.index();
+  absl::StatusOr<HostPort> chief_address =
+      tf_config->cluster.Address(MakeTask(JOB_CHIEF, 0));
+  if (!chief_address.ok()) {
+    return Fail("TF_CONFIG: cluster: a worker needs a \"chief\" task");
+  }
+
+  const absl::Duration patience =
+      absl::Seconds(absl::GetFlag(FLAGS_chief_patience_seconds));
+  chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString()),
+                           tf_config->task);
+  absl::StatusOr<RegisterResponse> run = chief.Register(patience);
+  if (!run.ok()) {
+    LogError(absl::StrCat("worker ", index, ": cannot register with the chief at ",
+                          chief_address->ToString(), ": ", run.status().message()));
+    return 1;
+  }
+  const TrainingConfig& config = run->config();
+  absl::StatusOr<worker::ModelSpec> spec =
+      worker::ParseKerasModel(config.model_json(), config.seed());
+  if (!spec.ok()) return Fail(spec.status().message());
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
+      MakeBackend(*spec, config, index);
+  if (!backend.ok()) return Fail(backend.status().message());
+
+  std::vector<std::unique_ptr<ps::PsClient>> clients;
+  for (const std::string& address : run->ps_addresses()) {
+    ps::PsClientOptions options;
+    options.run_id = run->run_id();
+    options.sender = tf_config->task;
+    clients.push_back(
+        std::make_unique<ps::PsClient>(CreatePstrainChannel(address), options));
+  }
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =
+      ps::PsClusterClient::Create(std::move(clients), run->placement(),
+                                  spec->variables);
+  if (!ps.ok()) return Fail(ps.status().message());
+
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  absl::StatusOr<data::Dataset> train =
+      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
+                    data_dir + "/train-labels-idx1-ubyte.gz");
+  if (!train.ok()) return Fail(train.status().message());
+  LogInfo(absl::StrCat("worker ", index, " of ",
+                       config.update().num_workers(), " registered in run ",
+                       run->run_id(), "; ", train->size(),
+                       " training examples; ", BuildInfo()));
+
+  absl::StatusOr<RunPhase> phase = chief.WaitForPhase(
+      [](RunPhase p) { return p >= PHASE_TRAINING; }, absl::Milliseconds(100),
+      patience);
+  if (!phase.ok() || *phase != PHASE_TRAINING) {
+    LogError(absl::StrCat("worker ", index, ": the run did not start: ",
+                          phase.ok() ? RunPhase_Name(*phase)
+                                     : std::string(phase.status().message())));
+    return 1;
+  }
+  worker::TrainerOptions options;
+  options.worker_index = index;
+  options.num_workers = config.update().num_workers();
+  options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
+  worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
+                          ps->get(), &chief);
+  const absl::Status trained = trainer.Run();
+  if (!trained.ok()) {
+    LogError(absl::StrCat("worker ", index, ": ", trained.message()));
+    return 1;
+  }
+  phase = chief.WaitForPhase(
+      [](RunPhase p) { return p == PHASE_FINISHED || p == PHASE_FAILED; },
+      absl::Milliseconds(200), patience);
+  const bool finished = phase.ok() && *phase == PHASE_FINISHED;
+  LogInfo(absl::StrCat("worker ", index, ": ",
+                       finished ? "run finished" : "run did not finish well"));
+  return finished ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return pstrain::Main();
+}

@@ -1,0 +1,66 @@
+// A worker's training loop: its share of every step of a run.
+//
+// Each step: take the next batch of this worker's shard of the data, pull the
+// variables from the ps tasks (in sync mode, as of this step), compute the
+// gradients with the Backend, push them. Every few steps it reports loss,
+// accuracy and throughput to the chief; at the end it tells the chief it has
+// finished. The model, placement and run settings come from the chief
+// (RegisterResponse).
+#ifndef PSTRAIN_WORKER_TRAINER_H_
+#define PSTRAIN_WORKER_TRAINER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "chief/chief_client.h"
+#include "ps/ps_client.h"
+#include "worker/backend.h"
+#include "worker/data/dataset.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace worker {
+
+struct TrainerOptions {
+  int worker_index = 0;
+  int num_workers = 1;
+  // Report metrics to the chief every this many steps.
+  int report_every_steps = 20;
+};
+
+// Steps per epoch and total steps of a run over `num_examples` training
+// examples (every worker does the same number of steps; the remainder of an
+// epoch that does not fill a step is dropped, a different one each epoch).
+struct RunLength {
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+};
+absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
+                                           int num_workers,
+                                           int64_t num_examples);
+
+class Trainer {
+ public:
+  // All pointers must outlive the Trainer.
+  Trainer(TrainerOptions options, const TrainingConfig* config,
+          const ModelSpec* spec, const data::Dataset* train, Backend* backend,
+          ps::PsClusterClient* ps, chief::ChiefClient* chief);
+
+  // Trains to the end of the run. Errors name the step and what failed.
+  absl::Status Run();
+
+ private:
+  const TrainerOptions options_;
+  const TrainingConfig* const config_;
+  const ModelSpec* const spec_;
+  const data::Dataset* const train_;
+  Backend* const backend_;
+  ps::PsClusterClient* const ps_;
+  chief::ChiefClient* const chief_;
+};
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_TRAINER_H_
