@@ -1,5 +1,6 @@
 #include "chief/chief_client.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -21,9 +22,12 @@ uint64_t RandomIncarnation() {
 
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Call(Chief::Stub* stub, Method method,
-                              const Request& request) {
+                              const Request& request,
+                              absl::Duration timeout = kCallTimeout) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kCallTimeout));
+  // Wait for the connection (a chief still starting) rather than fail fast.
+  context.set_wait_for_ready(true);
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   Response response;
   PSTRAIN_RETURN_IF_ERROR(
       FromGrpcStatus((stub->*method)(&context, request, &response)));
@@ -53,8 +57,10 @@ absl::StatusOr<RegisterResponse> ChiefClient::Register(absl::Duration patience,
     request.set_incarnation(incarnation_);
     request.set_batch_size(batch_size);
     absl::StatusOr<RegisterResponse> response =
-        Call<RegisterRequest, RegisterResponse>(stub_.get(),
-                                                &Chief::Stub::Register, request);
+        Call<RegisterRequest, RegisterResponse>(
+            stub_.get(), &Chief::Stub::Register, request,
+            std::max(absl::Seconds(1),
+                     std::min(kCallTimeout, deadline - absl::Now())));
     if (response.ok()) {
       absl::MutexLock lock(&mu_);
       run_id_ = response->run_id();

@@ -35,6 +35,11 @@ void Apply(Args* args) {
 
 std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address) {
   grpc::ChannelArguments args;
+  // A peer that is starting or restarting is retried within a second, not
+  // after gRPC's default backoff of up to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   Apply(&args);

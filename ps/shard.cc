@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
+#include "ps/staleness.h"
 
 namespace pstrain {
 namespace ps {
@@ -291,8 +292,8 @@ absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
       current > version + staleness) {
     return Refuse(absl::FailedPreconditionError(absl::StrCat(
         "variable '", name, "': gradient computed from version ", version,
-        " is too stale: the variable is at version ", current, ", beyond ",
-        version, " + max_staleness ", staleness)));
+        kStaleGradientMessage, "the variable is at version ", current,
+        ", beyond ", version, " + max_staleness ", staleness)));
   }
   return absl::OkStatus();
 }

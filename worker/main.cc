@@ -47,15 +47,20 @@ int Fail(absl::string_view message) {
   return 2;
 }
 
-// The backend --device asks for; GPUs are not wired into training yet.
-absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
-    const worker::ModelSpec& spec, const TrainingConfig& config, int index) {
+absl::Status CheckDeviceFlag() {
   const std::string device = absl::GetFlag(FLAGS_device);
   if (device != "auto" && device != "cpu" && device != "gpu" &&
       device.rfind("gpu:", 0) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--device: \"", device, "\" is not auto, cpu, gpu or gpu:N"));
   }
+  return absl::OkStatus();
+}
+
+// The backend --device asks for; GPUs are not wired into training yet.
+absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
+    const worker::ModelSpec& spec, const TrainingConfig& config, int index) {
+  const std::string device = absl::GetFlag(FLAGS_device);
   if (device != "cpu") {
     absl::StatusOr<int> gpus = GpuDeviceCount();
     if (device != "auto") {
@@ -90,6 +95,9 @@ int Main() {
                              "\"worker\")"));
   }
   const int index = tf_config->task.index();
+  if (absl::Status device = CheckDeviceFlag(); !device.ok()) {
+    return Fail(device.message());
+  }
   absl::StatusOr<HostPort> chief_address =
       tf_config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (!chief_address.ok()) {

@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/process.h"
 #include "common/status_macros.h"
+#include "ps/staleness.h"
 #include "worker/data/prefetcher.h"
 #include "worker/data/shard_plan.h"
 
@@ -97,6 +99,7 @@ absl::Status Trainer::Run() {
   }
 
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
+  int64_t stale_pushes = 0;
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
   absl::Time window_start = absl::Now();
@@ -118,7 +121,14 @@ absl::Status Trainer::Run() {
     if (!result.ok()) return AtStep(step, "computing", result.status());
     absl::Status pushed =
         ps_->PushDense(sync ? step : *version, result->examples, gradients);
-    if (!pushed.ok()) return AtStep(step, "pushing", pushed);
+    if (!sync && ps::IsStaleGradient(pushed)) {
+      // Other workers moved the variables too far meanwhile: this step's
+      // gradient is dropped (the ps refused it whole) and the next step
+      // pulls fresh values.
+      ++stale_pushes;
+    } else if (!pushed.ok()) {
+      return AtStep(step, "pushing", pushed);
+    }
 
     ++window_steps;
     window_examples += result->examples;
@@ -146,6 +156,11 @@ absl::Status Trainer::Run() {
       window_loss = 0;
       window_start = absl::Now();
     }
+  }
+  if (stale_pushes > 0) {
+    LogInfo(absl::StrCat("worker ", options_.worker_index, ": ", stale_pushes,
+                         " of ", length.total_steps,
+                         " gradients were refused as too stale"));
   }
   absl::StatusOr<TrainingFinishedResponse> done =
       chief_->TrainingFinished(length.total_steps);

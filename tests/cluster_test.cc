@@ -1,0 +1,144 @@
+// A whole run as real processes on 127.0.0.1: a chief, ps tasks and workers
+// started from their binaries with TF_CONFIG, training the mlp on
+// Fashion-MNIST for a few dozen steps.
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/subprocess.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
+
+bool HaveData() {
+  struct stat st;
+  return stat((std::string(kData) + "/train-images-idx3-ubyte.gz").c_str(),
+              &st) == 0;
+}
+
+struct Cluster {
+  std::string chief;
+  std::vector<std::string> ps, workers;
+
+  Cluster(int num_ps, int num_workers) {
+    chief = absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"");
+    for (int i = 0; i < num_ps; ++i) {
+      ps.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
+    }
+    for (int i = 0; i < num_workers; ++i) {
+      workers.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
+    }
+  }
+
+  std::string TfConfig(const std::string& type, int index) const {
+    return absl::StrCat("{\"cluster\": {\"chief\": [", chief, "], \"ps\": [",
+                        absl::StrJoin(ps, ", "), "], \"worker\": [",
+                        absl::StrJoin(workers, ", "),
+                        "]}, \"task\": {\"type\": \"", type,
+                        "\", \"index\": ", index, "}}");
+  }
+
+  Subprocess Start(const std::string& type, int index,
+                   std::vector<std::string> args = {}) const {
+    const std::string binary = absl::StrCat(type, "/", type);
+    return Subprocess::Start(binary, args, {{"TF_CONFIG", TfConfig(type, index)}},
+                             TempPath(absl::StrCat(type, index, ".log")));
+  }
+};
+
+std::string Log(Subprocess& p) { return ReadFile(p.log_path()); }
+
+TEST(Cluster, SyncRunOfTheMlpFinishesAndEveryTaskExits) {
+  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  const Cluster cluster(2, 2);
+  std::vector<Subprocess> tasks;
+  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("ps", i));
+  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("worker", i));
+  const std::string model_dir = TempPath("sync-run");
+  Subprocess chief = cluster.Start(
+      "chief", 0,
+      {"--model=mlp", "--optimizer=adam", "--steps=60", "--batch_size=32",
+       "--print_every_steps=20", "--model_dir=" + model_dir});
+  ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
+  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
+  EXPECT_EQ(summary["global_step"], 60);
+  EXPECT_EQ(summary["mode"], "sync");
+  EXPECT_EQ(summary["num_workers"], 2);
+  EXPECT_EQ(summary["num_ps"], 2);
+  // 60 steps of Adam on 3,840 images already beat chance (10%) by far.
+  EXPECT_GT(summary["test_accuracy"].get<double>(), 0.5);
+  EXPECT_GT(summary["images_per_sec"].get<double>(), 0);
+  const std::string log = Log(chief);
+  EXPECT_NE(log.find("epoch 1/1  step 60/60  loss "), std::string::npos) << log;
+  EXPECT_NE(Log(tasks[0]).find("ps 0: the chief says the run is finished"),
+            std::string::npos)
+      << Log(tasks[0]);
+}
+
+TEST(Cluster, AsyncRunFinishes) {
+  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  const Cluster cluster(1, 2);
+  std::vector<Subprocess> tasks;
+  tasks.push_back(cluster.Start("ps", 0));
+  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("worker", i));
+  const std::string model_dir = TempPath("async-run");
+  Subprocess chief = cluster.Start(
+      "chief", 0,
+      {"--model=mlp", "--mode=async", "--max_staleness=4", "--steps=40",
+       "--model_dir=" + model_dir});
+  ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
+  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+  EXPECT_NE(ReadFile(model_dir + "/summary.json").find("\"mode\": \"async\""),
+            std::string::npos);
+}
+
+TEST(Cluster, ChiefNamesTheTasksThatNeverCame) {
+  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  const Cluster cluster(1, 2);
+  Subprocess ps = cluster.Start("ps", 0);
+  Subprocess worker = cluster.Start("worker", 0);
+  Subprocess chief = cluster.Start(
+      "chief", 0, {"--model=mlp", "--steps=10", "--wait_for_tasks_seconds=3",
+                   "--model_dir=" + TempPath("missing")});
+  EXPECT_EQ(chief.Wait(120), 1);
+  const std::string log = Log(chief);
+  EXPECT_NE(log.find("these tasks never registered: worker:1"),
+            std::string::npos)
+      << log;
+  // The others learn the run failed and stop.
+  EXPECT_EQ(ps.Wait(60), 0) << Log(ps);
+  EXPECT_NE(Log(ps).find("the chief says the run failed"), std::string::npos);
+  EXPECT_EQ(worker.Wait(60), 1) << Log(worker);
+}
+
+TEST(Cluster, BinariesRefuseBadFlagsWithStatusTwo) {
+  const Cluster cluster(1, 1);
+  Subprocess chief = cluster.Start("chief", 0, {"--optimizer=rmsprop"});
+  EXPECT_EQ(chief.Wait(60), 2);
+  EXPECT_EQ(Log(chief),
+            "--optimizer: \"rmsprop\" is not sgd, momentum, adagrad or adam\n");
+  Subprocess model = cluster.Start("chief", 0, {"--model=/nonexistent.json"});
+  EXPECT_EQ(model.Wait(60), 2);
+  EXPECT_NE(Log(model).find("model \"/nonexistent.json\": "), std::string::npos)
+      << Log(model);
+  Subprocess worker = cluster.Start("worker", 0, {"--device=tpu"});
+  EXPECT_EQ(worker.Wait(60), 2);
+  EXPECT_EQ(Log(worker),
+            "--device: \"tpu\" is not auto, cpu, gpu or gpu:N\n");
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pstrain
