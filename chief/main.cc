@@ -115,17 +115,9 @@ int Main() {
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
 
-  absl::StatusOr<std::string> text =
-      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
-  if (!text.ok()) return Fail(text.status().message());
-  absl::StatusOr<TfConfig> tf_config = ParseTfConfig(*text);
+  absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
+      absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_CHIEF);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
-  if (tf_config->task.job() != JOB_CHIEF) {
-    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
-                             JobName(tf_config->task.job()),
-                             "\", but this is the chief binary (expected "
-                             "\"chief\")"));
-  }
   const ClusterSpec& cluster = tf_config->cluster;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
@@ -197,16 +189,11 @@ int Main() {
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  ConfigurePstrainServer(&builder);
   int bound_port = 0;
-  builder.AddListeningPort(address->ToString(),
-                           grpc::InsecureServerCredentials(), &bound_port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
-    LogError(absl::StrCat("chief: cannot listen on ", address->ToString()));
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+      StartPstrainServer(address->ToString(), {&service}, &bound_port);
+  if (!server.ok()) {
+    LogError(absl::StrCat("chief: ", server.status().message()));
     return 1;
   }
   LogInfo(absl::StrCat(
@@ -238,7 +225,7 @@ int Main() {
   chief::Driver driver(driver_options, &state, &config, &*spec, ps->get(),
                        evaluator->get(), &*test);
   const absl::Status status = driver.Run();
-  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   return status.ok() ? 0 : 1;
 }
 

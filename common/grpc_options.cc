@@ -59,4 +59,20 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
   Apply(&server_args);
 }
 
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
+    const std::string& address, const std::vector<grpc::Service*>& services,
+    int* bound_port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  ConfigurePstrainServer(&builder);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           bound_port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *bound_port == 0) {
+    return absl::UnavailableError("cannot listen on " + address);
+  }
+  return server;
+}
+
 }  // namespace pstrain

@@ -9,6 +9,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 #include "grpcpp/grpcpp.h"
 
@@ -22,6 +25,14 @@ std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address);
 
 // Applies pstrain's limits to a server under construction.
 void ConfigurePstrainServer(grpc::ServerBuilder* builder);
+
+// Starts a server on `address` ("host:port"; port 0 picks one) with
+// pstrain's limits, `services` and gRPC's standard health service (which
+// Kubernetes probes use). Sets *bound_port. UNAVAILABLE naming the address
+// if it cannot listen.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
+    const std::string& address, const std::vector<grpc::Service*>& services,
+    int* bound_port);
 
 }  // namespace pstrain
 

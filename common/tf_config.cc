@@ -244,4 +244,17 @@ absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
   return text.str();
 }
 
+absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
+                                      const char* env_value, JobType expected) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::string text, TfConfigText(flag_value, env_value));
+  PSTRAIN_ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(text));
+  if (config.task.job() != expected) {
+    return Error("task.type",
+                 absl::StrCat("\"", JobName(config.task.job()),
+                              "\", but this is the ", JobName(expected),
+                              " binary (expected \"", JobName(expected), "\")"));
+  }
+  return config;
+}
+
 }  // namespace pstrain

@@ -56,6 +56,12 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json);
 absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
                                          const char* env_value);
 
+// TfConfigText, ParseTfConfig, and a check that the task is of job
+// `expected` (one binary per role): INVALID_ARGUMENT such as
+//   TF_CONFIG: task.type: "worker", but this is the ps binary (expected "ps")
+absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
+                                      const char* env_value, JobType expected);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_TF_CONFIG_H_

@@ -51,16 +51,9 @@ int Main() {
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
 
-  absl::StatusOr<std::string> text =
-      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
-  if (!text.ok()) return Fail(text.status().message());
-  absl::StatusOr<TfConfig> config = ParseTfConfig(*text);
+  absl::StatusOr<TfConfig> config = ReadTfConfig(
+      absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_PS);
   if (!config.ok()) return Fail(config.status().message());
-  if (config->task.job() != JOB_PS) {
-    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
-                             JobName(config->task.job()),
-                             "\", but this is the ps binary (expected \"ps\")"));
-  }
   absl::StatusOr<HostPort> address = config->cluster.Address(config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
@@ -87,17 +80,12 @@ int Main() {
   service_options.pull_threads = absl::GetFlag(FLAGS_pull_threads);
   ps::PsService service(&shard, service_options);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  ConfigurePstrainServer(&builder);
   int bound_port = 0;
-  builder.AddListeningPort(address->ToString(),
-                           grpc::InsecureServerCredentials(), &bound_port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
-    LogError(absl::StrCat("ps ", config->task.index(), ": cannot listen on ",
-                          address->ToString()));
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+      StartPstrainServer(address->ToString(), {&service}, &bound_port);
+  if (!server.ok()) {
+    LogError(absl::StrCat("ps ", config->task.index(), ": ",
+                          server.status().message()));
     return 1;
   }
   LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
@@ -139,7 +127,7 @@ int Main() {
   const std::string signal = WaitForTerminationSignal();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": ", signal,
                        ", finishing in-flight requests"));
-  server->Shutdown(absl::ToChronoTime(
+  (*server)->Shutdown(absl::ToChronoTime(
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds))));
   stopping.Notify();
   if (heartbeat.joinable()) heartbeat.join();

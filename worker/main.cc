@@ -83,17 +83,9 @@ absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
 int Main() {
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
-  absl::StatusOr<std::string> text =
-      TfConfigText(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"));
-  if (!text.ok()) return Fail(text.status().message());
-  absl::StatusOr<TfConfig> tf_config = ParseTfConfig(*text);
+  absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
+      absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_WORKER);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
-  if (tf_config->task.job() != JOB_WORKER) {
-    return Fail(absl::StrCat("TF_CONFIG: task.type: \"",
-                             JobName(tf_config->task.job()),
-                             "\", but this is the worker binary (expected "
-                             "\"worker\")"));
-  }
   const int index = tf_config->task.index();
   if (absl::Status device = CheckDeviceFlag(); !device.ok()) {
     return Fail(device.message());
