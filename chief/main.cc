@@ -35,7 +35,9 @@ ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
           "TF_CONFIG environment variable");
 ABSL_FLAG(std::string, model, "cnn", "cnn, mlp, or the path of a Keras JSON");
-ABSL_FLAG(std::string, optimizer, "sgd", "sgd, momentum, adagrad or adam");
+ABSL_FLAG(std::string, optimizer, "adam",
+          "sgd, momentum, adagrad or adam (default adam, as seed 002's "
+          "tutorial)");
 ABSL_FLAG(double, learning_rate, 0,
           "Learning rate; 0: Keras's default (0.01 sgd/momentum, 0.001 "
           "adagrad/adam)");

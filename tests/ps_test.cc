@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -245,6 +246,52 @@ TEST_F(PsClusterTest, BadRequestsAreRefusedAndChangeNothing) {
     EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   }
 
+  // Malformed messages no client of ours would send.
+  auto raw_push = [&](const PushDenseRequest& message) {
+    auto stub = ParameterServer::NewStub(CreatePstrainChannel(cluster_.address(0)));
+    grpc::ClientContext context;
+    PushDenseResponse response;
+    auto writer = stub->PushDense(&context, &response);
+    writer->Write(message);
+    writer->WritesDone();
+    return FromGrpcStatus(writer->Finish());
+  };
+  PushDenseRequest message;
+  message.mutable_header()->set_run_id(kRun);
+  message.set_batch_size(1);
+  NamedTensor* g = message.add_gradients();
+  g->set_name("dense/bias");
+  g->mutable_tensor()->set_dtype(DT_FLOAT);
+  g->mutable_tensor()->mutable_shape()->add_dims(64);
+  g->mutable_tensor()->set_content(std::string(256, '\0'));
+  const std::vector<std::pair<std::function<void(PushDenseRequest*)>, std::string>>
+      malformed = {
+          {[](PushDenseRequest* m) {
+             m->mutable_gradients(0)->mutable_tensor()->set_dtype(DT_HALF);
+           },
+           "variable 'dense/bias': gradient dtype float16, expected float32"},
+          {[](PushDenseRequest* m) {
+             m->mutable_gradients(0)->mutable_tensor()->mutable_slice()->set_end(32);
+           },
+           "variable 'dense/bias': gradient rows [0, 32) but ps 0 holds rows "
+           "[0, 64)"},
+          {[](PushDenseRequest* m) {
+             m->mutable_gradients(0)->mutable_tensor()->set_content_offset(4);
+             m->mutable_gradients(0)->mutable_tensor()->mutable_content()->resize(252);
+           },
+           "variable 'dense/bias': gradient chunks overlap or leave a gap: a "
+           "chunk starts at byte 4, expected byte 0"},
+          {[](PushDenseRequest* m) { m->set_batch_size(0); },
+           "batch_size 0 must be > 0"},
+      };
+  for (const auto& [mutate, text] : malformed) {
+    PushDenseRequest bad = message;
+    mutate(&bad);
+    const absl::Status status = raw_push(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_EQ(status.message(), text);
+  }
+
   ASSERT_TRUE(good->PullDense(0, after.map()).ok());
   EXPECT_EQ(std::memcmp(before.kernel.raw_data(), after.kernel.raw_data(),
                         before.kernel.num_bytes()), 0);
@@ -253,7 +300,7 @@ TEST_F(PsClusterTest, BadRequestsAreRefusedAndChangeNothing) {
   absl::StatusOr<ShardStatus> status = ps0->GetShardStatus();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->pushes_applied(), 0);
-  EXPECT_EQ(status->pushes_refused(), 5);
+  EXPECT_EQ(status->pushes_refused(), 9);
 }
 
 TEST_F(PsClusterTest, PullOfAnUnknownVariableNamesIt) {
