@@ -59,6 +59,13 @@ absl::Status Conv2DOp::Init() {
     memory::dims pad_l = {out_h_.pad_before, out_w_.pad_before};
     memory::dims pad_r = {out_h_.pad_after, out_w_.pad_after};
     dnnl::primitive_attr attr = UserScratchpadAttr();
+    dnnl::primitive_attr fwd_attr = UserScratchpadAttr();
+    if (s.fuse_relu) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(/*scale=*/1.0f, algorithm::eltwise_relu,
+                              /*alpha=*/0.0f, /*beta=*/0.0f);
+      fwd_attr.set_post_ops(post_ops);
+    }
 
     x_mem_ = UserMemory(x_md, e);
     y_mem_ = UserMemory(y_md, e);
@@ -76,7 +83,7 @@ absl::Status Conv2DOp::Init() {
             : dnnl::convolution_forward::desc(
                   prop_kind::forward_training, algorithm::convolution_direct,
                   x_md, w_any, y_md, strides, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, e);
+    dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, fwd_attr, e);
     fwd_ = dnnl::convolution_forward(fwd_pd);
     fwd_weights_.Init(w_md, fwd_pd.weights_desc(), engine_);
     fwd_args_ = {{DNNL_ARG_SRC, x_mem_},

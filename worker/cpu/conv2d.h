@@ -59,6 +59,12 @@ struct Conv2DShape {
   // False for a first layer, whose input needs no gradient: Backward then
   // computes only dw and db, and no backward-data primitive is made.
   bool compute_dx = true;
+  // Keras's activation="relu", fused into the convolution (a oneDNN
+  // post-op): Forward writes y = max(conv(x, w) + b, 0) in one pass over y.
+  // Backward then takes dy as the gradient of the PRE-activation, i.e. the
+  // caller first multiplies the output's gradient by (y > 0) (ReluOp's
+  // Backward on y does that).
+  bool fuse_relu = false;
 };
 
 class Conv2DOp {
@@ -75,7 +81,7 @@ class Conv2DOp {
   int64_t out_height() const { return out_h_.output; }
   int64_t out_width() const { return out_w_.output; }
 
-  // y = conv(x, w) + b.
+  // y = conv(x, w) + b, or max(that, 0) with fuse_relu.
   // x: [N, H, W, in]; w: [kh, kw, in, out]; b: [out], null iff !use_bias;
   // y: [N, out_height, out_width, out].
   absl::Status Forward(const float* x, const float* w, uint64_t weights_step,

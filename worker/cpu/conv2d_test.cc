@@ -204,6 +204,30 @@ TEST(Conv2DOp, ForwardMatchesNaiveReference) {
   }
 }
 
+TEST(Conv2DOp, FusedReluForwardIsTheReluOfTheReference) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  for (Conv2DShape s : SmallShapes()) {
+    s.fuse_relu = true;
+    SCOPED_TRACE(Describe(s));
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    Buffers buf(s);
+    ASSERT_TRUE(
+        (*conv)
+            ->Forward(buf.x.data(), buf.w.data(), 0, buf.bias(s), buf.y.data())
+            .ok());
+    std::vector<double> expected = RefForward(s, buf.x, buf.w, buf.b);
+    int64_t negative = 0;
+    for (double& v : expected) {
+      negative += v < 0;
+      v = std::max(v, 0.0);
+    }
+    EXPECT_GT(negative, 0);  // The ReLU had something to do.
+    ExpectNear(buf.y, expected, kForwardTolerance);
+  }
+}
+
 TEST(Conv2DOp, OutputSizeFollowsKerasPadding) {
   std::unique_ptr<Engine> engine = MakeEngine();
   absl::StatusOr<std::unique_ptr<Conv2DOp>> same =

@@ -1,0 +1,326 @@
+#include "worker/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/tensor.h"
+#include "worker/cpu/engine.h"
+#include "worker/cpu/layer_chain.h"
+#include "worker/cpu/losses.h"
+#include "worker/rng_tracker.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using cpu::DropoutStep;
+using cpu::Engine;
+using cpu::LayerChain;
+
+// Batch sizes whose chains are kept: the regular one, an epoch's last, and
+// an evaluation size or two.
+constexpr size_t kMaxCachedChains = 4;
+
+// A kernel with an L2 penalty: its index among the variables and factor.
+struct Regularized {
+  int variable = 0;
+  int64_t size = 0;  // Its elements.
+  float l2 = 0;
+};
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend(const ModelSpec& spec, const CpuBackendOptions& options,
+             std::unique_ptr<Engine> engine)
+      : spec_(spec),
+        options_(options),
+        rng_(options.run_seed, options.replica),
+        engine_(std::move(engine)) {}
+
+  absl::Status Init();
+
+  absl::StatusOr<StepResult> TrainStep(const StepInput& input,
+                                       const Weights& weights,
+                                       Gradients* gradients) override;
+
+  absl::StatusOr<StepResult> Evaluate(const StepInput& input,
+                                      const Weights& weights) override;
+
+ private:
+  struct CachedChain {
+    std::unique_ptr<LayerChain> chain;
+    uint64_t last_use = 0;
+  };
+
+  absl::Status CheckInput(const StepInput& input) const;
+  // Fills weight_ptrs_ from `weights`, checking every variable is there in
+  // its shape.
+  absl::Status ResolveWeights(const Weights& weights);
+  absl::Status ResolveGradients(Gradients* gradients);
+  absl::StatusOr<LayerChain*> ChainFor(int64_t batch);
+  // Forward, and the loss on the output; with `train` also its gradient in
+  // the chain's output_gradient().
+  absl::StatusOr<StepResult> ForwardAndLoss(const StepInput& input,
+                                            LayerChain* chain, bool train);
+  // l2 * sum(w^2) over the regularized kernels; adds
+  // gradient_batch * 2 * l2 * w to their gradients (none for 0).
+  double L2Penalty(int64_t gradient_batch);
+
+  const ModelSpec spec_;
+  const CpuBackendOptions options_;
+  const RngTracker rng_;
+  std::unique_ptr<Engine> engine_;
+  int64_t outputs_ = 0;  // Floats per example of the model's output.
+  std::vector<int64_t> variable_sizes_;  // Elements of each variable.
+  std::vector<Regularized> regularized_;
+
+  std::vector<std::pair<int64_t, CachedChain>> chains_;
+  uint64_t use_counter_ = 0;
+  std::vector<const float*> weight_ptrs_;
+  std::vector<float*> gradient_ptrs_;
+  std::vector<float> targets_;  // MSE targets, [batch, outputs_].
+};
+
+absl::Status CpuBackend::Init() {
+  if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CpuBackend: the model's output ", ShapeString(spec_.output_shape),
+        " must be one vector per example (end the model with a Dense layer)"));
+  }
+  outputs_ = spec_.output_shape[0];
+  for (const VariableDef& def : spec_.variables) {
+    int64_t size = 1;
+    for (int64_t d : def.shape().dims()) size *= d;
+    variable_sizes_.push_back(size);
+  }
+  for (const LayerSpec& layer : spec_.layers) {
+    if (layer.l2 == 0 || layer.variables.empty()) continue;
+    for (size_t i = 0; i < spec_.variables.size(); ++i) {
+      if (spec_.variables[i].name() != layer.variables[0]) continue;
+      regularized_.push_back(
+          {static_cast<int>(i), variable_sizes_[i], layer.l2});
+    }
+  }
+  weight_ptrs_.resize(spec_.variables.size());
+  gradient_ptrs_.resize(spec_.variables.size());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::CheckInput(const StepInput& input) const {
+  if (input.batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend: batch must be >= 0, got ", input.batch));
+  }
+  if (options_.max_batch > 0 && input.batch > options_.max_batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend: batch ", input.batch, " exceeds max_batch ",
+                     options_.max_batch));
+  }
+  if (input.batch > 0 &&
+      (input.features == nullptr || input.labels == nullptr)) {
+    return absl::InvalidArgumentError(
+        "CpuBackend: features and labels are required");
+  }
+  if (input.example_offset < 0 || input.step < 0) {
+    return absl::InvalidArgumentError(
+        "CpuBackend: step and example_offset must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT unless `tensor` is a float32 tensor of `def`'s shape.
+absl::Status CheckVariable(const char* what, const VariableDef& def,
+                           const Tensor* tensor) {
+  if (tensor == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend: ", what, " '", def.name(), "' is missing"));
+  }
+  const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                   def.shape().dims().end());
+  if (tensor->dtype() != DT_FLOAT || tensor->shape() != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CpuBackend: ", what, " '", def.name(), "' is ",
+        DataTypeName(tensor->dtype()), " ", ShapeString(tensor->shape()),
+        ", expected float32 ", ShapeString(shape)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::ResolveWeights(const Weights& weights) {
+  for (size_t i = 0; i < spec_.variables.size(); ++i) {
+    const VariableDef& def = spec_.variables[i];
+    auto it = weights.find(def.name());
+    const Tensor* tensor = it == weights.end() ? nullptr : it->second;
+    PSTRAIN_RETURN_IF_ERROR(CheckVariable("weight", def, tensor));
+    weight_ptrs_[i] = tensor->data<float>();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::ResolveGradients(Gradients* gradients) {
+  if (gradients == nullptr) {
+    return absl::InvalidArgumentError("CpuBackend: gradients are required");
+  }
+  for (size_t i = 0; i < spec_.variables.size(); ++i) {
+    const VariableDef& def = spec_.variables[i];
+    auto it = gradients->find(def.name());
+    Tensor* tensor = it == gradients->end() ? nullptr : it->second;
+    PSTRAIN_RETURN_IF_ERROR(CheckVariable("gradient", def, tensor));
+    gradient_ptrs_[i] = tensor->data<float>();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LayerChain*> CpuBackend::ChainFor(int64_t batch) {
+  ++use_counter_;
+  for (auto& [size, cached] : chains_) {
+    if (size == batch) {
+      cached.last_use = use_counter_;
+      return cached.chain.get();
+    }
+  }
+  cpu::LayerChainOptions options;
+  options.batch = batch;
+  options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<LayerChain> chain,
+      LayerChain::Create(spec_, options, rng_, engine_.get()));
+  if (chains_.size() >= kMaxCachedChains) {
+    auto oldest = std::min_element(
+        chains_.begin(), chains_.end(), [](const auto& a, const auto& b) {
+          return a.second.last_use < b.second.last_use;
+        });
+    chains_.erase(oldest);
+  }
+  chains_.push_back({batch, CachedChain{std::move(chain), use_counter_}});
+  return chains_.back().second.chain.get();
+}
+
+absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
+                                                      LayerChain* chain,
+                                                      bool train) {
+  DropoutStep key;
+  key.step = input.step;
+  key.example_offset = input.example_offset;
+  PSTRAIN_RETURN_IF_ERROR(chain->Forward(input.features, weight_ptrs_,
+                                         input.weights_version,
+                                         train ? &key : nullptr));
+  const int64_t batch = input.batch;
+  const float* output = chain->output();
+  float* doutput = train ? chain->output_gradient() : nullptr;
+  StepResult result;
+  result.examples = batch;
+  if (options_.loss == LossKind::kSparseCrossEntropy) {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.loss_sum, cpu::SparseSoftmaxCrossEntropyFromLogits(
+                             output, input.labels, batch, outputs_, doutput));
+  } else {
+    targets_.assign(batch * outputs_, 0.0f);
+    for (int64_t i = 0; i < batch; ++i) {
+      const int32_t label = input.labels[i];
+      if (outputs_ == 1) {
+        targets_[i] = static_cast<float>(label);
+      } else if (label >= 0 && label < outputs_) {
+        targets_[i * outputs_ + label] = 1.0f;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("CpuBackend: label ", label, " of example ", i,
+                         " is outside [0, ", outputs_, ")"));
+      }
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.loss_sum, cpu::MeanSquaredErrorSum(output, targets_.data(),
+                                                  batch, outputs_, doutput));
+  }
+  if (outputs_ == 1) {
+    for (int64_t i = 0; i < batch; ++i) {
+      if (std::lround(output[i]) == input.labels[i]) ++result.correct;
+    }
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.correct,
+        cpu::CountCorrect(output, input.labels, batch, outputs_));
+  }
+  return result;
+}
+
+double CpuBackend::L2Penalty(int64_t gradient_batch) {
+  double penalty = 0;
+  for (const Regularized& r : regularized_) {
+    const float* w = weight_ptrs_[r.variable];
+    double sum_squares = 0;
+    for (int64_t i = 0; i < r.size; ++i) {
+      sum_squares += static_cast<double>(w[i]) * w[i];
+    }
+    penalty += r.l2 * sum_squares;
+    if (gradient_batch == 0) continue;
+    float* dw = gradient_ptrs_[r.variable];
+    const float scale = static_cast<float>(2.0 * r.l2 * gradient_batch);
+    for (int64_t i = 0; i < r.size; ++i) dw[i] += scale * w[i];
+  }
+  return penalty;
+}
+
+absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
+                                                 const Weights& weights,
+                                                 Gradients* gradients) {
+  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
+  PSTRAIN_RETURN_IF_ERROR(ResolveGradients(gradients));
+  StepResult result;
+  if (input.batch == 0) {
+    // A worker with no examples this step still pushes: zeros.
+    for (size_t i = 0; i < gradient_ptrs_.size(); ++i) {
+      std::fill(gradient_ptrs_[i], gradient_ptrs_[i] + variable_sizes_[i],
+                0.0f);
+    }
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(input.batch));
+    PSTRAIN_ASSIGN_OR_RETURN(result,
+                             ForwardAndLoss(input, chain, /*train=*/true));
+    PSTRAIN_RETURN_IF_ERROR(
+        chain->Backward(weight_ptrs_, input.weights_version, gradient_ptrs_));
+  }
+  // L2: the penalty once, its gradient batch times (backend.h).
+  result.l2_loss = L2Penalty(/*gradient_batch=*/input.batch);
+  return result;
+}
+
+absl::StatusOr<StepResult> CpuBackend::Evaluate(const StepInput& input,
+                                                const Weights& weights) {
+  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
+  StepResult result;
+  if (input.batch > 0) {
+    PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(input.batch));
+    PSTRAIN_ASSIGN_OR_RETURN(result,
+                             ForwardAndLoss(input, chain, /*train=*/false));
+  }
+  result.l2_loss = L2Penalty(/*gradient_batch=*/0);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(
+    const ModelSpec& spec, const CpuBackendOptions& options) {
+  if (options.num_threads < 0 || options.max_batch < 0 || options.replica < 0) {
+    return absl::InvalidArgumentError(
+        "CpuBackend: num_threads, max_batch and replica must be >= 0");
+  }
+  cpu::EngineOptions engine_options;
+  engine_options.num_threads = options.num_threads;
+  PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
+                           Engine::Create(engine_options));
+  auto backend = std::make_unique<CpuBackend>(spec, options, std::move(engine));
+  PSTRAIN_RETURN_IF_ERROR(backend->Init());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,136 @@
+// A Keras Sequential model's layers as a chain of CPU ops for ONE batch
+// size, with every activation and gradient buffer it needs, so that a
+// training step allocates nothing. CpuBackend (cpu_backend.h) keeps one
+// LayerChain per batch size it meets and adds the loss.
+//
+//   LayerChainOptions options;
+//   options.batch = 64;
+//   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<LayerChain> chain,
+//                            LayerChain::Create(spec, options, rng, engine));
+//   DropoutStep key{step, example_offset};
+//   PSTRAIN_RETURN_IF_ERROR(chain->Forward(x, weights, version, &key));
+//   ... loss on chain->output(), its gradient into chain->output_gradient()
+//   PSTRAIN_RETURN_IF_ERROR(chain->Backward(weights, version, gradients));
+//
+// Layers map to ops as follows: Conv2D to Conv2DOp (its ReLU fused into the
+// convolution as a oneDNN post-op), MaxPooling2D to MaxPool2DOp, Dense to
+// DenseOp (+ ReluOp in place), Dropout to DropoutOp (training only),
+// Embedding to EmbeddingForward/Backward, Activation/ReLU layers to ReluOp or
+// SoftmaxOp. Flatten and linear activations are no ops at all: an NHWC
+// activation already is the flattened matrix (window.h), and the input of a
+// model declared [28, 28, 1] may be given as [28, 28]: only the number of
+// elements per example matters.
+//
+// With `drop_final_softmax` a softmax that ends the model (a last Dense's or
+// Conv2D's activation, or a final Activation layer) is left out: output()
+// is then its input, the logits, for a loss computed from logits.
+//
+// Dropout draws its mask from the layer's GLOBAL stream
+// (rng.GlobalSeed(layer name), see worker/rng_tracker.h) at Philox offset
+// (example_offset + row) * features_per_example + element, so masks do not
+// depend on how a global batch is split.
+//
+// Not thread-safe; see Engine. The engine must outlive the chain.
+#ifndef PSTRAIN_WORKER_CPU_LAYER_CHAIN_H_
+#define PSTRAIN_WORKER_CPU_LAYER_CHAIN_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/tensor.h"
+#include "worker/cpu/engine.h"
+#include "worker/model/keras_model.h"
+#include "worker/rng_tracker.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+
+struct LayerChainOptions {
+  int64_t batch = 0;
+  bool drop_final_softmax = true;
+};
+
+// What keys a training forward pass's dropout masks (see backend.h's
+// StepInput).
+struct DropoutStep {
+  int64_t step = 0;
+  int64_t example_offset = 0;
+};
+
+class LayerChain {
+ public:
+  // INVALID_ARGUMENT for a non-positive batch or a spec the ops refuse;
+  // oneDNN failures as their statuses.
+  static absl::StatusOr<std::unique_ptr<LayerChain>> Create(
+      const ModelSpec& spec, const LayerChainOptions& options,
+      const RngTracker& rng, Engine* engine);
+
+  ~LayerChain();
+  LayerChain(const LayerChain&) = delete;
+  LayerChain& operator=(const LayerChain&) = delete;
+
+  int64_t batch() const { return batch_; }
+  // Floats per example of output().
+  int64_t output_size() const { return output_size_; }
+
+  // Runs the layers on `features` ([batch, input...] float32, or int32 ids
+  // for an Embedding model). `weights` holds spec.variables' buffers in that
+  // order, in Keras layouts; `weights_version` changes whenever their values
+  // do (kernels reordered for oneDNN are cached per version). `dropout`
+  // non-null: training (dropout on, state kept for Backward); null:
+  // inference. INVALID_ARGUMENT for an embedding id out of range.
+  // REQUIRES: features, weights and their values stay unchanged until
+  // Backward returns.
+  absl::Status Forward(const void* features,
+                       absl::Span<const float* const> weights,
+                       uint64_t weights_version, const DropoutStep* dropout);
+
+  // [batch, output_size()]: the last Forward's output.
+  const float* output() const { return output_; }
+
+  // [batch, output_size()]: where the caller writes d(loss)/d(output()) for
+  // Backward.
+  float* output_gradient() { return output_gradient_.data<float>(); }
+
+  // Gradients of the loss whose output gradient is in output_gradient(),
+  // for the last (training) Forward: overwrites every variable's buffer in
+  // `gradients` (spec.variables order, Keras layouts). FAILED_PRECONDITION
+  // unless the last Forward was a training one.
+  absl::Status Backward(absl::Span<const float* const> weights,
+                        uint64_t weights_version,
+                        absl::Span<float* const> gradients);
+
+ private:
+  struct Stage;
+
+  LayerChain(int64_t batch, Engine* engine);
+
+  absl::Status AddLayers(const ModelSpec& spec, bool drop_final_softmax,
+                         const RngTracker& rng);
+  absl::Status AddActivation(const LayerSpec& layer, Activation activation,
+                             int64_t size, bool is_last,
+                             bool drop_final_softmax, bool fused);
+  absl::Status AllocateBuffers();
+
+  const int64_t batch_;
+  Engine* const engine_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  int64_t output_size_ = 0;
+  // The first stage with variables: Backward stops there.
+  int first_trainable_ = -1;
+
+  const float* output_ = nullptr;
+  Tensor output_gradient_;
+  bool trained_forward_ = false;
+};
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_CPU_LAYER_CHAIN_H_

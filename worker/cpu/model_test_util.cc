@@ -1,0 +1,56 @@
+#include "worker/cpu/model_test_util.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "ps/initializer.h"
+#include "worker/cpu/test_util.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+
+ModelVariables MakeVariables(const ModelSpec& spec, Init init, uint32_t seed) {
+  ModelVariables vars;
+  for (const VariableDef& def : spec.variables) {
+    std::vector<int64_t> shape(def.shape().dims().begin(),
+                               def.shape().dims().end());
+    absl::StatusOr<Tensor> w = Tensor::Create(DT_FLOAT, shape);
+    absl::StatusOr<Tensor> g = Tensor::Create(DT_FLOAT, shape);
+    EXPECT_TRUE(w.ok() && g.ok()) << def.name();
+    if (init == Init::kKeras) {
+      EXPECT_TRUE(ps::CheckInitializer(def).ok()) << def.name();
+      ps::FillRows(def, 0, shape.empty() ? 1 : shape[0], w->data<float>());
+    } else {
+      const std::vector<float> values =
+          RandomFloats(w->num_elements(), seed++, -0.5f, 0.5f);
+      std::copy(values.begin(), values.end(), w->data<float>());
+    }
+    vars.weights.push_back(std::move(*w));
+    vars.gradients.push_back(std::move(*g));
+  }
+  for (size_t i = 0; i < spec.variables.size(); ++i) {
+    vars.weight_map[spec.variables[i].name()] = &vars.weights[i];
+    vars.gradient_map[spec.variables[i].name()] = &vars.gradients[i];
+  }
+  return vars;
+}
+
+ModelSpec MustParse(const std::string& json, uint64_t seed) {
+  absl::StatusOr<ModelSpec> spec = ParseKerasModel(json, seed);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? std::move(*spec) : ModelSpec();
+}
+
+bool AllFinite(const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    for (float v : t.flat<float>()) {
+      if (!std::isfinite(v)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,48 @@
+// Test helpers for backends: a model's variables and gradients as tensors,
+// in the maps Backend::TrainStep takes.
+//
+//   ModelVariables vars = MakeVariables(spec, Init::kKeras);
+//   backend->TrainStep(input, vars.weight_map, &vars.gradient_map);
+//   vars.weights[0].data<float>()[3] += 1e-3f;
+#ifndef PSTRAIN_WORKER_CPU_MODEL_TEST_UTIL_H_
+#define PSTRAIN_WORKER_CPU_MODEL_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "worker/backend.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+
+enum class Init {
+  kKeras,   // The variables' own initializers (ps/initializer.h).
+  kRandom,  // Uniform in [-0.5, 0.5) (biases too), seeded.
+};
+
+struct ModelVariables {
+  // spec.variables' order. The maps point into these vectors: do not resize.
+  std::vector<Tensor> weights;
+  std::vector<Tensor> gradients;
+  Weights weight_map;
+  Gradients gradient_map;
+};
+
+ModelVariables MakeVariables(const ModelSpec& spec, Init init,
+                             uint32_t seed = 1);
+
+// The spec parsed from `json` (ADD_FAILURE on error).
+ModelSpec MustParse(const std::string& json, uint64_t seed = 1);
+
+// Whether every element of every gradient is finite.
+bool AllFinite(const std::vector<Tensor>& tensors);
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_CPU_MODEL_TEST_UTIL_H_
