@@ -296,3 +296,22 @@ TEST(TfConfigText, ErrorsNameTheProblem) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(ReadTfConfig, ChecksTheBinarysRole) {
+  const char* json =
+      R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]}, "task": {"type": "worker", "index": 0}})";
+  absl::StatusOr<TfConfig> config = ReadTfConfig("", json, JOB_WORKER);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->task.job(), JOB_WORKER);
+  EXPECT_EQ(ReadTfConfig(json, nullptr, JOB_PS).status().message(),
+            "TF_CONFIG: task.type: \"worker\", but this is the ps binary "
+            "(expected \"ps\")");
+  EXPECT_EQ(ReadTfConfig("", nullptr, JOB_PS).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pstrain
