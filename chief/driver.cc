@@ -83,12 +83,12 @@ absl::Status Driver::Train() {
     step = state_->WaitForStep(std::min(next_print, next_epoch_end),
                                absl::Now() + absl::Seconds(2));
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
-      PrintProgress(step, /*end_of_epoch=*/true);
+      PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
       next_epoch_end = next_epoch_end == total
                            ? total + 1
                            : std::min(total, next_epoch_end + per_epoch);
     } else if (step >= next_print && step > last_print_step_) {
-      PrintProgress(step, /*end_of_epoch=*/false);
+      PrintProgress(step, /*ended_epoch=*/0);
     }
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
@@ -121,14 +121,18 @@ absl::Status Driver::Train() {
   return absl::OkStatus();
 }
 
-void Driver::PrintProgress(int64_t step, bool end_of_epoch) {
+void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
+  const bool end_of_epoch = ended_epoch > 0;
   const Progress progress = state_->TakeProgress();
   const absl::Time now = absl::Now();
   const double seconds = std::max(1e-9, absl::ToDoubleSeconds(now - last_print_));
   const int64_t per_epoch = state_->steps_per_epoch();
   const int64_t total = state_->total_steps();
   const int64_t epochs = per_epoch > 0 ? (total + per_epoch - 1) / per_epoch : 1;
-  const int64_t epoch = per_epoch > 0 ? std::min(epochs, (step + per_epoch - 1) / per_epoch) : 1;
+  // The epoch that just ended, or the one under way.
+  const int64_t epoch =
+      end_of_epoch ? ended_epoch
+                   : std::min(epochs, per_epoch > 0 ? step / per_epoch + 1 : 1);
   const double rate = (step - last_print_step_) / seconds;
   std::string line = absl::StrFormat(
       "epoch %d/%d  step %d/%d  loss %.4f  acc %.4f  %.0f img/s  ETA %s", epoch,

@@ -57,7 +57,9 @@ class Driver {
 
  private:
   absl::Status Train();
-  void PrintProgress(int64_t step, bool end_of_epoch);
+  // A progress line at `step`; at an epoch's end (ended_epoch > 0, from 1)
+  // with the test-set evaluation.
+  void PrintProgress(int64_t step, int64_t ended_epoch);
 
   const DriverOptions options_;
   RunState* const state_;
