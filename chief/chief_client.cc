@@ -84,6 +84,13 @@ absl::StatusOr<HeartbeatResponse> ChiefClient::Heartbeat(int64_t step) {
       stub_.get(), &Chief::Stub::Heartbeat, request);
 }
 
+absl::StatusOr<TrainingState> ChiefClient::GetTrainingState() {
+  GetTrainingStateRequest request;
+  FillHeader(request.mutable_header());
+  return Call<GetTrainingStateRequest, TrainingState>(
+      stub_.get(), &Chief::Stub::GetTrainingState, request);
+}
+
 absl::StatusOr<ReportMetricsResponse> ChiefClient::ReportMetrics(
     const ReportMetricsRequest& metrics) {
   ReportMetricsRequest request = metrics;

@@ -34,6 +34,7 @@ class ChiefClient {
                                             int batch_size = 0);
 
   absl::StatusOr<HeartbeatResponse> Heartbeat(int64_t step);
+  absl::StatusOr<TrainingState> GetTrainingState();
   absl::StatusOr<ReportMetricsResponse> ReportMetrics(
       const ReportMetricsRequest& metrics);
   absl::StatusOr<TrainingFinishedResponse> TrainingFinished(int64_t step);

@@ -26,14 +26,44 @@ std::string Clock(double seconds) {
 Driver::Driver(DriverOptions options, RunState* state,
                const TrainingConfig* config, const worker::ModelSpec* spec,
                ps::PsClusterClient* ps, worker::Backend* evaluator,
-               const data::Dataset* test)
+               const data::Dataset* test, Checkpointer* checkpointer)
     : options_(std::move(options)),
       state_(state),
       config_(config),
       spec_(spec),
       ps_(ps),
       evaluator_(evaluator),
-      test_(test) {}
+      test_(test),
+      checkpointer_(checkpointer) {}
+
+absl::Status Driver::MaybeResume() {
+  absl::StatusOr<LoadedCheckpoint> restored = checkpointer_->RestoreLatest();
+  if (absl::IsNotFound(restored.status())) return absl::OkStatus();
+  PSTRAIN_RETURN_IF_ERROR(restored.status());
+  const int64_t step = restored->index.step();
+  if (step > state_->total_steps()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", restored->dir, " is at step ", step,
+        ", past this run's ", state_->total_steps(), " steps"));
+  }
+  LogInfo(absl::StrCat("chief: resuming from ", restored->dir, " at step ",
+                       step));
+  state_->StartAt(step);
+  return absl::OkStatus();
+}
+
+int64_t Driver::NextCheckpointStep(int64_t step) const {
+  const int64_t every = options_.checkpoint_every_steps;
+  if (every <= 0) return 0;
+  const int64_t next = (step / every + 1) * every;
+  return next < state_->total_steps() ? next : 0;
+}
+
+absl::Status Driver::SaveCheckpoint(int64_t step) {
+  const int64_t per_epoch = state_->steps_per_epoch();
+  return checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0)
+      .status();
+}
 
 absl::Status Driver::Run() {
   absl::Status status = Train();
@@ -71,17 +101,34 @@ absl::Status Driver::Train() {
                        spec_->variables.size(), " variables created on ",
                        ps_->num_ps(), " ps tasks; training"));
 
-  state_->SetPhase(PHASE_TRAINING);
-  train_start_ = last_print_ = absl::Now();
+  PSTRAIN_RETURN_IF_ERROR(MaybeResume());
+
   const int64_t total = state_->total_steps();
   const int64_t per_epoch = state_->steps_per_epoch();
-  int64_t step = 0;
-  int64_t next_epoch_end = std::min(per_epoch, total);
+  const int64_t start = state_->start_step();
+  // Workers hold at `pause` (0: none announced) until the checkpoint of that
+  // step is written. Step-based pauses are announced a whole interval ahead;
+  // a time-based one at the first step no worker has started yet.
+  int64_t pause = NextCheckpointStep(start);
+  state_->SetPauseAtStep(pause);
+  absl::Time last_checkpoint = absl::Now();
+  state_->SetPhase(PHASE_TRAINING);
+  train_start_ = last_print_ = absl::Now();
+  last_print_step_ = start;
+  int64_t step = start;
+  int64_t next_epoch_end =
+      per_epoch > 0 ? std::min((start / per_epoch + 1) * per_epoch, total)
+                    : total;
   while (step < total || !state_->AllWorkersFinished()) {
     const int64_t next_print =
         std::min(total, last_print_step_ + options_.print_every_steps);
-    step = state_->WaitForStep(std::min(next_print, next_epoch_end),
-                               absl::Now() + absl::Seconds(2));
+    int64_t target = std::min(next_print, next_epoch_end);
+    if (pause > 0) target = std::min(target, pause);
+    absl::Time deadline = absl::Now() + absl::Seconds(2);
+    if (pause == 0 && options_.checkpoint_every > absl::ZeroDuration()) {
+      deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
+    }
+    step = state_->WaitForStep(target, deadline);
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
       PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
       next_epoch_end = next_epoch_end == total
@@ -90,12 +137,32 @@ absl::Status Driver::Train() {
     } else if (step >= next_print && step > last_print_step_) {
       PrintProgress(step, /*ended_epoch=*/0);
     }
+    if (pause > 0 && step >= pause) {
+      // Every worker holds at `pause`: nothing changes on the ps tasks.
+      state_->SetPhase(PHASE_PAUSED);
+      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(pause));
+      state_->SetPhase(PHASE_TRAINING);
+      last_checkpoint = absl::Now();
+      pause = NextCheckpointStep(pause);
+      state_->SetPauseAtStep(pause);
+    } else if (pause == 0 && options_.checkpoint_every > absl::ZeroDuration() &&
+               absl::Now() - last_checkpoint >= options_.checkpoint_every) {
+      pause = state_->PauseAtNextStep();
+      if (pause >= total) {
+        pause = 0;  // the final checkpoint comes first
+        state_->SetPauseAtStep(0);
+        last_checkpoint = absl::Now();
+      }
+    }
+    // Every step done: only TrainingFinished calls are still to come.
+    if (step >= total) absl::SleepFor(absl::Milliseconds(10));
   }
+  PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(total));
   const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
 
   PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, Evaluate());
   const int num_workers = config_->update().num_workers();
-  const double examples = static_cast<double>(total) * num_workers *
+  const double examples = static_cast<double>(total - start) * num_workers *
                           config_->batch_size_per_worker();
   const std::string summary = absl::StrFormat(
       "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n"

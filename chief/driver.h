@@ -2,12 +2,16 @@
 //
 //   1. waits for every ps and worker of TF_CONFIG to register, logging who is
 //      missing, and fails the run after DriverOptions::wait_for_tasks;
-//   2. creates and initializes the variables on the ps tasks;
+//   2. creates and initializes the variables on the ps tasks, then restores
+//      the newest good checkpoint of model_dir if there is one (the workers
+//      then start at its step);
 //   3. lets the workers train, printing a Keras-like progress line every
 //      print_every_steps steps and evaluating on the test set at the end of
-//      each epoch;
-//   4. writes model_dir/summary.json and tells every process the run is
-//      finished, so ps tasks and workers exit.
+//      each epoch, and writing a checkpoint every checkpoint_every_steps
+//      steps or checkpoint_every time (workers hold at the checkpoint's
+//      step while the ps tasks save);
+//   4. writes a final checkpoint and model_dir/summary.json and tells every
+//      process the run is finished, so ps tasks and workers exit.
 #ifndef PSTRAIN_CHIEF_DRIVER_H_
 #define PSTRAIN_CHIEF_DRIVER_H_
 
@@ -16,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "chief/checkpointer.h"
 #include "chief/run_state.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
@@ -34,6 +39,10 @@ struct DriverOptions {
   // How long to keep answering after the run is finished, so every process
   // sees it in a heartbeat.
   absl::Duration linger = absl::Seconds(3);
+  // A checkpoint every this many steps (0: not by steps).
+  int64_t checkpoint_every_steps = 0;
+  // A checkpoint every this long (zero: not by time).
+  absl::Duration checkpoint_every = absl::ZeroDuration();
 };
 
 // Test-set loss and accuracy.
@@ -47,7 +56,8 @@ class Driver {
   // All pointers must outlive the Driver.
   Driver(DriverOptions options, RunState* state, const TrainingConfig* config,
          const worker::ModelSpec* spec, ps::PsClusterClient* ps,
-         worker::Backend* evaluator, const data::Dataset* test);
+         worker::Backend* evaluator, const data::Dataset* test,
+         Checkpointer* checkpointer);
 
   // Runs the whole run; on failure sets PHASE_FAILED and says why.
   absl::Status Run();
@@ -57,6 +67,13 @@ class Driver {
 
  private:
   absl::Status Train();
+  // Restores the newest good checkpoint, if any, and starts the run at its
+  // step.
+  absl::Status MaybeResume();
+  // The step-based checkpoint after `step` (0: none before the end).
+  int64_t NextCheckpointStep(int64_t step) const;
+  // Writes the checkpoint of `step`.
+  absl::Status SaveCheckpoint(int64_t step);
   // A progress line at `step`; at an epoch's end (ended_epoch > 0, from 1)
   // with the test-set evaluation.
   void PrintProgress(int64_t step, int64_t ended_epoch);
@@ -68,6 +85,7 @@ class Driver {
   ps::PsClusterClient* const ps_;
   worker::Backend* const evaluator_;
   const data::Dataset* const test_;
+  Checkpointer* const checkpointer_;
   absl::Time train_start_;
   absl::Time last_print_;
   int64_t last_print_step_ = 0;

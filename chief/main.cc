@@ -3,10 +3,18 @@
 //   export TF_CONFIG='{"cluster": {...}, "task": {"type": "chief", "index": 0}}'
 //   chief --model=cnn --optimizer=adam --epochs=2 --model_dir=/tmp/run
 //
-// Waits for every ps and worker of TF_CONFIG, creates the variables, lets the
-// workers train, evaluates on the test set each epoch, writes
+// Waits for every ps and worker of TF_CONFIG, creates the variables (and
+// restores the newest good checkpoint of --model_dir, keeping its run id and
+// step), lets the workers train, evaluates on the test set each epoch, writes
+// checkpoints (model_dir/ckpt-<step>/, every --checkpoint_every_steps steps or
+// --checkpoint_every_secs seconds, and at the end), writes
 // model_dir/summary.json and tells every task the run is over. Exits 0 when
 // the run succeeded, 1 when it failed, 2 on a bad flag or TF_CONFIG.
+//
+//   chief --export_safetensors=/tmp/model.safetensors --model_dir=/tmp/run
+//
+// writes the variables of the newest good checkpoint of --model_dir as a
+// safetensors file instead (no TF_CONFIG needed).
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -17,7 +25,10 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "chief/checkpoint_reader.h"
+#include "chief/checkpointer.h"
 #include "chief/chief_service.h"
+#include "chief/safetensors.h"
 #include "chief/driver.h"
 #include "chief/run_state.h"
 #include "common/grpc_options.h"
@@ -69,6 +80,15 @@ ABSL_FLAG(int, step_timeout_seconds, 120,
           "sync: a step missing a gradient fails after this long");
 ABSL_FLAG(int, threads, 0, "Evaluation threads (0: one per core)");
 ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
+          "Write a checkpoint every this many steps (0: off); one is always "
+          "written at the end");
+ABSL_FLAG(int64_t, checkpoint_every_secs, 0,
+          "Write a checkpoint every this many seconds (0: off)");
+ABSL_FLAG(int, keep_checkpoints, 5, "Complete checkpoints kept (>= 1)");
+ABSL_FLAG(std::string, export_safetensors, "",
+          "Write the variables of --model_dir's newest good checkpoint to "
+          "this safetensors file and exit (no training)");
 
 namespace pstrain {
 namespace {
@@ -107,6 +127,41 @@ absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
   return optimizer;
 }
 
+// --export_safetensors: the newest good checkpoint's variables to a file.
+int ExportSafetensors(const std::string& path) {
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  absl::StatusOr<chief::LoadedCheckpoint> checkpoint =
+      chief::FindLatestGoodCheckpoint(
+          model_dir, [](absl::string_view line) {
+            LogError(absl::StrCat("chief: ", line));
+          });
+  absl::StatusOr<std::vector<chief::WholeVariable>> variables =
+      checkpoint.ok() ? chief::ReadVariables(checkpoint->dir, checkpoint->index,
+                                             /*with_slots=*/false)
+                      : checkpoint.status();
+  absl::Status status = variables.status();
+  if (status.ok()) status = chief::WriteSafetensors(path, *variables);
+  if (!status.ok()) {
+    LogError(absl::StrCat("chief: export: ", status.message()));
+    return 1;
+  }
+  LogInfo(absl::StrCat("chief: exported ", variables->size(), " variables of ",
+                       checkpoint->dir, " (step ", checkpoint->index.step(),
+                       ") to ", path));
+  return 0;
+}
+
+// The run id of the newest readable checkpoint index (a resumed run keeps
+// it), or a new one.
+std::string RunIdFromCheckpoints(const std::string& model_dir) {
+  for (const chief::CheckpointRef& ref :
+       chief::ListCompleteCheckpoints(model_dir)) {
+    absl::StatusOr<CheckpointIndex> index = chief::ReadCheckpointIndex(ref.dir);
+    if (index.ok() && !index->run_id().empty()) return index->run_id();
+  }
+  return "";
+}
+
 std::string NewRunId() {
   std::random_device device;
   return absl::StrFormat("run-%08x%08x", device(), device());
@@ -116,6 +171,17 @@ int Main() {
   BlockTerminationSignals();
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
+  if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
+    return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
+  }
+  if (absl::GetFlag(FLAGS_keep_checkpoints) < 1) {
+    return Fail("--keep_checkpoints: must be >= 1");
+  }
+  if (absl::GetFlag(FLAGS_checkpoint_every_steps) < 0 ||
+      absl::GetFlag(FLAGS_checkpoint_every_secs) < 0) {
+    return Fail("--checkpoint_every_steps, --checkpoint_every_secs: must be "
+                ">= 0");
+  }
 
   absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_CHIEF);
@@ -184,7 +250,8 @@ int Main() {
       worker::CreateCpuBackend(*spec, backend_options);
   if (!evaluator.ok()) return Fail(evaluator.status().message());
 
-  const std::string run_id = NewRunId();
+  std::string run_id = RunIdFromCheckpoints(absl::GetFlag(FLAGS_model_dir));
+  if (run_id.empty()) run_id = NewRunId();
   chief::RunState state(run_id, config, *placement, cluster,
                         length->steps_per_epoch, length->total_steps);
   chief::ChiefService service(&state);
@@ -224,8 +291,18 @@ int Main() {
   driver_options.wait_for_tasks =
       absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
   driver_options.print_every_steps = absl::GetFlag(FLAGS_print_every_steps);
+  driver_options.checkpoint_every_steps =
+      absl::GetFlag(FLAGS_checkpoint_every_steps);
+  driver_options.checkpoint_every =
+      absl::Seconds(absl::GetFlag(FLAGS_checkpoint_every_secs));
+  chief::CheckpointerOptions checkpointer_options;
+  checkpointer_options.model_dir = driver_options.model_dir;
+  checkpointer_options.run_id = run_id;
+  checkpointer_options.keep = absl::GetFlag(FLAGS_keep_checkpoints);
+  chief::Checkpointer checkpointer(checkpointer_options, &config, &*placement,
+                                   ps->get());
   chief::Driver driver(driver_options, &state, &config, &*spec, ps->get(),
-                       evaluator->get(), &*test);
+                       evaluator->get(), &*test, &checkpointer);
   const absl::Status status = driver.Run();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   return status.ok() ? 0 : 1;

@@ -54,6 +54,8 @@ absl::StatusOr<RegisterResponse> RunState::Register(
   state->set_phase(phase_);
   state->set_step(LowestWorkerStepLocked());
   state->set_steps_per_epoch(steps_per_epoch_);
+  state->set_start_step(start_step_);
+  state->set_pause_at_step(pause_at_step_);
   *state->mutable_update() = config_.update();
   return response;
 }
@@ -70,6 +72,7 @@ absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
   HeartbeatResponse response;
   response.set_phase(phase_);
   response.set_step(LowestWorkerStepLocked());
+  response.set_pause_at_step(pause_at_step_);
   return response;
 }
 
@@ -85,6 +88,8 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
   *state.mutable_update() = config_.update();
   *state.mutable_placement() = placement_;
   state.set_steps_per_epoch(steps_per_epoch_);
+  state.set_start_step(start_step_);
+  state.set_pause_at_step(pause_at_step_);
   return state;
 }
 
@@ -110,6 +115,7 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   progress_.busy_seconds += examples / request.examples_per_sec();
   ReportMetricsResponse response;
   response.set_phase(phase_);
+  response.set_pause_at_step(pause_at_step_);
   return response;
 }
 
@@ -176,6 +182,32 @@ int64_t RunState::WaitForStep(int64_t step, absl::Time deadline) const {
   absl::MutexLock lock(&mu_);
   mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
   return LowestWorkerStepLocked();
+}
+
+void RunState::StartAt(int64_t step) {
+  absl::MutexLock lock(&mu_);
+  start_step_ = step;
+  for (auto& [index, steps] : worker_steps_) steps = step;
+}
+
+int64_t RunState::start_step() const {
+  absl::MutexLock lock(&mu_);
+  return start_step_;
+}
+
+void RunState::SetPauseAtStep(int64_t step) {
+  absl::MutexLock lock(&mu_);
+  pause_at_step_ = step;
+}
+
+int64_t RunState::PauseAtNextStep() {
+  absl::MutexLock lock(&mu_);
+  int64_t highest = start_step_;
+  for (const auto& [index, steps] : worker_steps_) {
+    highest = std::max(highest, steps);
+  }
+  pause_at_step_ = highest + 1;
+  return pause_at_step_;
 }
 
 bool RunState::AllWorkersFinished() const {

@@ -67,6 +67,21 @@ class RunState {
   int64_t WaitForStep(int64_t step, absl::Time deadline) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Training (re)starts at `step` (a resumed checkpoint's): every worker is
+  // counted as having completed it, and TrainingState.start_step says so.
+  // REQUIRES: called before PHASE_TRAINING.
+  void StartAt(int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t start_step() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Announces the step at which every worker holds (0: none) until it is
+  // changed; see HeartbeatResponse.pause_at_step.
+  void SetPauseAtStep(int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
+  // The earliest step every worker can still hold at: one past the highest
+  // step any worker has announced starting (workers heartbeat before each
+  // step), announced as the pause step atomically with computing it, so that
+  // no worker can start it meanwhile.
+  int64_t PauseAtNextStep() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Whether every worker has said TrainingFinished.
   bool AllWorkersFinished() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -92,6 +107,8 @@ class RunState {
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);
   std::map<int, bool> finished_ ABSL_GUARDED_BY(mu_);
   Progress progress_ ABSL_GUARDED_BY(mu_);
+  int64_t start_step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t pause_at_step_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace chief

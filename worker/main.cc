@@ -140,13 +140,24 @@ int Main() {
   absl::StatusOr<RunPhase> phase = chief.WaitForPhase(
       [](RunPhase p) { return p >= PHASE_TRAINING; }, absl::Milliseconds(100),
       patience);
-  if (!phase.ok() || *phase != PHASE_TRAINING) {
+  if (!phase.ok() || (*phase != PHASE_TRAINING && *phase != PHASE_PAUSED)) {
     LogError(absl::StrCat("worker ", index, ": the run did not start: ",
                           phase.ok() ? RunPhase_Name(*phase)
                                      : std::string(phase.status().message())));
     return 1;
   }
+  absl::StatusOr<TrainingState> state = chief.GetTrainingState();
+  if (!state.ok()) {
+    LogError(absl::StrCat("worker ", index, ": cannot ask the chief where the "
+                          "run starts: ", state.status().message()));
+    return 1;
+  }
+  if (state->start_step() > 0) {
+    LogInfo(absl::StrCat("worker ", index, ": resuming at step ",
+                         state->start_step()));
+  }
   worker::TrainerOptions options;
+  options.start_step = state->start_step();
   options.worker_index = index;
   options.num_workers = config.update().num_workers();
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);

@@ -74,11 +74,31 @@ absl::Status Trainer::Run() {
   PSTRAIN_ASSIGN_OR_RETURN(
       RunLength length,
       ComputeRunLength(*config_, options_.num_workers, train_->size()));
+  const int64_t start = options_.start_step;
+  if (start < 0 || start > length.total_steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start step ", start, " is outside the run's ", length.total_steps,
+        " steps"));
+  }
+  if (start == length.total_steps) {
+    PSTRAIN_RETURN_IF_ERROR(chief_->TrainingFinished(start).status());
+    return absl::OkStatus();
+  }
+  // The data order is per epoch, from the seed: a resumed run starts in the
+  // epoch of its start step and skips the batches already trained on.
   data::PrefetchOptions prefetch;
+  prefetch.first_epoch = start / length.steps_per_epoch;
   prefetch.num_epochs =
-      (length.total_steps + length.steps_per_epoch - 1) / length.steps_per_epoch;
+      (length.total_steps + length.steps_per_epoch - 1) /
+          length.steps_per_epoch -
+      prefetch.first_epoch;
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::Prefetcher> batches,
                            data::Prefetcher::Create(train_, plan, prefetch));
+  for (int64_t skip = start % length.steps_per_epoch; skip > 0; --skip) {
+    absl::StatusOr<data::Batch*> batch = batches->Next();
+    if (!batch.ok()) return AtStep(start, "skipping data", batch.status());
+    batches->Release(*batch);
+  }
 
   // Weights and gradients, allocated once.
   std::vector<Tensor> storage;
@@ -103,7 +123,8 @@ absl::Status Trainer::Run() {
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
   absl::Time window_start = absl::Now();
-  for (int64_t step = 0; step < length.total_steps; ++step) {
+  for (int64_t step = start; step < length.total_steps; ++step) {
+    PSTRAIN_RETURN_IF_ERROR(WaitUntilMayStart(step));
     absl::StatusOr<data::Batch*> batch = batches->Next();
     if (!batch.ok()) return AtStep(step, "reading the data", batch.status());
     absl::StatusOr<int64_t> version = ps_->PullDense(sync ? step : 0, pull);
@@ -159,13 +180,38 @@ absl::Status Trainer::Run() {
   }
   if (stale_pushes > 0) {
     LogInfo(absl::StrCat("worker ", options_.worker_index, ": ", stale_pushes,
-                         " of ", length.total_steps,
+                         " of ", length.total_steps - start,
                          " gradients were refused as too stale"));
   }
   absl::StatusOr<TrainingFinishedResponse> done =
       chief_->TrainingFinished(length.total_steps);
   if (!done.ok()) return AtStep(length.total_steps, "finishing", done.status());
   return absl::OkStatus();
+}
+
+absl::Status Trainer::WaitUntilMayStart(int64_t step) {
+  bool held = false;
+  while (true) {
+    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(step);
+    if (!beat.ok()) return AtStep(step, "heartbeat", beat.status());
+    if (beat->phase() == PHASE_FAILED) {
+      return absl::AbortedError(
+          absl::StrCat("step ", step, ": the chief failed the run"));
+    }
+    if (beat->pause_at_step() == 0 || beat->pause_at_step() != step) {
+      if (held) {
+        LogInfo(absl::StrCat("worker ", options_.worker_index,
+                             ": going on at step ", step));
+      }
+      return absl::OkStatus();
+    }
+    if (!held) {
+      LogInfo(absl::StrCat("worker ", options_.worker_index,
+                           ": holding at step ", step, " for a checkpoint"));
+      held = true;
+    }
+    absl::SleepFor(options_.pause_poll);
+  }
 }
 
 }  // namespace worker

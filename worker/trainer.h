@@ -6,6 +6,13 @@
 // accuracy and throughput to the chief; at the end it tells the chief it has
 // finished. The model, placement and run settings come from the chief
 // (RegisterResponse).
+//
+// Before each step the worker heartbeats the chief with the number of steps
+// it has completed; when the chief has announced that step as its
+// pause_at_step (to write a checkpoint at a consistent step), the worker
+// holds, heartbeating, until the announcement changes. A run resumed from a
+// checkpoint starts at TrainerOptions::start_step, with the data where an
+// uninterrupted run would have been (same epoch order, same batch).
 #ifndef PSTRAIN_WORKER_TRAINER_H_
 #define PSTRAIN_WORKER_TRAINER_H_
 
@@ -13,6 +20,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "chief/chief_client.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
@@ -27,6 +35,10 @@ struct TrainerOptions {
   int num_workers = 1;
   // Report metrics to the chief every this many steps.
   int report_every_steps = 20;
+  // Steps already done (a resumed checkpoint's step; TrainingState.start_step).
+  int64_t start_step = 0;
+  // How often a held worker asks the chief whether it may go on.
+  absl::Duration pause_poll = absl::Milliseconds(20);
 };
 
 // Steps per epoch and total steps of a run over `num_examples` training
@@ -51,6 +63,10 @@ class Trainer {
   absl::Status Run();
 
  private:
+  // Heartbeats before `step`; holds while the chief's pause_at_step is
+  // `step`. ABORTED when the chief failed the run.
+  absl::Status WaitUntilMayStart(int64_t step);
+
   const TrainerOptions options_;
   const TrainingConfig* const config_;
   const ModelSpec* const spec_;

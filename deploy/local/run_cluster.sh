@@ -3,7 +3,9 @@
 # and --workers workers (default 2) on 127.0.0.1 (ports picked at start),
 # training on Fashion-MNIST (by default the cnn with Adam for one epoch).
 # Every other flag goes to the chief (--model, --optimizer, --epochs,
-# --mode, ...). Logs and summary.json go to --model_dir (/tmp/pstrain).
+# --mode, --checkpoint_every_steps, ...). Logs, summary.json and the
+# checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
+# that already holds a checkpoint resumes from it.
 # Every process it started is stopped on success, failure or Ctrl-C.
 #
 #   deploy/local/run_cluster.sh --ps 2 --workers 2 --model cnn --epochs 1
@@ -75,4 +77,13 @@ TF_CONFIG=$(tf_config chief 0) "$bin/chief/chief" --model_dir="$model_dir" \
 for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done
 trap - EXIT
 [ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
+# The newest complete checkpoint (a ckpt-<step> directory with index.pb).
+latest=$(for d in "$model_dir"/ckpt-*; do
+  n=${d##*/ckpt-}
+  if [[ $n =~ ^[0-9]+$ ]] && [ -f "$d/index.pb" ]; then echo "$n $d"; fi
+done | sort -n | tail -n 1 | cut -d' ' -f2-)
+if [ -n "$latest" ]; then
+  echo "latest checkpoint: $latest" >&2
+  echo "export it: $bin/chief/chief --export_safetensors=$model_dir/model.safetensors --model_dir=$model_dir" >&2
+fi
 exit "$status"

@@ -1,0 +1,169 @@
+#include "chief/checkpointer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "chief/checkpoint_writer.h"
+#include "common/atomic_file.h"
+#include "common/process.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace chief {
+namespace {
+
+// FAILED_PRECONDITION unless the checkpoint holds the run's variables, with
+// the same shapes: a model_dir of another model is not resumed.
+absl::Status CheckSameVariables(const std::string& dir,
+                                const CheckpointIndex& index,
+                                const TrainingConfig& config) {
+  std::map<std::string, std::string> saved, wanted;
+  for (const VariableDef& def : index.config().variables()) {
+    saved[def.name()] = def.shape().ShortDebugString();
+  }
+  for (const VariableDef& def : config.variables()) {
+    wanted[def.name()] = def.shape().ShortDebugString();
+  }
+  if (saved == wanted) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint ", dir, " holds the variables of another model (",
+      index.config().model_name(), ") than this run's (", config.model_name(),
+      "); use another --model_dir"));
+}
+
+// fsync of a directory, so that a rename in it is durable.
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", dir));
+  const int result = fsync(fd);
+  const int error = errno;
+  close(fd);
+  if (result != 0) return ErrnoStatus(error, absl::StrCat("fsync ", dir));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(CheckpointerOptions options,
+                           const TrainingConfig* config,
+                           const Placement* placement, ps::PsClusterClient* ps)
+    : options_(std::move(options)),
+      config_(config),
+      placement_(placement),
+      ps_(ps) {}
+
+absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
+  namespace fs = std::filesystem;
+  const absl::Time start = absl::Now();
+  const std::string final_dir = CheckpointDir(options_.model_dir, step);
+  const std::string temp_dir =
+      absl::StrCat(final_dir, ".tmp-", absl::ToUnixMicros(start));
+  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(temp_dir));
+
+  std::vector<SavedSlice> slices;
+  for (int task = 0; task < ps_->num_ps(); ++task) {
+    absl::StatusOr<SaveResponse> saved;
+    const absl::Time give_up = absl::Now() + options_.save_patience;
+    while (true) {
+      saved = ps_->client(task)->Save(temp_dir, step);
+      // Sync: the step's last gradient may still be being applied.
+      if (saved.ok() || !absl::IsFailedPrecondition(saved.status()) ||
+          absl::Now() > give_up) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    if (!saved.ok()) {
+      std::error_code ignored;
+      fs::remove_all(temp_dir, ignored);
+      return absl::Status(saved.status().code(),
+                          absl::StrCat("checkpoint at step ", step, ": ps ",
+                                       task, ": ", saved.status().message()));
+    }
+    slices.insert(slices.end(), saved->slices().begin(), saved->slices().end());
+  }
+
+  CheckpointInfo info;
+  info.run_id = options_.run_id;
+  info.step = step;
+  info.epoch = epoch;
+  info.config = *config_;
+  info.placement = *placement_;
+  PSTRAIN_ASSIGN_OR_RETURN(CheckpointIndex index,
+                           BuildCheckpointIndex(info, slices));
+  PSTRAIN_RETURN_IF_ERROR(WriteCheckpointIndex(temp_dir, index));
+
+  // A checkpoint of the same step (a run resumed at its last step) is
+  // replaced: moved aside, the new one renamed in, the old one deleted.
+  std::error_code error;
+  std::string old_dir;
+  if (fs::exists(final_dir, error)) {
+    old_dir = absl::StrCat(final_dir, ".old-", absl::ToUnixMicros(start));
+    fs::rename(final_dir, old_dir, error);
+    if (error) {
+      return ErrnoStatus(error.value(), absl::StrCat("rename ", final_dir));
+    }
+  }
+  fs::rename(temp_dir, final_dir, error);
+  if (error) {
+    return ErrnoStatus(error.value(),
+                       absl::StrCat("rename ", temp_dir, " to ", final_dir));
+  }
+  PSTRAIN_RETURN_IF_ERROR(SyncDirectory(options_.model_dir));
+  if (!old_dir.empty()) fs::remove_all(old_dir, error);
+  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(options_.model_dir, options_.keep));
+  LogInfo(absl::StrCat("chief: checkpoint at step ", step, " in ", final_dir,
+                       " (", absl::FormatDuration(absl::Now() - start), ")"));
+  return final_dir;
+}
+
+absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest() {
+  const std::vector<CheckpointRef> complete =
+      ListCompleteCheckpoints(options_.model_dir);
+  if (complete.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no complete checkpoint in ", options_.model_dir));
+  }
+  absl::Status last;
+  for (const CheckpointRef& ref : complete) {
+    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(ref.dir);
+    absl::Status status = index.status();
+    // The chief checks every CRC32C itself first, so that a damaged
+    // checkpoint is skipped before any ps task changes.
+    if (status.ok()) {
+      PSTRAIN_RETURN_IF_ERROR(CheckSameVariables(ref.dir, *index, *config_));
+      status = VerifyCheckpointData(ref.dir, *index);
+    }
+    if (status.ok()) {
+      const std::vector<SavedSlice> slices = ToSavedSlices(*index);
+      for (int task = 0; task < ps_->num_ps() && status.ok(); ++task) {
+        status = ps_->client(task)->Restore(ref.dir, slices, index->step());
+        if (!status.ok()) {
+          status = absl::Status(status.code(), absl::StrCat("ps ", task, ": ",
+                                                            status.message()));
+        }
+      }
+    }
+    if (status.ok()) return LoadedCheckpoint{ref.dir, *std::move(index)};
+    LogError(absl::StrCat("chief: checkpoint ", ref.dir, " is damaged (",
+                          status.message(),
+                          "); falling back to the previous one"));
+    last = status;
+  }
+  return absl::DataLossError(absl::StrCat("no checkpoint of ",
+                                          options_.model_dir,
+                                          " restores; the oldest: ",
+                                          last.message()));
+}
+
+}  // namespace chief
+}  // namespace pstrain

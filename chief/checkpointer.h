@@ -1,0 +1,64 @@
+// The chief's checkpoints of a run: saving the ps tasks' state at a step,
+// and restoring it when a run resumes.
+//
+// Save(step) has every ps task write its shard into a fresh directory
+// model_dir/ckpt-<step>.tmp-<time>, builds the index from the slices they
+// report, writes index.pb last, renames the directory to ckpt-<step> and
+// deletes all but the newest `keep` checkpoints. The caller makes sure no
+// worker trains meanwhile (RunState::SetPauseAtStep), so in sync mode every
+// variable is at `step`.
+//
+// RestoreLatest() restores the newest good checkpoint onto the ps tasks
+// (whose variables must have been created), falling back to older ones when
+// the newest is damaged, with a log line saying why.
+//
+// Not thread-safe: the driver calls it from its one thread.
+#ifndef PSTRAIN_CHIEF_CHECKPOINTER_H_
+#define PSTRAIN_CHIEF_CHECKPOINTER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "chief/checkpoint_reader.h"
+#include "ps/ps_client.h"
+#include "proto/checkpoint.pb.h"
+
+namespace pstrain {
+namespace chief {
+
+struct CheckpointerOptions {
+  std::string model_dir;
+  std::string run_id;
+  // Complete checkpoints kept, >= 1.
+  int keep = 5;
+  // How long a sync Save may keep finding a variable short of the step (the
+  // last gradient of the step still being applied) before giving up.
+  absl::Duration save_patience = absl::Seconds(10);
+};
+
+class Checkpointer {
+ public:
+  // The pointers must outlive the Checkpointer.
+  Checkpointer(CheckpointerOptions options, const TrainingConfig* config,
+               const Placement* placement, ps::PsClusterClient* ps);
+
+  // Writes the checkpoint of `step` (in `epoch`); returns its directory.
+  absl::StatusOr<std::string> Save(int64_t step, int64_t epoch);
+
+  // Restores the newest good checkpoint; returns it. NOT_FOUND when the
+  // model_dir has no complete checkpoint; DATA_LOSS when none restores.
+  absl::StatusOr<LoadedCheckpoint> RestoreLatest();
+
+ private:
+  const CheckpointerOptions options_;
+  const TrainingConfig* const config_;
+  const Placement* const placement_;
+  ps::PsClusterClient* const ps_;
+};
+
+}  // namespace chief
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_CHECKPOINTER_H_
