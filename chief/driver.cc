@@ -164,16 +164,25 @@ absl::Status Driver::Train() {
   const int num_workers = config_->update().num_workers();
   const double examples = static_cast<double>(total - start) * num_workers *
                           config_->batch_size_per_worker();
+  // Late gradients of backup workers: each ps counts a late push to it, so
+  // the largest count is the number of late pushes.
+  int64_t dropped = 0;
+  for (int task = 0; task < ps_->num_ps(); ++task) {
+    PSTRAIN_ASSIGN_OR_RETURN(ShardStatus status,
+                             ps_->client(task)->GetShardStatus());
+    dropped = std::max(dropped, status.pushes_dropped_stale());
+  }
   const std::string summary = absl::StrFormat(
       "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n"
       "  \"global_step\": %d,\n  \"epochs\": %.3f,\n"
       "  \"images_per_sec\": %.1f,\n  \"wall_seconds\": %.3f,\n"
-      "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d\n}\n",
+      "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d,\n"
+      "  \"dropped_late_gradients\": %d\n}\n",
       final_eval.accuracy, final_eval.loss, total,
       per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
       examples / std::max(wall, 1e-9), wall,
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
-      num_workers, ps_->num_ps());
+      num_workers, ps_->num_ps(), dropped);
   PSTRAIN_RETURN_IF_ERROR(MakeDirectories(options_.model_dir));
   PSTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<AtomicFile> file,

@@ -104,6 +104,30 @@ TEST(Cluster, AsyncRunFinishes) {
             std::string::npos);
 }
 
+// Three workers, two gradients per step: the straggler's late gradients are
+// dropped and counted, and the run finishes.
+TEST(Cluster, BackupWorkersLateGradientsAreCountedInTheSummary) {
+  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  const Cluster cluster(1, 3);
+  std::vector<Subprocess> tasks;
+  tasks.push_back(cluster.Start("ps", 0));
+  tasks.push_back(cluster.Start("worker", 0));
+  tasks.push_back(cluster.Start("worker", 1));
+  tasks.push_back(cluster.Start("worker", 2, {"--push_delay_ms=50"}));
+  const std::string model_dir = TempPath("backup-run");
+  Subprocess chief = cluster.Start(
+      "chief", 0,
+      {"--model=mlp", "--replicas_to_aggregate=2", "--steps=20",
+       "--batch_size=32", "--model_dir=" + model_dir});
+  ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
+  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["global_step"], 20);
+  EXPECT_GE(summary["dropped_late_gradients"].get<int>(), 1) << summary.dump();
+}
+
 TEST(Cluster, ChiefNamesTheTasksThatNeverCame) {
   if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
   const Cluster cluster(1, 2);

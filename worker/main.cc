@@ -38,6 +38,9 @@ ABSL_FLAG(int, threads, 0, "CPU compute threads (0: one per core)");
 ABSL_FLAG(int, chief_patience_seconds, 300,
           "How long to wait for the chief to answer");
 ABSL_FLAG(int, report_every_steps, 20, "Report metrics every this many steps");
+ABSL_FLAG(int, push_delay_ms, 0,
+          "Sleep this long before each push: a straggler on purpose, to see "
+          "backup workers (--replicas_to_aggregate) at work");
 
 namespace pstrain {
 namespace {
@@ -161,6 +164,7 @@ int Main() {
   options.worker_index = index;
   options.num_workers = config.update().num_workers();
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
+  options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
                           ps->get(), &chief);
   const absl::Status trained = trainer.Run();

@@ -140,6 +140,7 @@ absl::Status Trainer::Run() {
         backend_->TrainStep(input, weights, &gradients);
     batches->Release(*batch);
     if (!result.ok()) return AtStep(step, "computing", result.status());
+    absl::SleepFor(options_.push_delay);
     absl::Status pushed =
         ps_->PushDense(sync ? step : *version, result->examples, gradients);
     if (!sync && ps::IsStaleGradient(pushed)) {

@@ -39,6 +39,9 @@ struct TrainerOptions {
   int64_t start_step = 0;
   // How often a held worker asks the chief whether it may go on.
   absl::Duration pause_poll = absl::Milliseconds(20);
+  // Sleep this long before each push: a straggler on purpose, to see backup
+  // workers at work (tests, demonstrations).
+  absl::Duration push_delay = absl::ZeroDuration();
 };
 
 // Steps per epoch and total steps of a run over `num_examples` training
