@@ -36,8 +36,10 @@ absl::StatusOr<Response> Call(Chief::Stub* stub, Method method,
 
 }  // namespace
 
-ChiefClient::ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self)
+ChiefClient::ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self,
+                         std::string cluster)
     : self_(std::move(self)),
+      cluster_(std::move(cluster)),
       incarnation_(RandomIncarnation()),
       stub_(Chief::NewStub(channel)) {}
 
@@ -56,6 +58,7 @@ absl::StatusOr<RegisterResponse> ChiefClient::Register(absl::Duration patience,
     FillHeader(request.mutable_header());
     request.set_incarnation(incarnation_);
     request.set_batch_size(batch_size);
+    request.set_cluster(cluster_);
     absl::StatusOr<RegisterResponse> response =
         Call<RegisterRequest, RegisterResponse>(
             stub_.get(), &Chief::Stub::Register, request,

@@ -26,7 +26,10 @@ namespace chief {
 
 class ChiefClient {
  public:
-  ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self);
+  // `cluster`: the caller's TF_CONFIG cluster (ClusterSpec::ToString()),
+  // sent when registering so the chief can refuse another cluster's task.
+  ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self,
+              std::string cluster = "");
 
   // Registers, retrying UNAVAILABLE (the chief not up yet) until `patience`
   // runs out. Remembers the run id for the calls below.
@@ -52,6 +55,7 @@ class ChiefClient {
   void FillHeader(RequestHeader* header) ABSL_LOCKS_EXCLUDED(mu_);
 
   const TaskRef self_;
+  const std::string cluster_;
   const uint64_t incarnation_;
   std::unique_ptr<Chief::Stub> stub_;
   std::atomic<uint64_t> next_request_id_{1};

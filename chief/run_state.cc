@@ -40,6 +40,11 @@ absl::StatusOr<RegisterResponse> RunState::Register(
     return absl::InvalidArgumentError(absl::StrCat(
         "task ", TaskName(task), " is not a ps or worker of this cluster"));
   }
+  if (!request.cluster().empty() && request.cluster() != cluster_.ToString()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        TaskName(task), "'s TF_CONFIG names another cluster (", request.cluster(),
+        ") than the chief's (", cluster_.ToString(), ")"));
+  }
   RegisterResponse response;
   response.set_run_id(run_id_);
   *response.mutable_config() = config_;

@@ -1,6 +1,7 @@
 #include "common/cluster_spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace pstrain {
 
@@ -69,6 +70,14 @@ std::vector<TaskRef> ClusterSpec::TrainingTasks() const {
     for (int index : TaskIndices(job)) tasks.push_back(MakeTask(job, index));
   }
   return tasks;
+}
+
+std::string ClusterSpec::ToString() const {
+  std::vector<std::string> parts;
+  for (const TaskRef& task : TrainingTasks()) {
+    parts.push_back(absl::StrCat(TaskName(task), "=", Address(task)->ToString()));
+  }
+  return absl::StrJoin(parts, " ");
 }
 
 }  // namespace pstrain

@@ -52,6 +52,11 @@ class ClusterSpec {
   // cluster.
   std::vector<TaskRef> TrainingTasks() const;
 
+  // The training tasks and their addresses, one canonical line:
+  // "chief:0=h0:2222 ps:0=h1:2222 worker:0=h2:2222". Equal for equal
+  // training clusters, however their TF_CONFIG was written.
+  std::string ToString() const;
+
  private:
   std::map<JobType, Job> jobs_;
 };

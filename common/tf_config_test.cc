@@ -315,3 +315,22 @@ TEST(ReadTfConfig, ChecksTheBinarysRole) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(ClusterSpec, ToStringIsCanonicalOverTheTrainingTasks) {
+  absl::StatusOr<TfConfig> a = ParseTfConfig(R"({"cluster": {
+      "worker": ["w0:1", "w1:1"], "chief": ["c:1"], "ps": ["[0:0::1]:2"],
+      "evaluator": ["e:1"]}, "task": {"type": "ps", "index": 0}})");
+  absl::StatusOr<TfConfig> b = ParseTfConfig(R"({"cluster": {
+      "chief": ["c:1"], "ps": {"0": "[::1]:2"}, "worker": ["w0:1", "w1:1"]},
+      "task": {"type": "worker", "index": 1}})");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->cluster.ToString(),
+            "chief:0=c:1 ps:0=[::1]:2 worker:0=w0:1 worker:1=w1:1");
+  EXPECT_EQ(a->cluster.ToString(), b->cluster.ToString());
+}
+
+}  // namespace
+}  // namespace pstrain

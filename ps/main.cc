@@ -101,7 +101,8 @@ int Main() {
       config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (chief_address.ok()) {
     chief = std::make_unique<chief::ChiefClient>(
-        CreatePstrainChannel(chief_address->ToString()), config->task);
+        CreatePstrainChannel(chief_address->ToString()), config->task,
+        config->cluster.ToString());
     heartbeat = std::thread([&chief, &stopping, index = config->task.index()] {
       bool registered = false;
       while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) {

@@ -147,16 +147,39 @@ TEST(Cluster, ChiefNamesTheTasksThatNeverCame) {
   EXPECT_EQ(worker.Wait(60), 1) << Log(worker);
 }
 
+TEST(Cluster, WorkerFromAnotherClusterIsRefused) {
+  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  const Cluster cluster(1, 1);
+  Cluster other = cluster;
+  other.workers.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
+  Subprocess ps = cluster.Start("ps", 0);
+  Subprocess chief = cluster.Start(
+      "chief", 0, {"--model=mlp", "--steps=5", "--wait_for_tasks_seconds=5",
+                   "--model_dir=" + TempPath("stranger")});
+  Subprocess stranger = other.Start("worker", 0);
+  EXPECT_EQ(stranger.Wait(60), 1);
+  EXPECT_NE(Log(stranger).find("worker:0's TF_CONFIG names another cluster"),
+            std::string::npos)
+      << Log(stranger);
+  EXPECT_EQ(chief.Wait(60), 1);
+  EXPECT_EQ(ps.Wait(60), 0);
+}
+
 TEST(Cluster, BinariesRefuseBadFlagsWithStatusTwo) {
   const Cluster cluster(1, 1);
-  Subprocess chief = cluster.Start("chief", 0, {"--optimizer=rmsprop"});
+  const std::string model_dir = TempPath("bad-flags");
+  Subprocess chief = cluster.Start(
+      "chief", 0, {"--optimizer=rmsprop", "--model_dir=" + model_dir});
   EXPECT_EQ(chief.Wait(60), 2);
   EXPECT_EQ(Log(chief),
             "--optimizer: \"rmsprop\" is not sgd, momentum, adagrad or adam\n");
-  Subprocess model = cluster.Start("chief", 0, {"--model=/nonexistent.json"});
+  Subprocess model = cluster.Start(
+      "chief", 0, {"--model=/nonexistent.json", "--model_dir=" + model_dir});
   EXPECT_EQ(model.Wait(60), 2);
   EXPECT_NE(Log(model).find("model \"/nonexistent.json\": "), std::string::npos)
       << Log(model);
+  struct stat st;
+  EXPECT_NE(stat(model_dir.c_str(), &st), 0) << "nothing may be written";
   Subprocess worker = cluster.Start("worker", 0, {"--device=tpu"});
   EXPECT_EQ(worker.Wait(60), 2);
   EXPECT_EQ(Log(worker),

@@ -102,7 +102,7 @@ int Main() {
   const absl::Duration patience =
       absl::Seconds(absl::GetFlag(FLAGS_chief_patience_seconds));
   chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString()),
-                           tf_config->task);
+                           tf_config->task, tf_config->cluster.ToString());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
     LogError(absl::StrCat("worker ", index, ": cannot register with the chief at ",
