@@ -13,72 +13,31 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/subprocess.h"
+#include "tests/local_cluster.h"
 
 namespace pstrain {
 namespace testing {
 namespace {
-
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
-bool HaveData() {
-  struct stat st;
-  return stat((std::string(kData) + "/train-images-idx3-ubyte.gz").c_str(),
-              &st) == 0;
-}
 
 bool Exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
 
-std::string Log(Subprocess& p) { return ReadFile(p.log_path()); }
-
 // One run: a chief, `num_ps` ps tasks and two workers, logs named after
 // `name`. Returns the chief's log; fails the test if any process fails.
 std::string RunCluster(const std::string& name, int num_ps,
                        std::vector<std::string> chief_flags) {
-  auto address = [] { return absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""); };
-  const std::string chief = address();
-  std::vector<std::string> ps, workers;
-  for (int i = 0; i < num_ps; ++i) ps.push_back(address());
-  for (int i = 0; i < 2; ++i) workers.push_back(address());
-  auto tf_config = [&](const std::string& type, int index) {
-    return absl::StrCat("{\"cluster\": {\"chief\": [", chief, "], \"ps\": [",
-                        absl::StrJoin(ps, ", "), "], \"worker\": [",
-                        absl::StrJoin(workers, ", "),
-                        "]}, \"task\": {\"type\": \"", type,
-                        "\", \"index\": ", index, "}}");
-  };
-  auto start = [&](const std::string& type, int index,
-                   std::vector<std::string> args) {
-    return Subprocess::Start(absl::StrCat(type, "/", type), args,
-                             {{"TF_CONFIG", tf_config(type, index)}},
-                             TempPath(absl::StrCat(name, "-", type, index, ".log")));
-  };
-  std::vector<Subprocess> tasks;
-  for (int i = 0; i < num_ps; ++i) tasks.push_back(start("ps", i, {}));
-  for (int i = 0; i < 2; ++i) {
-    tasks.push_back(start("worker", i, {"--threads=1", "--report_every_steps=5"}));
-  }
   std::vector<std::string> flags = {"--model=mlp", "--batch_size=32",
                                     "--print_every_steps=10", "--threads=1"};
   flags.insert(flags.end(), chief_flags.begin(), chief_flags.end());
-  Subprocess chief_process = start("chief", 0, flags);
-  EXPECT_EQ(chief_process.Wait(120), 0) << Log(chief_process);
-  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
-  return Log(chief_process);
+  return LocalCluster(num_ps, 2).Run(name, flags,
+                                     {"--threads=1", "--report_every_steps=5"});
 }
 
-// `chief --export_safetensors` of model_dir's newest good checkpoint.
+// The bytes of the safetensors export of model_dir's newest checkpoint.
 std::string Export(const std::string& model_dir, const std::string& name) {
-  const std::string path = TempPath(name + ".safetensors");
-  Subprocess chief = Subprocess::Start(
-      "chief/chief",
-      {"--export_safetensors=" + path, "--model_dir=" + model_dir}, {},
-      TempPath(name + "-export.log"));
-  EXPECT_EQ(chief.Wait(60), 0) << Log(chief);
-  return ReadFile(path);
+  return ReadFile(ExportSafetensors(model_dir, name));
 }
 
 void FlipByte(const std::string& path, int64_t offset) {
@@ -92,7 +51,7 @@ void FlipByte(const std::string& path, int64_t offset) {
 }
 
 TEST(Checkpoint, SyncRunWritesEveryTenStepsAndKeepsTheNewestTwo) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const std::string model_dir = TempPath("every-ten");
   const std::string log =
       RunCluster("every-ten", 2,
@@ -110,12 +69,12 @@ TEST(Checkpoint, SyncRunWritesEveryTenStepsAndKeepsTheNewestTwo) {
 }
 
 TEST(Checkpoint, AsyncRunWritesCheckpointsWhileWorkersHold) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const std::string model_dir = TempPath("async");
-  const std::string log = RunCluster(
-      "async", 1,
-      {"--mode=async", "--steps=20", "--checkpoint_every_steps=10",
-       "--model_dir=" + model_dir});
+  const std::string log =
+      RunCluster("async", 1,
+                 {"--mode=async", "--steps=20", "--checkpoint_every_steps=10",
+                  "--model_dir=" + model_dir});
   EXPECT_NE(log.find("checkpoint at step 10 in "), std::string::npos) << log;
   EXPECT_TRUE(Exists(model_dir + "/ckpt-10/index.pb"));
   EXPECT_TRUE(Exists(model_dir + "/ckpt-20/index.pb"));
@@ -123,7 +82,7 @@ TEST(Checkpoint, AsyncRunWritesCheckpointsWhileWorkersHold) {
 }
 
 TEST(Checkpoint, ResumeOnMorePsRestoresTheVariablesBitForBit) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const std::string model_dir = TempPath("resume");
   // An uninterrupted run to step 30, checkpointed at 20 and 30.
   RunCluster("resume-first", 2,
@@ -151,7 +110,8 @@ TEST(Checkpoint, ResumeOnMorePsRestoresTheVariablesBitForBit) {
 
   // Training goes on from there to step 30, with the data where the
   // uninterrupted run had it: the same model.
-  log = RunCluster("resume-more", 3, {"--steps=30", "--model_dir=" + model_dir});
+  log =
+      RunCluster("resume-more", 3, {"--steps=30", "--model_dir=" + model_dir});
   EXPECT_NE(log.find("resuming from " + model_dir + "/ckpt-20 at step 20"),
             std::string::npos)
       << log;
@@ -168,7 +128,7 @@ TEST(Checkpoint, ResumeOnMorePsRestoresTheVariablesBitForBit) {
 }
 
 TEST(Checkpoint, DamagedNewestCheckpointFallsBackToThePreviousOne) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const std::string model_dir = TempPath("damaged");
   RunCluster("damaged-first", 1,
              {"--steps=20", "--checkpoint_every_steps=10",
@@ -177,8 +137,8 @@ TEST(Checkpoint, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   ASSERT_TRUE(Exists(model_dir + "/ckpt-20/index.pb"));
   FlipByte(model_dir + "/ckpt-20/ps-0.data", 100);
 
-  const std::string log =
-      RunCluster("damaged-resume", 2, {"--steps=20", "--model_dir=" + model_dir});
+  const std::string log = RunCluster(
+      "damaged-resume", 2, {"--steps=20", "--model_dir=" + model_dir});
   EXPECT_NE(log.find("checkpoint " + model_dir + "/ckpt-20 is damaged ("),
             std::string::npos)
       << log;

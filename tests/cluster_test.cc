@@ -10,61 +10,22 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/subprocess.h"
+#include "tests/local_cluster.h"
 
 namespace pstrain {
 namespace testing {
 namespace {
 
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
-bool HaveData() {
-  struct stat st;
-  return stat((std::string(kData) + "/train-images-idx3-ubyte.gz").c_str(),
-              &st) == 0;
-}
-
-struct Cluster {
-  std::string chief;
-  std::vector<std::string> ps, workers;
-
-  Cluster(int num_ps, int num_workers) {
-    chief = absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"");
-    for (int i = 0; i < num_ps; ++i) {
-      ps.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
-    }
-    for (int i = 0; i < num_workers; ++i) {
-      workers.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
-    }
-  }
-
-  std::string TfConfig(const std::string& type, int index) const {
-    return absl::StrCat("{\"cluster\": {\"chief\": [", chief, "], \"ps\": [",
-                        absl::StrJoin(ps, ", "), "], \"worker\": [",
-                        absl::StrJoin(workers, ", "),
-                        "]}, \"task\": {\"type\": \"", type,
-                        "\", \"index\": ", index, "}}");
-  }
-
-  Subprocess Start(const std::string& type, int index,
-                   std::vector<std::string> args = {}) const {
-    const std::string binary = absl::StrCat(type, "/", type);
-    return Subprocess::Start(binary, args, {{"TF_CONFIG", TfConfig(type, index)}},
-                             TempPath(absl::StrCat(type, index, ".log")));
-  }
-};
-
-std::string Log(Subprocess& p) { return ReadFile(p.log_path()); }
-
 TEST(Cluster, SyncRunOfTheMlpFinishesAndEveryTaskExits) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  const Cluster cluster(2, 2);
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(2, 2);
   std::vector<Subprocess> tasks;
-  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("ps", i));
-  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("worker", i));
+  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("sync", "ps", i));
+  for (int i = 0; i < 2; ++i)
+    tasks.push_back(cluster.Start("sync", "worker", i));
   const std::string model_dir = TempPath("sync-run");
   Subprocess chief = cluster.Start(
-      "chief", 0,
+      "sync", "chief", 0,
       {"--model=mlp", "--optimizer=adam", "--steps=60", "--batch_size=32",
        "--print_every_steps=20", "--model_dir=" + model_dir});
   ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
@@ -88,16 +49,17 @@ TEST(Cluster, SyncRunOfTheMlpFinishesAndEveryTaskExits) {
 }
 
 TEST(Cluster, AsyncRunFinishes) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  const Cluster cluster(1, 2);
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(1, 2);
   std::vector<Subprocess> tasks;
-  tasks.push_back(cluster.Start("ps", 0));
-  for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("worker", i));
+  tasks.push_back(cluster.Start("async", "ps", 0));
+  for (int i = 0; i < 2; ++i)
+    tasks.push_back(cluster.Start("async", "worker", i));
   const std::string model_dir = TempPath("async-run");
-  Subprocess chief = cluster.Start(
-      "chief", 0,
-      {"--model=mlp", "--mode=async", "--max_staleness=4", "--steps=40",
-       "--model_dir=" + model_dir});
+  Subprocess chief =
+      cluster.Start("async", "chief", 0,
+                    {"--model=mlp", "--mode=async", "--max_staleness=4",
+                     "--steps=40", "--model_dir=" + model_dir});
   ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
   for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
   EXPECT_NE(ReadFile(model_dir + "/summary.json").find("\"mode\": \"async\""),
@@ -107,18 +69,18 @@ TEST(Cluster, AsyncRunFinishes) {
 // Three workers, two gradients per step: the straggler's late gradients are
 // dropped and counted, and the run finishes.
 TEST(Cluster, BackupWorkersLateGradientsAreCountedInTheSummary) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  const Cluster cluster(1, 3);
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(1, 3);
   std::vector<Subprocess> tasks;
-  tasks.push_back(cluster.Start("ps", 0));
-  tasks.push_back(cluster.Start("worker", 0));
-  tasks.push_back(cluster.Start("worker", 1));
-  tasks.push_back(cluster.Start("worker", 2, {"--push_delay_ms=50"}));
+  tasks.push_back(cluster.Start("backup", "ps", 0));
+  tasks.push_back(cluster.Start("backup", "worker", 0));
+  tasks.push_back(cluster.Start("backup", "worker", 1));
+  tasks.push_back(cluster.Start("backup", "worker", 2, {"--push_delay_ms=50"}));
   const std::string model_dir = TempPath("backup-run");
-  Subprocess chief = cluster.Start(
-      "chief", 0,
-      {"--model=mlp", "--replicas_to_aggregate=2", "--steps=20",
-       "--batch_size=32", "--model_dir=" + model_dir});
+  Subprocess chief =
+      cluster.Start("backup", "chief", 0,
+                    {"--model=mlp", "--replicas_to_aggregate=2", "--steps=20",
+                     "--batch_size=32", "--model_dir=" + model_dir});
   ASSERT_EQ(chief.Wait(240), 0) << Log(chief);
   for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
   const nlohmann::json summary = nlohmann::json::parse(
@@ -129,13 +91,14 @@ TEST(Cluster, BackupWorkersLateGradientsAreCountedInTheSummary) {
 }
 
 TEST(Cluster, ChiefNamesTheTasksThatNeverCame) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  const Cluster cluster(1, 2);
-  Subprocess ps = cluster.Start("ps", 0);
-  Subprocess worker = cluster.Start("worker", 0);
-  Subprocess chief = cluster.Start(
-      "chief", 0, {"--model=mlp", "--steps=10", "--wait_for_tasks_seconds=3",
-                   "--model_dir=" + TempPath("missing")});
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(1, 2);
+  Subprocess ps = cluster.Start("missing", "ps", 0);
+  Subprocess worker = cluster.Start("missing", "worker", 0);
+  Subprocess chief =
+      cluster.Start("missing", "chief", 0,
+                    {"--model=mlp", "--steps=10", "--wait_for_tasks_seconds=3",
+                     "--model_dir=" + TempPath("missing")});
   EXPECT_EQ(chief.Wait(120), 1);
   const std::string log = Log(chief);
   EXPECT_NE(log.find("these tasks never registered: worker:1"),
@@ -148,15 +111,16 @@ TEST(Cluster, ChiefNamesTheTasksThatNeverCame) {
 }
 
 TEST(Cluster, WorkerFromAnotherClusterIsRefused) {
-  if (!HaveData()) GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  const Cluster cluster(1, 1);
-  Cluster other = cluster;
-  other.workers.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
-  Subprocess ps = cluster.Start("ps", 0);
-  Subprocess chief = cluster.Start(
-      "chief", 0, {"--model=mlp", "--steps=5", "--wait_for_tasks_seconds=5",
-                   "--model_dir=" + TempPath("stranger")});
-  Subprocess stranger = other.Start("worker", 0);
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(1, 1);
+  LocalCluster other = cluster;
+  other.AddWorker();
+  Subprocess ps = cluster.Start("stranger", "ps", 0);
+  Subprocess chief =
+      cluster.Start("stranger", "chief", 0,
+                    {"--model=mlp", "--steps=5", "--wait_for_tasks_seconds=5",
+                     "--model_dir=" + TempPath("stranger")});
+  Subprocess stranger = other.Start("stranger", "worker", 0);
   EXPECT_EQ(stranger.Wait(60), 1);
   EXPECT_NE(Log(stranger).find("worker:0's TF_CONFIG names another cluster"),
             std::string::npos)
@@ -166,24 +130,24 @@ TEST(Cluster, WorkerFromAnotherClusterIsRefused) {
 }
 
 TEST(Cluster, BinariesRefuseBadFlagsWithStatusTwo) {
-  const Cluster cluster(1, 1);
+  const LocalCluster cluster(1, 1);
   const std::string model_dir = TempPath("bad-flags");
   Subprocess chief = cluster.Start(
-      "chief", 0, {"--optimizer=rmsprop", "--model_dir=" + model_dir});
+      "flags", "chief", 0, {"--optimizer=rmsprop", "--model_dir=" + model_dir});
   EXPECT_EQ(chief.Wait(60), 2);
   EXPECT_EQ(Log(chief),
             "--optimizer: \"rmsprop\" is not sgd, momentum, adagrad or adam\n");
-  Subprocess model = cluster.Start(
-      "chief", 0, {"--model=/nonexistent.json", "--model_dir=" + model_dir});
+  Subprocess model =
+      cluster.Start("flags", "chief", 0,
+                    {"--model=/nonexistent.json", "--model_dir=" + model_dir});
   EXPECT_EQ(model.Wait(60), 2);
   EXPECT_NE(Log(model).find("model \"/nonexistent.json\": "), std::string::npos)
       << Log(model);
   struct stat st;
   EXPECT_NE(stat(model_dir.c_str(), &st), 0) << "nothing may be written";
-  Subprocess worker = cluster.Start("worker", 0, {"--device=tpu"});
+  Subprocess worker = cluster.Start("flags", "worker", 0, {"--device=tpu"});
   EXPECT_EQ(worker.Wait(60), 2);
-  EXPECT_EQ(Log(worker),
-            "--device: \"tpu\" is not auto, cpu, gpu or gpu:N\n");
+  EXPECT_EQ(Log(worker), "--device: \"tpu\" is not auto, cpu, gpu or gpu:N\n");
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 // training of the cnn (no dropout) with 2 workers x batch 32 ends with the
 // same variables after 20 steps as 1 worker x batch 64, compared through
 // the chief's safetensors export. Real processes on 127.0.0.1.
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,61 +10,29 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/subprocess.h"
+#include "tests/local_cluster.h"
 
 namespace pstrain {
 namespace testing {
 namespace {
 
-constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
-
-// Trains with `workers` workers of `batch` examples for 20 steps and exports
-// the variables; returns the export's path.
+// Trains the cnn with `workers` workers of `batch` examples for 20 steps
+// and exports the variables; returns the export's path.
 std::string Train(int workers, int batch) {
-  std::vector<std::string> ps = {absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"")};
-  std::vector<std::string> worker_addresses;
-  for (int i = 0; i < workers; ++i) {
-    worker_addresses.push_back(absl::StrCat("\"127.0.0.1:", PickFreePort(), "\""));
-  }
-  const std::string chief = absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"");
-  auto tf_config = [&](const std::string& type, int index) {
-    return absl::StrCat("{\"cluster\": {\"chief\": [", chief, "], \"ps\": [",
-                        absl::StrJoin(ps, ", "), "], \"worker\": [",
-                        absl::StrJoin(worker_addresses, ", "),
-                        "]}, \"task\": {\"type\": \"", type,
-                        "\", \"index\": ", index, "}}");
-  };
   const std::string name = absl::StrCat(workers, "x", batch);
-  std::vector<Subprocess> tasks;
-  tasks.push_back(Subprocess::Start("ps/ps", {}, {{"TF_CONFIG", tf_config("ps", 0)}},
-                                    TempPath(name + "-ps.log")));
-  for (int i = 0; i < workers; ++i) {
-    tasks.push_back(Subprocess::Start(
-        "worker/worker", {}, {{"TF_CONFIG", tf_config("worker", i)}},
-        TempPath(absl::StrCat(name, "-worker", i, ".log"))));
-  }
   const std::string model_dir = TempPath(name);
-  Subprocess chief_process = Subprocess::Start(
-      "chief/chief",
-      {"--model=cnn", "--optimizer=sgd", "--learning_rate=0.1", "--steps=20",
-       absl::StrCat("--batch_size=", batch), "--model_dir=" + model_dir},
-      {{"TF_CONFIG", tf_config("chief", 0)}}, TempPath(name + "-chief.log"));
-  EXPECT_EQ(chief_process.Wait(300), 0) << ReadFile(chief_process.log_path());
-  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0);
-  const std::string exported = model_dir + ".safetensors";
-  Subprocess exporter = Subprocess::Start(
-      "chief/chief",
-      {"--export_safetensors=" + exported, "--model_dir=" + model_dir}, {},
-      TempPath(name + "-export.log"));
-  EXPECT_EQ(exporter.Wait(60), 0) << ReadFile(exporter.log_path());
-  return exported;
+  LocalCluster(1, workers)
+      .Run(name, {"--model=cnn", "--optimizer=sgd", "--learning_rate=0.1",
+                  "--steps=20", absl::StrCat("--batch_size=", batch),
+                  "--model_dir=" + model_dir});
+  return ExportSafetensors(model_dir, name);
 }
 
 // The float32 tensors of a safetensors file, by name.
-std::map<std::string, std::vector<float>> ReadSafetensors(const std::string& path) {
+std::map<std::string, std::vector<float>> ReadSafetensors(
+    const std::string& path) {
   const std::string bytes = ReadFile(path);
   std::map<std::string, std::vector<float>> tensors;
   if (bytes.size() < 8) return tensors;
@@ -87,10 +53,7 @@ std::map<std::string, std::vector<float>> ReadSafetensors(const std::string& pat
 }
 
 TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
-  struct stat st;
-  if (stat((std::string(kData) + "/train-images-idx3-ubyte.gz").c_str(), &st) != 0) {
-    GTEST_SKIP() << "skipped: no Fashion-MNIST at " << kData;
-  }
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const auto two = ReadSafetensors(Train(2, 32));
   const auto one = ReadSafetensors(Train(1, 64));
   ASSERT_EQ(two.size(), 8u);  // the cnn's kernels and biases
@@ -101,8 +64,8 @@ TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
     ASSERT_EQ(values.size(), other.size()) << name;
     double max_difference = 0;
     for (size_t i = 0; i < values.size(); ++i) {
-      max_difference = std::max(max_difference,
-                                std::fabs(double{values[i]} - other[i]));
+      max_difference =
+          std::max(max_difference, std::fabs(double{values[i]} - other[i]));
     }
     EXPECT_LE(max_difference, 1e-5) << name;
   }

@@ -1,0 +1,78 @@
+#include "tests/local_cluster.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+std::string NewAddress() {
+  return absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"");
+}
+
+}  // namespace
+
+bool HaveFashionMnist() {
+  struct stat st;
+  return stat(absl::StrCat(kFashionMnistDir, "/train-images-idx3-ubyte.gz")
+                  .c_str(),
+              &st) == 0;
+}
+
+std::string Log(Subprocess& p) { return ReadFile(p.log_path()); }
+
+LocalCluster::LocalCluster(int num_ps, int num_workers) : chief_(NewAddress()) {
+  for (int i = 0; i < num_ps; ++i) ps_.push_back(NewAddress());
+  for (int i = 0; i < num_workers; ++i) AddWorker();
+}
+
+void LocalCluster::AddWorker() { workers_.push_back(NewAddress()); }
+
+std::string LocalCluster::TfConfig(const std::string& type, int index) const {
+  return absl::StrCat("{\"cluster\": {\"chief\": [", chief_, "], \"ps\": [",
+                      absl::StrJoin(ps_, ", "), "], \"worker\": [",
+                      absl::StrJoin(workers_, ", "),
+                      "]}, \"task\": {\"type\": \"", type,
+                      "\", \"index\": ", index, "}}");
+}
+
+Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
+                               int index,
+                               const std::vector<std::string>& args) const {
+  return Subprocess::Start(
+      absl::StrCat(type, "/", type), args,
+      {{"TF_CONFIG", TfConfig(type, index)}},
+      TempPath(absl::StrCat(name, "-", type, index, ".log")));
+}
+
+std::string LocalCluster::Run(
+    const std::string& name, const std::vector<std::string>& chief_flags,
+    const std::vector<std::string>& worker_flags) const {
+  std::vector<Subprocess> tasks;
+  for (int i = 0; i < num_ps(); ++i) tasks.push_back(Start(name, "ps", i));
+  for (int i = 0; i < num_workers(); ++i) {
+    tasks.push_back(Start(name, "worker", i, worker_flags));
+  }
+  Subprocess chief = Start(name, "chief", 0, chief_flags);
+  EXPECT_EQ(chief.Wait(600), 0) << Log(chief);
+  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+  return Log(chief);
+}
+
+std::string ExportSafetensors(const std::string& model_dir,
+                              const std::string& name) {
+  const std::string path = TempPath(name + ".safetensors");
+  Subprocess chief = Subprocess::Start(
+      "chief/chief",
+      {"--export_safetensors=" + path, "--model_dir=" + model_dir}, {},
+      TempPath(name + "-export.log"));
+  EXPECT_EQ(chief.Wait(60), 0) << Log(chief);
+  return path;
+}
+
+}  // namespace testing
+}  // namespace pstrain
