@@ -10,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
+#include "ps/tensor_encoding.h"
 
 namespace pstrain {
 namespace ps {
@@ -34,7 +35,16 @@ void DescribePiece(const DensePiece& piece, TensorProto* t) {
 PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
                    PsClientOptions options)
     : options_(std::move(options)),
-      stub_(ParameterServer::NewStub(channel)) {}
+      channel_(channel),
+      stub_(ParameterServer::NewStub(channel)),
+      push_method_name_(
+          absl::StrCat("/", ParameterServer::service_full_name(), "/PushDense")),
+      push_method_(push_method_name_.c_str(),
+                   grpc::internal::RpcMethod::CLIENT_STREAMING, channel),
+      pull_method_name_(
+          absl::StrCat("/", ParameterServer::service_full_name(), "/PullDense")),
+      pull_method_(pull_method_name_.c_str(),
+                   grpc::internal::RpcMethod::SERVER_STREAMING, channel) {}
 
 void PsClient::FillHeader(RequestHeader* header) {
   header->set_run_id(options_.run_id);
@@ -59,50 +69,58 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDense(
     absl::Span<const DensePiece> gradients) {
   grpc::ClientContext context;
   SetDeadline(&context);
+  // The call's metadata goes out with the first message, and the half-close
+  // with the last (set_last_message): fewer round trips through gRPC's queues.
+  context.set_initial_metadata_corked(true);
   PushDenseResponse response;
-  std::unique_ptr<grpc::ClientWriter<PushDenseRequest>> writer =
-      stub_->PushDense(&context, &response);
+  // A stream of PushDenseRequest messages that we serialize ourselves
+  // (ps/tensor_encoding.h), so each gradient byte is copied once, into the
+  // buffer gRPC sends. The server sees ordinary PushDenseRequest messages.
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), push_method_, &context, &response));
 
-  // Messages are filled with chunks up to max_chunk_bytes of content and
-  // written one at a time; push_message_ keeps its buffers between pushes.
-  PushDenseRequest& message = push_message_;
-  message.Clear();
-  FillHeader(message.mutable_header());
-  message.set_version(version);
-  message.set_batch_size(batch_size);
+  // Messages carry chunks up to max_chunk_bytes of content in all and are
+  // written one at a time. Only the first carries the request header.
+  PushDenseRequest header;
+  FillHeader(header.mutable_header());
+  header.set_version(version);
+  header.set_batch_size(batch_size);
+  std::vector<NamedTensor> described;  // the message's chunks, sans content
+  std::vector<GradientChunk> chunks;   // and their content
   int64_t room = options_.max_chunk_bytes;
-  int used_gradients = 0;
   bool broken = false;
-  auto flush = [&] {
-    // Drop the gradients this message did not use (kept from earlier ones).
-    while (message.gradients_size() > used_gradients) {
-      message.mutable_gradients()->RemoveLast();
+  auto flush = [&](bool last) {
+    for (size_t i = 0; i < chunks.size(); ++i) chunks[i].gradient = &described[i];
+    if (!broken) {
+      grpc::WriteOptions options;
+      if (last) options.set_last_message();
+      if (!writer->Write(EncodePushDenseRequest(header, chunks), options)) {
+        broken = true;
+      }
     }
-    if (!broken && !writer->Write(message)) broken = true;
-    message.clear_header();
-    used_gradients = 0;
+    header.clear_header();
+    described.clear();
+    chunks.clear();
     room = options_.max_chunk_bytes;
   };
   for (const DensePiece& piece : gradients) {
     int64_t offset = 0;
     do {
-      if (room == 0) flush();
+      if (room == 0) flush(/*last=*/false);
       const int64_t n = std::min(room, piece.size - offset);
-      NamedTensor* g = used_gradients < message.gradients_size()
-                           ? message.mutable_gradients(used_gradients)
-                           : message.add_gradients();
-      ++used_gradients;
-      g->set_name(piece.name);
-      TensorProto* t = g->mutable_tensor();
-      DescribePiece(piece, t);
-      t->set_content_offset(offset);
-      t->mutable_content()->assign(piece.data + offset, n);
+      NamedTensor& g = described.emplace_back();
+      g.set_name(piece.name);
+      DescribePiece(piece, g.mutable_tensor());
+      g.mutable_tensor()->set_content_offset(offset);
+      chunks.push_back({nullptr, piece.data + offset, n});
       offset += n;
       room -= n;
     } while (offset < piece.size);
   }
-  flush();
-  writer->WritesDone();
+  flush(/*last=*/true);
+  // The last write half-closed the stream unless the stream broke first.
+  if (broken) writer->WritesDone();
   absl::Status status = FromGrpcStatus(writer->Finish());
   if (!status.ok()) return status;
   return response;
@@ -121,14 +139,28 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
   }
   grpc::ClientContext context;
   SetDeadline(&context);
-  std::unique_ptr<grpc::ClientReader<PullDenseResponse>> reader =
-      stub_->PullDense(&context, request);
+  // The replies are read as bytes and decoded in place
+  // (ps/tensor_encoding.h): the content is copied once, from gRPC's buffers
+  // into the piece, instead of into a message string first.
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), pull_method_, &context, request));
   std::map<std::string, int64_t> received;
   std::map<std::string, int64_t> versions;
   absl::Status problem;
-  while (reader->Read(&pull_message_)) {
+  grpc::ByteBuffer buffer;
+  std::vector<grpc::Slice> slices;
+  while (reader->Read(&buffer)) {
     if (!problem.ok()) continue;  // drain, then report
-    const NamedTensor& value = pull_message_.value();
+    slices.clear();
+    // An empty message may arrive as no buffer at all.
+    if ((buffer.Valid() && !buffer.Dump(&slices).ok()) ||
+        !DecodePullDenseResponse(slices, &pull_view_)) {
+      problem = Unexpected("a PullDenseResponse that does not parse");
+      continue;
+    }
+    const PullDenseResponse& message = pull_view_.header;
+    const NamedTensor& value = message.value();
     auto it = by_name.find(value.name());
     const TensorProto& t = value.tensor();
     if (it == by_name.end()) {
@@ -138,20 +170,24 @@ absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
     }
     const DensePiece& piece = *it->second;
     const int64_t offset = t.content_offset();
-    const int64_t n = t.content().size();
+    const int64_t n = pull_view_.content_size;
     if (offset < 0 || offset > piece.size - n) {
       problem = Unexpected(absl::StrCat("a chunk of '", piece.name, "' at byte ",
                                         offset, " beyond its ", piece.size,
                                         " bytes"));
       continue;
     }
-    auto [seen, first] = versions.emplace(piece.name, pull_message_.version());
-    if (!first && seen->second != pull_message_.version()) {
+    auto [seen, first] = versions.emplace(piece.name, message.version());
+    if (!first && seen->second != message.version()) {
       problem = Unexpected(absl::StrCat("chunks of '", piece.name,
                                         "' from two versions"));
       continue;
     }
-    std::memcpy(piece.data + offset, t.content().data(), n);
+    char* out = piece.data + offset;
+    for (absl::string_view part : pull_view_.content) {
+      std::memcpy(out, part.data(), part.size());
+      out += part.size();
+    }
     received[piece.name] += n;
   }
   absl::Status status = FromGrpcStatus(reader->Finish());

@@ -29,6 +29,7 @@
 #include "common/thread_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps/tensor_encoding.h"
 
 namespace pstrain {
 namespace ps {
@@ -100,11 +101,22 @@ class PsClient {
   void SetDeadline(grpc::ClientContext* context) const;
 
   const PsClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ParameterServer::Stub> stub_;
+  // PushDense and PullDense as methods whose PushDenseRequest and
+  // PullDenseResponse messages we serialize and parse ourselves
+  // (ps/tensor_encoding.h): what the generated stub does, with
+  // grpc::ByteBuffer as the message type. Other methods use stub_.
+  // grpc::internal::RpcMethod is what generated stubs are built on; gRPC
+  // 1.51 has no public synchronous generic streaming call. pstrain builds
+  // against Debian's pinned gRPC, so this is checked at every build.
+  const std::string push_method_name_;
+  const grpc::internal::RpcMethod push_method_;
+  const std::string pull_method_name_;
+  const grpc::internal::RpcMethod pull_method_;
   uint64_t next_request_id_ = 1;
-  // Reused across messages and pushes, so content buffers are allocated once.
-  PushDenseRequest push_message_;
-  PullDenseResponse pull_message_;
+  // Reused across pull messages, so its header is allocated once.
+  PullDenseView pull_view_;
 };
 
 // The dense variables of a run, spread over ps tasks by its Placement.

@@ -1,9 +1,11 @@
 #include "ps/ps_service.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "common/grpc_status.h"
+#include "ps/tensor_encoding.h"
 
 namespace pstrain {
 namespace ps {
@@ -19,27 +21,34 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// Streams the chunks of one pull. The messages are built on a pull thread
-// (where the Shard may wait for a sync step), then written one at a time.
-class PullReactor : public grpc::ServerWriteReactor<PullDenseResponse> {
+// Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
+// (ps/tensor_encoding.h): each chunk is copied once, from the variable (under
+// its lock) into the buffer gRPC sends. A pull that may wait for a sync step
+// (min_version > 0) is served on a pull thread; one that returns at once is
+// served inline, saving a thread hand-off (it blocks only on the variables'
+// locks, as a push applied on gRPC's threads does). The last chunk is written
+// together with the status.
+class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  PullReactor(PsService* service, const PullDenseRequest* request) {
-    int64_t chunk = service->options().max_chunk_bytes;
-    if (request->max_chunk_bytes() > 0) {
-      chunk = std::min(chunk, request->max_chunk_bytes());
+  PullReactor(PsService* service, const grpc::ByteBuffer* raw_request) {
+    PullDenseRequest request;
+    if (!ParseRequest(raw_request, &request)) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "PullDenseRequest does not parse"));
+      return;
     }
-    service->pull_pool()->Schedule([this, service, request, chunk] {
-      absl::Status status = service->shard()->PullDense(
-          *request, [this, chunk](const DenseVariable& v, int64_t version,
-                                  const char* data, int64_t size) {
-            AddChunks(v, version, data, size, chunk);
-          });
-      if (!status.ok() || messages_.empty()) {
-        Finish(ToGrpcStatus(status));
-        return;
-      }
-      StartWrite(&messages_[0]);
-    });
+    int64_t chunk = service->options().max_chunk_bytes;
+    if (request.max_chunk_bytes() > 0) {
+      chunk = std::min(chunk, request.max_chunk_bytes());
+    }
+    if (request.min_version() == 0) {
+      Pull(service, request, chunk);
+      return;
+    }
+    service->pull_pool()->Schedule(
+        [this, service, request = std::move(request), chunk] {
+          Pull(service, request, chunk);
+        });
   }
 
   void OnWriteDone(bool ok) override {
@@ -47,39 +56,70 @@ class PullReactor : public grpc::ServerWriteReactor<PullDenseResponse> {
       Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pull stream broken"));
       return;
     }
-    if (++next_ == messages_.size()) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    StartWrite(&messages_[next_]);
+    WriteNext();
   }
 
   void OnDone() override { delete this; }
 
  private:
+  static bool ParseRequest(const grpc::ByteBuffer* raw,
+                           PullDenseRequest* request) {
+    // An empty message may arrive as no buffer at all.
+    std::vector<grpc::Slice> slices;
+    if (raw->Valid() && !raw->Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    return request->ParseFromString(bytes);
+  }
+
+  void Pull(PsService* service, const PullDenseRequest& request,
+            int64_t chunk) {
+    absl::Status status = service->shard()->PullDense(
+        request, [this, chunk](const DenseVariable& v, int64_t version,
+                               const char* data, int64_t size) {
+          AddChunks(v, version, data, size, chunk);
+        });
+    if (!status.ok() || messages_.empty()) {
+      Finish(ToGrpcStatus(status));
+      return;
+    }
+    WriteNext();
+  }
+
+  void WriteNext() {
+    const grpc::ByteBuffer* message = &messages_[next_++];
+    if (next_ == messages_.size()) {
+      StartWriteAndFinish(message, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(message);
+    }
+  }
+
   void AddChunks(const DenseVariable& v, int64_t version, const char* data,
                  int64_t size, int64_t chunk) {
+    PullDenseResponse header;
+    header.set_version(version);
+    NamedTensor* value = header.mutable_value();
+    value->set_name(v.name());
+    TensorProto* t = value->mutable_tensor();
+    t->set_dtype(DT_FLOAT);
+    *t->mutable_shape() = v.def().shape();
+    if (v.def().shape().dims_size() > 0) {
+      t->mutable_slice()->set_begin(v.row_begin());
+      t->mutable_slice()->set_end(v.row_end());
+    }
     int64_t offset = 0;
     do {
       const int64_t n = std::min(chunk, size - offset);
-      PullDenseResponse& message = messages_.emplace_back();
-      message.set_version(version);
-      NamedTensor* value = message.mutable_value();
-      value->set_name(v.name());
-      TensorProto* t = value->mutable_tensor();
-      t->set_dtype(DT_FLOAT);
-      *t->mutable_shape() = v.def().shape();
-      if (v.def().shape().dims_size() > 0) {
-        t->mutable_slice()->set_begin(v.row_begin());
-        t->mutable_slice()->set_end(v.row_end());
-      }
       t->set_content_offset(offset);
-      t->mutable_content()->assign(data + offset, n);
+      messages_.push_back(EncodePullDenseResponse(header, data + offset, n));
       offset += n;
     } while (offset < size);
   }
 
-  std::vector<PullDenseResponse> messages_;
+  std::vector<grpc::ByteBuffer> messages_;
   size_t next_ = 0;
 };
 
@@ -166,8 +206,8 @@ grpc::ServerUnaryReactor* PsService::CreateVariables(
   return Reply(context, shard_->CreateVariables(*request, response));
 }
 
-grpc::ServerWriteReactor<PullDenseResponse>* PsService::PullDense(
-    grpc::CallbackServerContext* context, const PullDenseRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PsService::PullDense(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new PullReactor(this, request);
 }
 

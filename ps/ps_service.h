@@ -2,9 +2,10 @@
 // requests, calls the Shard, and encodes replies; all decisions are the
 // Shard's.
 //
-// Pulls, saves and restores run on a thread pool of the service's own: a
-// sync pull may wait for its step, a save or restore does file I/O, and
-// gRPC's callback threads must not block.
+// Pulls that may wait (min_version > 0), saves and restores run on a thread
+// pool of the service's own: a sync pull may wait for its step, a save or
+// restore does file I/O, and gRPC's callback threads must not block. A pull
+// with min_version 0 never waits for a step and is served inline.
 // Pulls are streamed in chunks of at most max_chunk_bytes (request's value,
 // else the default), so no message approaches protobuf's 2 GB limit. Push
 // stream messages are parsed into pooled message objects whose buffers are
@@ -32,7 +33,11 @@ struct PsServiceOptions {
   int pull_threads = 16;
 };
 
-class PsService final : public ParameterServer::CallbackService {
+// PullDense is a raw method: its replies are encoded by hand
+// (ps/tensor_encoding.h) to save a copy of every chunk; on the wire they are
+// ordinary PullDenseResponse messages.
+class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
+                            ParameterServer::CallbackService> {
  public:
   // `shard` must outlive the service.
   PsService(Shard* shard, PsServiceOptions options);
@@ -42,9 +47,10 @@ class PsService final : public ParameterServer::CallbackService {
       grpc::CallbackServerContext* context,
       const CreateVariablesRequest* request,
       CreateVariablesResponse* response) override;
-  grpc::ServerWriteReactor<PullDenseResponse>* PullDense(
+  // `request` is a serialized PullDenseRequest.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullDense(
       grpc::CallbackServerContext* context,
-      const PullDenseRequest* request) override;
+      const grpc::ByteBuffer* request) override;
   grpc::ServerReadReactor<PushDenseRequest>* PushDense(
       grpc::CallbackServerContext* context,
       PushDenseResponse* response) override;

@@ -1,0 +1,261 @@
+#include "ps/tensor_encoding.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "grpc/slice.h"
+#include "grpcpp/support/slice.h"
+
+// Why hand-encoding is valid protobuf. A message is a sequence of fields,
+// each a tag (field number and wire type) and a value; a nested message or a
+// bytes field is the tag, the body's length as a varint, and the body.
+// Protobuf lets fields appear in any order (a parser keeps the last
+// occurrence of a singular field; each occurs once here). So a message with
+// one large `bytes content` field deep inside may be written as: the
+// protobuf serialization of each enclosing message with its nested field
+// cleared, followed by that nested field's tag and length, and so on down to
+// the content's tag, length and bytes. Every other field, including fields
+// added to these messages later, is written by protobuf itself. Only the
+// nesting path (PullDenseResponse.value or PushDenseRequest.gradients ->
+// NamedTensor.tensor -> TensorProto.content) is spelled out here, by field
+// number constants from the generated code.
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+// Appends `value` as a protobuf base-128 varint.
+void AppendVarint(uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+// Appends the tag and length of length-delimited field `number` (wire type
+// 2) whose body is `length` bytes.
+void AppendBytesField(int number, uint64_t length, std::string* out) {
+  AppendVarint((static_cast<uint64_t>(number) << 3) | 2, out);
+  AppendVarint(length, out);
+}
+
+// Appends the bytes of `named` with tensor.content set to `size` bytes, up to
+// (not including) those bytes: the NamedTensor is the appended part followed
+// by the content.
+void AppendNamedTensorPrefix(const NamedTensor& named, int64_t size,
+                             std::string* out) {
+  NamedTensor outer = named;
+  outer.clear_tensor();
+  TensorProto tensor = named.tensor();
+  tensor.clear_content();
+
+  std::string tensor_part;
+  tensor.AppendToString(&tensor_part);
+  AppendBytesField(TensorProto::kContentFieldNumber, size, &tensor_part);
+
+  outer.AppendToString(out);
+  AppendBytesField(NamedTensor::kTensorFieldNumber, tensor_part.size() + size,
+                   out);
+  out->append(tensor_part);
+}
+
+// One slice holding `parts` in order (pairs of bytes and length).
+grpc::ByteBuffer Concatenate(
+    const std::vector<std::pair<const char*, int64_t>>& parts) {
+  int64_t total = 0;
+  for (const auto& [data, size] : parts) total += size;
+  grpc_slice slice = grpc_slice_malloc(total);
+  char* out = reinterpret_cast<char*>(GRPC_SLICE_START_PTR(slice));
+  for (const auto& [data, size] : parts) {
+    if (size > 0) std::memcpy(out, data, size);
+    out += size;
+  }
+  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
+  return grpc::ByteBuffer(&owned, 1);
+}
+
+// Reads protobuf wire format from a sequence of slices.
+class SliceReader {
+ public:
+  explicit SliceReader(const std::vector<grpc::Slice>& slices)
+      : slices_(slices) {
+    for (const grpc::Slice& s : slices) size_ += s.size();
+  }
+
+  int64_t position() const { return position_; }
+  int64_t size() const { return size_; }
+
+  bool ReadVarint(uint64_t* value) {
+    *value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      char byte;
+      if (!Read(1, [&](const char* p, size_t) { byte = *p; })) return false;
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // Calls fn(data, size) for the pieces of the next n bytes and moves past
+  // them; false (nothing consumed) if fewer than n bytes remain.
+  template <typename Fn>
+  bool Read(int64_t n, Fn fn) {
+    if (n < 0 || n > size_ - position_) return false;
+    position_ += n;
+    while (n > 0) {
+      const grpc::Slice& s = slices_[slice_];
+      const size_t take = std::min<size_t>(n, s.size() - offset_);
+      fn(reinterpret_cast<const char*>(s.begin()) + offset_, take);
+      offset_ += take;
+      n -= take;
+      if (offset_ == s.size()) {
+        ++slice_;
+        offset_ = 0;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const std::vector<grpc::Slice>& slices_;
+  int64_t size_ = 0;
+  int64_t position_ = 0;
+  size_t slice_ = 0;   // current slice
+  size_t offset_ = 0;  // in it
+};
+
+// Decoding follows the same path: level 0 is the PullDenseResponse, 1 its
+// `value` NamedTensor, 2 that one's `tensor` TensorProto. Every field off the
+// path to the content is copied, as it is on the wire, into rest[level] and
+// parsed by protobuf afterwards; a repeated occurrence of a nested message
+// is merged, and the last `content` wins, as protobuf's parser does.
+bool DecodeLevel(SliceReader* in, int64_t end, int level,
+                 std::string rest[3], PullDenseView* view) {
+  static constexpr int kPath[] = {PullDenseResponse::kValueFieldNumber,
+                                  NamedTensor::kTensorFieldNumber,
+                                  TensorProto::kContentFieldNumber};
+  auto append = [&rest, level](const char* p, size_t n) {
+    rest[level].append(p, n);
+  };
+  while (in->position() < end) {
+    uint64_t tag = 0;
+    if (!in->ReadVarint(&tag)) return false;
+    const uint64_t number = tag >> 3;
+    const int wire_type = tag & 7;
+    if (wire_type == 2 && number == static_cast<uint64_t>(kPath[level])) {
+      uint64_t length = 0;
+      if (!in->ReadVarint(&length) ||
+          length > static_cast<uint64_t>(end - in->position())) {
+        return false;
+      }
+      if (level < 2) {
+        if (!DecodeLevel(in, in->position() + length, level + 1, rest, view)) {
+          return false;
+        }
+        continue;
+      }
+      view->content.clear();
+      view->content_size = length;
+      if (!in->Read(length, [view](const char* p, size_t n) {
+            view->content.emplace_back(p, n);
+          })) {
+        return false;
+      }
+      continue;
+    }
+    AppendVarint(tag, &rest[level]);
+    uint64_t value = 0;
+    switch (wire_type) {
+      case 0:  // varint
+        if (!in->ReadVarint(&value)) return false;
+        AppendVarint(value, &rest[level]);
+        break;
+      case 1:  // fixed64
+        if (!in->Read(8, append)) return false;
+        break;
+      case 2:  // length-delimited
+        if (!in->ReadVarint(&value) ||
+            value > static_cast<uint64_t>(end - in->position())) {
+          return false;
+        }
+        AppendVarint(value, &rest[level]);
+        if (!in->Read(value, append)) return false;
+        break;
+      case 5:  // fixed32
+        if (!in->Read(4, append)) return false;
+        break;
+      default:  // groups (unused by proto3) or invalid
+        return false;
+    }
+  }
+  return in->position() == end;
+}
+
+}  // namespace
+
+bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
+                             PullDenseView* view) {
+  view->content.clear();
+  view->content_size = 0;
+  SliceReader in(slices);
+  std::string rest[3];
+  if (!DecodeLevel(&in, in.size(), 0, rest, view)) return false;
+  view->header.Clear();
+  return view->header.ParseFromString(rest[0]) &&
+         view->header.mutable_value()->MergeFromString(rest[1]) &&
+         view->header.mutable_value()->mutable_tensor()->MergeFromString(
+             rest[2]);
+}
+
+grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
+                                         const char* content, int64_t size) {
+  //   [header without value] [value tag, length] [NamedTensor prefix] content
+  std::string named_prefix;
+  AppendNamedTensorPrefix(header.value(), size, &named_prefix);
+  PullDenseResponse outer = header;
+  outer.clear_value();
+  std::string prefix;
+  outer.AppendToString(&prefix);
+  AppendBytesField(PullDenseResponse::kValueFieldNumber,
+                   named_prefix.size() + size, &prefix);
+  prefix.append(named_prefix);
+  return Concatenate({{prefix.data(), static_cast<int64_t>(prefix.size())},
+                      {content, size}});
+}
+
+grpc::ByteBuffer EncodePushDenseRequest(
+    const PushDenseRequest& header, absl::Span<const GradientChunk> gradients) {
+  //   [header without gradients]
+  //   then per gradient: [gradients tag, length] [NamedTensor prefix] content
+  PushDenseRequest outer = header;
+  outer.clear_gradients();
+  std::vector<std::string> prefixes(std::max<size_t>(gradients.size(), 1));
+  outer.AppendToString(&prefixes[0]);
+  std::vector<std::pair<const char*, int64_t>> parts;
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    std::string named_prefix;
+    AppendNamedTensorPrefix(*gradients[i].gradient, gradients[i].size,
+                            &named_prefix);
+    // Part i: [header or nothing] [gradients tag, length] [prefix]; the
+    // gradient's content follows it.
+    AppendBytesField(PushDenseRequest::kGradientsFieldNumber,
+                     named_prefix.size() + gradients[i].size, &prefixes[i]);
+    prefixes[i].append(named_prefix);
+  }
+  if (gradients.empty()) {
+    parts.push_back({prefixes[0].data(),
+                     static_cast<int64_t>(prefixes[0].size())});
+  }
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    parts.push_back({prefixes[i].data(),
+                     static_cast<int64_t>(prefixes[i].size())});
+    parts.push_back({gradients[i].content, gradients[i].size});
+  }
+  return Concatenate(parts);
+}
+
+}  // namespace ps
+}  // namespace pstrain

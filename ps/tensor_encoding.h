@@ -1,0 +1,80 @@
+// Encodes (and decodes) the dense tensor messages of proto/ps_service.proto (pull replies
+// and push requests) straight into gRPC byte buffers, copying each chunk's
+// tensor content once, into the buffer gRPC sends, instead of twice (into the
+// message's `content` string, then into gRPC's buffer when it serializes).
+//
+// The bytes are a valid protobuf serialization of the message with the
+// content set, so any peer, generated stubs included, reads them as usual.
+//
+//   PullDenseResponse header;   // everything but value.tensor.content
+//   ...
+//   grpc::ByteBuffer message = EncodePullDenseResponse(header, data, size);
+#ifndef PSTRAIN_PS_TENSOR_ENCODING_H_
+#define PSTRAIN_PS_TENSOR_ENCODING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "proto/ps_service.pb.h"
+
+namespace pstrain {
+namespace ps {
+
+// `header` with value.tensor.content replaced by the `size` bytes at
+// `content`, serialized into one slice. header.value.tensor.content is
+// ignored (it should be empty).
+grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
+                                         const char* content, int64_t size);
+
+// A gradient chunk of a push: `gradient` (tensor.content ignored) with the
+// `size` bytes at `content` as its content.
+struct GradientChunk {
+  const NamedTensor* gradient = nullptr;
+  const char* content = nullptr;
+  int64_t size = 0;
+};
+
+// `header` (its gradients ignored) with `gradients` as its gradients, in
+// order, serialized into one slice.
+grpc::ByteBuffer EncodePushDenseRequest(const PushDenseRequest& header,
+                                        absl::Span<const GradientChunk> gradients);
+
+// A PullDenseResponse read from its serialized bytes, its content left in
+// place: `header` holds every field but value.tensor.content, whose bytes
+// are `content`, in order (views into the buffer's slices, valid while those
+// slices live). This saves parsing the content into a string only to copy it
+// again into the destination tensor.
+struct PullDenseView {
+  PullDenseResponse header;
+  std::vector<absl::string_view> content;
+  int64_t content_size = 0;
+};
+
+// Reads `slices` (a serialized PullDenseResponse) into *view. False if the
+// bytes are not a valid serialization.
+bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
+                             PullDenseView* view);
+
+}  // namespace ps
+// A PullDenseResponse read from its serialized bytes, its content left in
+// place: `header` holds every field but value.tensor.content, whose bytes
+// are `content`, in order (views into the buffer's slices, valid while those
+// slices live). This saves parsing the content into a string only to copy it
+// again into the destination tensor.
+struct PullDenseView {
+  PullDenseResponse header;
+  std::vector<absl::string_view> content;
+  int64_t content_size = 0;
+};
+
+// Reads `slices` (a serialized PullDenseResponse) into *view. False if the
+// bytes are not a valid serialization.
+bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
+                             PullDenseView* view);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_TENSOR_ENCODING_H_
