@@ -37,35 +37,13 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/cpu/weights_cache.h"
 #include "worker/cpu/window.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct Conv2DShape {
-  int64_t batch = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t kernel_h = 0;
-  int64_t kernel_w = 0;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  Padding padding = Padding::kValid;
-  bool use_bias = true;
-  // False for a first layer, whose input needs no gradient: Backward then
-  // computes only dw and db, and no backward-data primitive is made.
-  bool compute_dx = true;
-  // Keras's activation="relu", fused into the convolution (a oneDNN
-  // post-op): Forward writes y = max(conv(x, w) + b, 0) in one pass over y.
-  // Backward then takes dy as the gradient of the PRE-activation, i.e. the
-  // caller first multiplies the output's gradient by (y > 0) (ReluOp's
-  // Backward on y does that).
-  bool fuse_relu = false;
-};
 
 class Conv2DOp {
  public:

@@ -27,19 +27,11 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct DenseShape {
-  int64_t batch = 0;
-  int64_t in = 0;
-  int64_t out = 0;
-  bool use_bias = true;
-  // False for a first layer: Backward computes only dw and db.
-  bool compute_dx = true;
-};
 
 class DenseOp {
  public:

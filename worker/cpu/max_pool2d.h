@@ -24,23 +24,12 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/cpu/window.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct MaxPool2DShape {
-  int64_t batch = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t channels = 0;
-  int64_t pool_h = 2;
-  int64_t pool_w = 2;
-  int64_t stride_h = 2;
-  int64_t stride_w = 2;
-  Padding padding = Padding::kValid;
-};
 
 class MaxPool2DOp {
  public:

@@ -21,15 +21,11 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct SoftmaxShape {
-  int64_t batch = 0;
-  int64_t classes = 0;
-};
 
 class SoftmaxOp {
  public:

@@ -66,6 +66,11 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                                           {"kernel_w", shape.kernel_w},
                                           {"stride_h", shape.stride_h},
                                           {"stride_w", shape.stride_w}}));
+  if (shape.fuse_relu) {
+    return absl::InvalidArgumentError(
+        "Conv2D: fuse_relu is a CPU (oneDNN) option; apply ReluOp after the "
+        "GPU convolution");
+  }
   PSTRAIN_ASSIGN_OR_RETURN(const Window out_h,
                            cpu::KerasWindow(shape.height, shape.kernel_h,
                                             shape.stride_h, shape.padding));

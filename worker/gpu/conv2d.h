@@ -52,6 +52,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/cpu/window.h"
 #include "worker/gpu/cudnn_util.h"
 #include "worker/gpu/device.h"
@@ -63,23 +64,7 @@ namespace gpu {
 using ::pstrain::worker::cpu::Padding;
 using ::pstrain::worker::cpu::Window;
 
-// The same fields and meaning as cpu::Conv2DShape.
-struct Conv2DShape {
-  int64_t batch = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t kernel_h = 0;
-  int64_t kernel_w = 0;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  Padding padding = Padding::kValid;
-  bool use_bias = true;
-  // False for a first layer, whose input needs no gradient: Backward then
-  // computes only dw and db, and no backward-data algorithm is chosen.
-  bool compute_dx = true;
-};
+using ::pstrain::worker::cpu::Conv2DShape;
 
 class Conv2DOp {
  public:

@@ -29,21 +29,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/gpu/device.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-// The same fields and meaning as cpu::DenseShape.
-struct DenseShape {
-  int64_t batch = 0;
-  int64_t in = 0;
-  int64_t out = 0;
-  bool use_bias = true;
-  // False for a first layer: Backward computes only dw and db.
-  bool compute_dx = true;
-};
+using ::pstrain::worker::cpu::DenseShape;
 
 class DenseOp {
  public:

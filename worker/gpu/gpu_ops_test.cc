@@ -814,6 +814,12 @@ TEST(GpuOpArguments, BadShapesAreInvalidArgumentBeforeAnyGpuWork) {
   status = Conv2DOp::Create(conv, nullptr).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(status.message().find("device is required"), std::string::npos);
+  conv.fuse_relu = true;  // A CPU-only option.
+  status = Conv2DOp::Create(conv, nullptr).status();
+  EXPECT_NE(status.message().find("fuse_relu is a CPU (oneDNN) option"),
+            std::string::npos)
+      << status;
+  conv.fuse_relu = false;
   conv.stride_h = 0;
   status = Conv2DOp::Create(conv, nullptr).status();
   EXPECT_NE(status.message().find("stride_h"), std::string::npos) << status;

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/cpu/window.h"
 #include "worker/gpu/cudnn_util.h"
 #include "worker/gpu/device.h"
@@ -45,18 +46,7 @@ namespace gpu {
 using ::pstrain::worker::cpu::Padding;
 using ::pstrain::worker::cpu::Window;
 
-// The same fields and meaning as cpu::MaxPool2DShape.
-struct MaxPool2DShape {
-  int64_t batch = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t channels = 0;
-  int64_t pool_h = 2;
-  int64_t pool_w = 2;
-  int64_t stride_h = 2;
-  int64_t stride_w = 2;
-  Padding padding = Padding::kValid;
-};
+using ::pstrain::worker::cpu::MaxPool2DShape;
 
 class MaxPool2DOp {
  public:

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/gpu/cudnn_util.h"
 #include "worker/gpu/device.h"
 
@@ -26,10 +27,7 @@ namespace pstrain {
 namespace worker {
 namespace gpu {
 
-struct SoftmaxShape {
-  int64_t batch = 0;
-  int64_t classes = 0;
-};
+using ::pstrain::worker::cpu::SoftmaxShape;
 
 class SoftmaxOp {
  public:

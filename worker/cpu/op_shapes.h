@@ -1,0 +1,68 @@
+// The shapes of the compute ops, shared by the CPU ops (oneDNN) and the GPU
+// ops (worker/gpu, cuDNN and cuBLAS), so that both take the same
+// description of a layer. Plain data; no library headers.
+#ifndef PSTRAIN_WORKER_CPU_OP_SHAPES_H_
+#define PSTRAIN_WORKER_CPU_OP_SHAPES_H_
+
+#include <cstdint>
+
+#include "worker/cpu/window.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+
+struct Conv2DShape {
+  int64_t batch = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t kernel_h = 0;
+  int64_t kernel_w = 0;
+  int64_t stride_h = 1;
+  int64_t stride_w = 1;
+  Padding padding = Padding::kValid;
+  bool use_bias = true;
+  // False for a first layer, whose input needs no gradient: Backward then
+  // computes only dw and db, and no backward-data primitive is made.
+  bool compute_dx = true;
+  // Keras's activation="relu", fused into the convolution (a oneDNN
+  // post-op; CPU only, the GPU op refuses it): Forward writes y = max(conv(x,
+  // w) + b, 0) in one pass over y. Backward then takes dy as the gradient of
+  // the PRE-activation, i.e. the caller first multiplies the output's gradient
+  // by (y > 0) (ReluOp's Backward on y does that).
+  bool fuse_relu = false;
+};
+
+struct MaxPool2DShape {
+  int64_t batch = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t channels = 0;
+  int64_t pool_h = 2;
+  int64_t pool_w = 2;
+  int64_t stride_h = 2;
+  int64_t stride_w = 2;
+  Padding padding = Padding::kValid;
+};
+
+struct DenseShape {
+  int64_t batch = 0;
+  int64_t in = 0;
+  int64_t out = 0;
+  bool use_bias = true;
+  // False for a first layer: Backward computes only dw and db.
+  bool compute_dx = true;
+};
+
+struct SoftmaxShape {
+  int64_t batch = 0;
+  int64_t classes = 0;
+};
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_CPU_OP_SHAPES_H_
