@@ -93,28 +93,41 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
                 slots_[i].num_bytes());
   }
   version_ = version;
+  ++restores_;
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   contributions_ = 0;
   batch_sum_ = 0;
   skip_update_ = false;
+  contributors_.clear();
 }
 
 absl::StatusOr<int64_t> DenseVariable::Read(
     int64_t min_version, absl::Time deadline, int needed,
     const std::function<void(int64_t, const char*, int64_t)>& read) const {
-  auto ready = [this, min_version]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return version_ >= min_version;
+  int64_t restores = 0;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    restores = restores_;
+  }
+  auto ready = [this, min_version, restores]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version || restores_ != restores;
   };
   int64_t version = 0;
   {
     const bool done =
         mu_.ReaderLockWhenWithDeadline(absl::Condition(&ready), deadline);
     version = version_;
-    if (done) {
+    const bool restored = restores_ != restores;
+    if (done && !restored) {
       read(version_, static_cast<const char*>(value_.raw_data()),
            value_.num_bytes());
     }
     mu_.ReaderUnlock();
+    if (restored) {
+      return absl::AbortedError(absl::StrCat(
+          "variable '", name(), "' was restored from a checkpoint while a "
+          "pull waited for version ", min_version));
+    }
     if (done) return version;
   }
   int arrived;
@@ -156,9 +169,16 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
 
 bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
                                    absl::Span<const Chunk> chunks, int needed,
-                                   bool skip_update) {
+                                   bool skip_update, int sender) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return false;
+  if (sender >= 0) {
+    if (std::find(contributors_.begin(), contributors_.end(), sender) !=
+        contributors_.end()) {
+      return true;
+    }
+    contributors_.push_back(sender);
+  }
   if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
   for (const Chunk& chunk : chunks) {
     float* sum = sum_.data() + chunk.offset / 4;
@@ -185,6 +205,7 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   contributions_ = 0;
   batch_sum_ = 0;
   skip_update_ = false;
+  contributors_.clear();
   return true;
 }
 

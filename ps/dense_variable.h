@@ -69,7 +69,8 @@ class DenseVariable {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces every array (arrays[a] holds num_bytes()) and the version, and
-  // drops any partial sync step. REQUIRES: arrays.size() == num_arrays().
+  // drops any partial sync step; reads waiting for a version give up
+  // (ABORTED). REQUIRES: arrays.size() == num_arrays().
   void Restore(const std::vector<std::string>& arrays, int64_t version)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
@@ -77,7 +78,7 @@ class DenseVariable {
   // read(version, data, size) once with the whole value, under the shared
   // lock (read must copy and must not block). DEADLINE_EXCEEDED naming the
   // variable, the step and how many of `needed` gradients arrived, if the
-  // wait times out.
+  // wait times out; ABORTED if the variable is restored meanwhile.
   absl::StatusOr<int64_t> Read(
       int64_t min_version, absl::Time deadline, int needed,
       const std::function<void(int64_t, const char*, int64_t)>& read) const
@@ -89,13 +90,16 @@ class DenseVariable {
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
   // Sync: adds `chunks` to the sum of step `version` (== version() when
-  // pushed; an older version is dropped). The `needed`-th contribution
+  // pushed; an older version is dropped) unless worker `sender` (>= 0)
+  // already contributed to it (a retried push, or a restarted worker redoing
+  // the step: counted once). The `needed`-th contribution
   // divides the sum by the step's summed batch sizes and applies it once
   // (`skip_update`: a contribution that must void the step's update, e.g. a
   // NaN under nan_policy skip_step). Returns false if dropped as late.
   bool AccumulateSync(int64_t version, int64_t batch_size,
                       absl::Span<const Chunk> chunks, int needed,
-                      bool skip_update) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+                      bool skip_update, int sender)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   DenseVariable(const VariableDef& def, int64_t row_begin, int64_t row_end,
@@ -114,6 +118,8 @@ class DenseVariable {
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Restore() calls so far: a waiting Read gives up when it changes.
+  int64_t restores_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Sync mode: the current step's sum, allocated on the first sync push.
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
@@ -121,6 +127,8 @@ class DenseVariable {
   int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
   int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
   bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
+  // The workers whose gradients are in the current step's sum.
+  std::vector<int> contributors_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

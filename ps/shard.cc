@@ -241,6 +241,7 @@ absl::Status Shard::PullDense(
     const std::function<void(const DenseVariable&, int64_t, const char*,
                              int64_t)>& emit) {
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  PSTRAIN_RETURN_IF_ERROR(CheckGeneration(request.header()));
   if (request.min_version() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "min_version ", request.min_version(), " is negative"));
@@ -272,6 +273,15 @@ absl::Status Shard::PullDense(
     if (!version.ok()) return version.status();
   }
   return absl::OkStatus();
+}
+
+absl::Status Shard::CheckGeneration(const RequestHeader& header) const {
+  const int64_t generation = generation_.load();
+  if (header.generation() == generation) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat(
+      "request of generation ", header.generation(), ", but ps ",
+      options_.ps_task, " serves generation ", generation,
+      " (the run was restored from a checkpoint after a failure)"));
 }
 
 absl::Status Shard::Refuse(absl::Status status) {
@@ -337,6 +347,11 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   absl::StatusOr<const Run*> checked = CheckRun(first.header());
   if (!checked.ok()) return Refuse(checked.status());
   const Run* run = *checked;
+  absl::ReaderMutexLock apply_lock(&apply_mu_);
+  absl::Status generation_ok = CheckGeneration(first.header());
+  if (!generation_ok.ok()) return Refuse(generation_ok);
+  const TaskRef& sender = first.header().sender();
+  const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
   const int64_t version = first.version();
   const int64_t batch_size = first.batch_size();
   if (batch_size <= 0) {
@@ -422,10 +437,28 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
 
   PushDenseResponse response;
   bool applied = true;
+  const uint64_t request_id = first.header().request_id();
+  const bool remember =
+      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+  if (remember) {
+    // Recorded before applying, so a retry racing the original is answered
+    // as applied rather than applied twice.
+    absl::MutexLock lock(&recent_mu_);
+    auto& recent = recent_[worker];
+    for (const auto& [id, earlier] : recent) {
+      if (id == request_id) return earlier;
+    }
+    PushDenseResponse pending;
+    pending.set_version(version + 1);
+    pending.set_applied(true);
+    if (recent.size() >= 16) recent.erase(recent.begin());
+    recent.emplace_back(request_id, pending);
+  }
   if (run->update.mode() == UpdateConfig::SYNC) {
     for (auto& [v, chunks] : pushed) {
       applied &= v->AccumulateSync(version, batch_size, chunks,
-                                   run->replicas_to_aggregate, skip_update);
+                                   run->replicas_to_aggregate, skip_update,
+                                   worker);
     }
     response.set_version(version + 1);
   } else if (skip_update) {
@@ -441,6 +474,12 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   response.set_applied(applied);
   (applied ? pushes_applied_ : pushes_dropped_stale_)
       .fetch_add(1, std::memory_order_relaxed);
+  if (remember) {
+    absl::MutexLock lock(&recent_mu_);
+    for (auto& [id, earlier] : recent_[worker]) {
+      if (id == request_id) earlier = response;
+    }
+  }
   return response;
 }
 
@@ -448,6 +487,7 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
                               PullSparseResponse* response) {
   response->Clear();
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  PSTRAIN_RETURN_IF_ERROR(CheckGeneration(request.header()));
   PSTRAIN_ASSIGN_OR_RETURN(
       EmbeddingTable * table,
       FindTable(run->tables, request.name(), options_.ps_task));
@@ -480,6 +520,9 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   absl::StatusOr<const Run*> checked = CheckRun(request.header());
   if (!checked.ok()) return Refuse(checked.status());
   const Run& run = **checked;
+  absl::ReaderMutexLock apply_lock(&apply_mu_);
+  absl::Status generation_ok = CheckGeneration(request.header());
+  if (!generation_ok.ok()) return Refuse(generation_ok);
   absl::StatusOr<EmbeddingTable*> found =
       FindTable(run.tables, request.name(), options_.ps_task);
   if (!found.ok()) return Refuse(found.status());
@@ -556,6 +599,7 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
   status->set_pushes_applied(pushes_applied_.load());
   status->set_pushes_dropped_stale(pushes_dropped_stale_.load());
   status->set_pushes_refused(pushes_refused_.load());
+  status->set_generation(generation_.load());
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   status->set_run_id(run->run_id);
   status->set_num_variables(run->dense.size() + run->tables.size());

@@ -105,7 +105,13 @@ class Shard {
   // CRC32C, and every row of every piece must be found, before anything
   // changes: a damaged or incomplete checkpoint is DATA_LOSS or
   // FAILED_PRECONDITION naming the file or variable, and leaves the shard
-  // as it was.
+  // as it was. Once restored, the shard serves request.generation: pulls
+  // waiting for a step are woken with ABORTED, and pushes and pulls of
+  // another generation are refused with ABORTED.
+  //
+  // Pushes are idempotent: in sync mode a worker's gradient counts once per
+  // step however often it is pushed; in async mode a retried push (same
+  // sender and request id) is answered without being applied again.
   absl::Status Restore(const RestoreRequest& request,
                        RestoreResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -130,6 +136,10 @@ class Shard {
   absl::StatusOr<const Run*> CheckRun(const RequestHeader& header) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // OK if a push or pull of `header`'s generation may be served: ABORTED
+  // naming both generations if the shard was restored into another one.
+  absl::Status CheckGeneration(const RequestHeader& header) const;
+
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);
 
@@ -149,6 +159,19 @@ class Shard {
   mutable absl::Mutex mu_;
   // Set once by CreateVariables, then only read.
   std::unique_ptr<Run> run_ ABSL_GUARDED_BY(mu_);
+
+  // The recovery generation served (RestoreRequest.generation).
+  std::atomic<int64_t> generation_{0};
+  // Held shared by a push from its generation check until it is applied,
+  // and exclusively by Restore, so that no push of an older generation
+  // lands after a restore.
+  absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
+  // Async pushes lately applied, by sending worker: a retried push (same
+  // request id) is answered from here instead of being applied again.
+  absl::Mutex recent_mu_;
+  std::map<int, std::vector<std::pair<uint64_t, PushDenseResponse>>> recent_
+      ABSL_GUARDED_BY(recent_mu_);
 
   std::atomic<int64_t> pushes_applied_{0};
   std::atomic<int64_t> pushes_dropped_stale_{0};

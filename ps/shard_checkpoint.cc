@@ -324,6 +324,8 @@ absl::Status Shard::Restore(const RestoreRequest& request,
     tables.push_back(std::move(staged));
   }
 
+  absl::MutexLock apply_lock(&apply_mu_);
+  generation_.store(request.generation());
   for (StagedDense& s : dense) s.variable->Restore(s.arrays, s.version);
   for (StagedTable& s : tables) s.table->Restore(s.ids, s.arrays, s.version);
   response->set_num_variables(dense.size() + tables.size());

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/crc32c.h"
@@ -140,10 +141,12 @@ SaveResponse Save(Shard* shard, const std::string& dir) {
 }
 
 absl::Status Restore(Shard* shard, const std::string& dir,
-                     const std::vector<SavedSlice>& slices) {
+                     const std::vector<SavedSlice>& slices,
+                     int64_t generation = 0) {
   RestoreRequest r;
   r.mutable_header()->set_run_id(kRun);
   r.set_directory(dir);
+  r.set_generation(generation);
   for (const SavedSlice& s : slices) *r.add_slices() = s;
   RestoreResponse response;
   return shard->Restore(r, &response);
@@ -177,6 +180,31 @@ TEST(ShardCheckpoint, RestoreBringsBackValuesSlotsAndVersions) {
   Push(shard.get(), 0, 4, 2.0f, {2});
   EXPECT_EQ(PullW(shard.get()), PullW(fresh.get()));
   EXPECT_EQ(PullEmb(shard.get(), {2, 5}), PullEmb(fresh.get(), {2, 5}));
+}
+
+TEST(ShardCheckpoint, RestoreStartsANewGenerationAndWakesWaitingPulls) {
+  auto shard = MakeShard(1, 0);
+  const std::string dir = Dir("ckpt-gen");
+  const std::vector<SavedSlice> slices = Slices(Save(shard.get(), dir));
+  // A pull waiting for a step that will never come in this generation.
+  absl::Status waited;
+  std::thread waiter([&] {
+    PullDenseRequest r;
+    r.mutable_header()->set_run_id(kRun);
+    r.add_names("w");
+    r.set_min_version(5);
+    waited = shard->PullDense(
+        r, [](const DenseVariable&, int64_t, const char*, int64_t) {});
+  });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(Restore(shard.get(), dir, slices, /*generation=*/2).ok());
+  waiter.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kAborted) << waited;
+  GetShardStatusRequest status_request;
+  status_request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  ASSERT_TRUE(shard->GetShardStatus(status_request, &status).ok());
+  EXPECT_EQ(status.generation(), 2);
 }
 
 TEST(ShardCheckpoint, RestoresIntoAnotherNumberOfPsTasks) {

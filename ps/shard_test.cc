@@ -228,6 +228,61 @@ TEST_F(ShardTest, IncompleteSyncStepTimesOutWithAClearStatus) {
             "before the deadline (waiting for version 1)");
 }
 
+// A push from worker `worker` with request id `id`.
+PushDenseRequest From(int worker, uint64_t id, PushDenseRequest push) {
+  push.mutable_header()->mutable_sender()->set_job(JOB_WORKER);
+  push.mutable_header()->mutable_sender()->set_index(worker);
+  push.mutable_header()->set_request_id(id);
+  return push;
+}
+
+TEST_F(ShardTest, SyncCountsAWorkersGradientOncePerStep) {
+  Init(Create(UpdateConfig::SYNC, 2));
+  // Worker 0 pushes step 0 twice (a retry, or a restarted worker redoing
+  // the step with a new request id): the step still waits for worker 1.
+  ASSERT_TRUE(Send(shard_, From(0, 1, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0}))).ok());
+  absl::StatusOr<PushDenseResponse> again =
+      Send(shard_, From(0, 7, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0})));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->applied());
+  int64_t version = -1;
+  Pull(shard_, "w", 0, &version);
+  EXPECT_EQ(version, 0);
+  ASSERT_TRUE(Send(shard_, From(1, 1, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0}))).ok());
+  // w -= 0.5 * (4 / 2): one gradient of each worker.
+  EXPECT_EQ(Pull(shard_, "w", 1, &version), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(version, 1);
+}
+
+TEST_F(ShardTest, AsyncAppliesARetriedPushOnce) {
+  Init(Create(UpdateConfig::ASYNC, 2));
+  const PushDenseRequest push = From(1, 42, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}));
+  absl::StatusOr<PushDenseResponse> first = Send(shard_, push);
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<PushDenseResponse> retried = Send(shard_, push);
+  ASSERT_TRUE(retried.ok());
+  EXPECT_EQ(retried->version(), first->version());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.75f));
+  // Another request id is another gradient.
+  ASSERT_TRUE(
+      Send(shard_, From(1, 43, Push(1, 2, {1, 1, 1, 1}, {0, 0, 0}))).ok());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
+}
+
+TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {
+  Init(Create(UpdateConfig::SYNC, 1));
+  PushDenseRequest push = Push(0, 1, {1, 1, 1, 1}, {0, 0, 0});
+  push.mutable_header()->set_generation(3);
+  ExpectRefused(push, absl::StatusCode::kAborted,
+                "request of generation 3, but ps 0 serves generation 0");
+  PullDenseRequest pull;
+  pull.mutable_header()->set_run_id(kRun);
+  pull.mutable_header()->set_generation(1);
+  absl::Status status = shard_.PullDense(
+      pull, [](const DenseVariable&, int64_t, const char*, int64_t) {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+}
+
 TEST_F(ShardTest, AsyncAppliesEachPushWithItsOwnBatch) {
   Init(Create(UpdateConfig::ASYNC, 2));
   absl::StatusOr<PushDenseResponse> r =
