@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Prints the Secret "pstrain-tls" that deploy/k8s/tls mounts: a new cluster
+# CA (ca.crt), one certificate and key that every task of the cluster
+# presents as server and as client (tls.crt, tls.key), and a random token
+# (token) for --auth_token_file.
+#
+#   deploy/k8s/tls/make_secret.sh --namespace ml > deploy/k8s/tls/secret.yaml
+#
+# The certificate names every address a task of the namespace can have:
+# *.<name>-{chief,ps,worker}.<namespace>.svc.<domain> (the Jobs of deploy/k8s)
+# and *.<namespace>.svc (Kubeflow TFJob: <job>-<type>-<i>.<namespace>.svc).
+# Flags: --namespace (default "default"), --name (PSTRAIN_NAME, default
+# "pstrain"), --cluster-domain (cluster.local), --days (365). The CA's key is
+# not kept: make a new Secret to add names or renew. Needs openssl.
+set -euo pipefail
+
+namespace=default
+name=pstrain
+domain=cluster.local
+days=365
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --namespace) namespace=$2; shift 2 ;;
+    --name) name=$2; shift 2 ;;
+    --cluster-domain) domain=$2; shift 2 ;;
+    --days) days=$2; shift 2 ;;
+    *) echo "make_secret.sh: unknown argument \"$1\"" >&2; exit 2 ;;
+  esac
+done
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+quiet() { "$@" 2>/dev/null || { echo "make_secret.sh: failed: $*" >&2; exit 1; }; }
+
+quiet openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+  -keyout ca.key -out ca.crt -days "$days" -subj "/CN=pstrain cluster CA ($namespace)" \
+  -addext "basicConstraints=critical,CA:TRUE" \
+  -addext "keyUsage=critical,keyCertSign,cRLSign"
+sans="DNS:*.$name-chief.$namespace.svc.$domain,DNS:*.$name-ps.$namespace.svc.$domain"
+sans+=",DNS:*.$name-worker.$namespace.svc.$domain,DNS:*.$namespace.svc"
+quiet openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+  -keyout tls.key -out tls.csr -subj "/CN=$name.$namespace"
+cat >ext.cnf <<EOF
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=$sans
+EOF
+quiet openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+  -days "$days" -extfile ext.cnf -out tls.crt
+quiet openssl rand -hex 32 >token
+
+b64() { base64 -w0 <"$1"; }
+cat <<EOF
+# Made by deploy/k8s/tls/make_secret.sh for namespace $namespace: keep it
+# out of git.
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pstrain-tls
+  namespace: $namespace
+  labels:
+    app.kubernetes.io/name: pstrain
+    app.kubernetes.io/instance: $name
+type: Opaque
+data:
+  ca.crt: $(b64 ca.crt)
+  tls.crt: $(b64 tls.crt)
+  tls.key: $(b64 tls.key)
+  token: $(b64 token)
+EOF

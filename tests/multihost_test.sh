@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# A pstrain cluster across five hosts: 1 chief, 2 ps and 2 workers, each in a
+# network namespace of its own, bound to its own address via TF_CONFIG, the
+# hosts joined by veth pairs to a bridge (in a sixth, "switch" namespace, so
+# nothing is added to the machine's own network). It trains one epoch of the
+# mlp on Fashion-MNIST; once the run is under way, worker 1's link goes down
+# for LINK_DOWN_SECONDS and comes back, and the run must still complete: every
+# process exits 0 and summary.json reports the epoch.
+#
+# Needs root (ip netns add); without it, or without iproute2 or the data, it
+# prints "SKIPPED: <why>" and exits 0. Every namespace it made is deleted on
+# success, failure, timeout (SIGTERM) or Ctrl-C; namespaces left by an earlier
+# run that was SIGKILLed are deleted at the start.
+#
+#   bazel test //tests:multihost_test
+#   tests/multihost_test.sh     # by hand, after bazel build //chief //ps //worker
+set -uo pipefail
+
+LINK_DOWN_SECONDS=${LINK_DOWN_SECONDS:-3}
+# The step after which the link goes down (an epoch of the mlp with 2 workers
+# of batch 64 is 468 steps).
+FLAP_AFTER_STEP=${FLAP_AFTER_STEP:-100}
+DATA_DIR=/usr/share/datasets/fashion-mnist
+SUBNET=10.213.0        # a /24 that exists only inside this test's switch
+PORT=2222
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 0
+}
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# The binaries: from the test's runfiles under Bazel, else from bazel-bin.
+if [ -n "${TEST_SRCDIR:-}" ]; then
+  bin_dir=$TEST_SRCDIR/pstrain
+  scratch=$TEST_TMPDIR
+else
+  bin_dir=$(cd "$(dirname "$0")/.." && pwd)/bazel-bin
+  scratch=$(mktemp -d)
+  own_scratch=1
+fi
+for b in chief/chief ps/ps worker/worker; do
+  [ -x "$bin_dir/$b" ] || fail "no $bin_dir/$b (bazel build //chief //ps //worker)"
+done
+
+IP=$(command -v ip || true)
+[ -z "$IP" ] && [ -x /usr/sbin/ip ] && IP=/usr/sbin/ip
+[ -n "$IP" ] || skip "no ip command (Debian package iproute2)"
+[ -f "$DATA_DIR/train-images-idx3-ubyte.gz" ] ||
+  skip "no Fashion-MNIST in $DATA_DIR (Debian package dataset-fashion-mnist)"
+
+# Namespaces are named pstmh<pid>-<host>: unique per run, and a leftover's
+# owner can be checked.
+prefix=pstmh$$
+hosts=(chief ps0 ps1 w0 w1)
+declare -A addr=([chief]=$SUBNET.10 [ps0]=$SUBNET.11 [ps1]=$SUBNET.12
+                 [w0]=$SUBNET.21 [w1]=$SUBNET.22)
+made=()   # namespaces created, in order
+pids=()   # processes started
+declare -A pid_of
+
+for ns in $("$IP" netns list 2>/dev/null | awk '{print $1}'); do
+  if [[ $ns =~ ^pstmh([0-9]+)- ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
+    echo "deleting namespace $ns left by an earlier run"
+    "$IP" netns del "$ns" 2>/dev/null
+  fi
+done
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+  for ns in "${made[@]}"; do "$IP" netns del "$ns" 2>/dev/null; done
+  local left
+  left=$("$IP" netns list 2>/dev/null | awk '{print $1}' | grep "^$prefix-")
+  if [ -n "$left" ]; then
+    echo "FAIL: namespaces left behind: $left" >&2
+    rc=1
+  else
+    echo "cleanup: deleted namespaces ${made[*]}"
+  fi
+  if [ -n "${own_scratch:-}" ]; then
+    if [ $rc -eq 0 ]; then rm -rf "$scratch"; else echo "logs: $scratch"; fi
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# Whether this process may make namespaces (root, or CAP_SYS_ADMIN and
+# CAP_NET_ADMIN): try, and skip with the reason if not.
+if ! err=$("$IP" netns add "$prefix-sw" 2>&1); then
+  skip "cannot make a network namespace (need root): ip netns add: $err"
+fi
+made+=("$prefix-sw")
+
+# ip -n NS ..., failing the test with the command on error.
+net() {
+  local out
+  out=$("$IP" "$@" 2>&1) || fail "ip $*: $out"
+}
+
+net -n "$prefix-sw" link set lo up
+net -n "$prefix-sw" link add br0 type bridge
+net -n "$prefix-sw" link set br0 up
+for i in "${!hosts[@]}"; do
+  h=${hosts[$i]}
+  ns=$prefix-$h
+  net netns add "$ns"
+  made+=("$ns")
+  # eth0 in the host, its peer port v<i> on the switch's bridge.
+  net -n "$prefix-sw" link add "v$i" type veth peer name eth0 netns "$ns"
+  net -n "$prefix-sw" link set "v$i" master br0 up
+  net -n "$ns" link set lo up
+  net -n "$ns" addr add "${addr[$h]}/24" dev eth0
+  net -n "$ns" link set eth0 up
+done
+echo "hosts: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${addr[$h]}"; done)"
+
+cluster="{\"chief\": [\"${addr[chief]}:$PORT\"],"
+cluster+=" \"ps\": [\"${addr[ps0]}:$PORT\", \"${addr[ps1]}:$PORT\"],"
+cluster+=" \"worker\": [\"${addr[w0]}:$PORT\", \"${addr[w1]}:$PORT\"]}"
+
+# start HOST TYPE INDEX [FLAGS...]: the binary of TYPE in HOST's namespace.
+start() {
+  local h=$1 type=$2 index=$3
+  shift 3
+  TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"$type\", \"index\": $index}}" \
+    "$IP" netns exec "$prefix-$h" "$bin_dir/$type/$type" "$@" \
+    >"$scratch/$h.log" 2>&1 &
+  pids+=($!)
+  pid_of[$h]=$!
+}
+
+model_dir=$scratch/model
+start ps0 ps 0
+start ps1 ps 1
+start w0 worker 0 --threads=1
+start w1 worker 1 --threads=1
+start chief chief 0 --model=mlp --epochs=1 --mode=sync --model_dir="$model_dir"
+started=$SECONDS
+
+dump_logs() {
+  for h in "${hosts[@]}"; do
+    echo "----- $h.log (last 15 lines)"
+    tail -n 15 "$scratch/$h.log"
+  done
+}
+step_now() {
+  grep -oE 'step [0-9]+/' "$scratch/chief.log" | tail -n 1 | grep -oE '[0-9]+'
+}
+
+# Wait for the run to get under way, then flap worker 1's link.
+while :; do
+  step=$(step_now)
+  [ -n "$step" ] && [ "$step" -ge "$FLAP_AFTER_STEP" ] && break
+  if ! kill -0 "${pid_of[chief]}" 2>/dev/null; then
+    dump_logs
+    fail "the chief exited before step $FLAP_AFTER_STEP"
+  fi
+  [ $((SECONDS - started)) -gt 300 ] && { dump_logs; fail "no step $FLAP_AFTER_STEP in 300 s"; }
+  sleep 0.2
+done
+echo "step $step after $((SECONDS - started)) s: worker 1's link down for ${LINK_DOWN_SECONDS} s"
+net -n "$prefix-w1" link set eth0 down
+sleep "$LINK_DOWN_SECONDS"
+net -n "$prefix-w1" link set eth0 up
+echo "link up again at step $(step_now)"
+kill -0 "${pid_of[chief]}" 2>/dev/null ||
+  { dump_logs; fail "the run ended before the link came back: the flap tested nothing"; }
+
+# Every process must exit 0: the chief when the epoch is done, the others
+# when the chief says the run is finished.
+wait_for() {  # wait_for HOST SECONDS -> its exit status (124: still running)
+  local h=$1 limit=$2 t0=$SECONDS
+  while kill -0 "${pid_of[$h]}" 2>/dev/null; do
+    [ $((SECONDS - t0)) -ge "$limit" ] && return 124
+    sleep 0.2
+  done
+  wait "${pid_of[$h]}"
+}
+status=0
+wait_for chief 400
+chief_rc=$?
+[ $chief_rc -eq 0 ] || status=1
+echo "chief exited $chief_rc after $((SECONDS - started)) s"
+for h in ps0 ps1 w0 w1; do
+  wait_for "$h" 60
+  rc=$?
+  echo "$h exited $rc"
+  [ $rc -eq 0 ] || status=1
+done
+if [ $status -ne 0 ]; then
+  dump_logs
+  fail "a process did not exit 0 (124: still running)"
+fi
+
+summary=$(cat "$model_dir/summary.json" 2>/dev/null) || fail "no $model_dir/summary.json"
+echo "summary.json: $summary"
+epochs=$(jq -r '.epochs' <<<"$summary")
+accuracy=$(jq -r '.test_accuracy' <<<"$summary")
+[ "$epochs" = 1 ] || fail "summary.json: epochs is $epochs, expected 1"
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.80) }' ||
+  fail "test accuracy $accuracy < 0.80 after one epoch of the mlp"
+echo "PASSED: one epoch across 5 namespaces, worker 1's link down for ${LINK_DOWN_SECONDS} s, test accuracy $accuracy"
