@@ -138,11 +138,12 @@ function matchesTarget(object, target) {
 }
 
 // What `kubectl kustomize DIR` builds, for the features these kustomizations
-// use: resources (files and directories) and JSON patches with a target.
+// use: resources (files and directories), JSON patches with a target, and
+// images (a registry for the images).
 function kustomize(dir) {
   const where = shown(path.join(dir, "kustomization.yaml"));
   const [k] = readYaml(path.join(dir, "kustomization.yaml"));
-  const known = ["apiVersion", "kind", "resources", "patches"];
+  const known = ["apiVersion", "kind", "resources", "patches", "images"];
   for (const key of Object.keys(k)) {
     check(known.includes(key), `${where}: ${key} is not handled by this test's renderer`);
   }
@@ -162,6 +163,16 @@ function kustomize(dir) {
       }
     }
     check(matched > 0, `${where}: patch ${patch.path} matches nothing`);
+  }
+  // images: [{name, newName, newTag}] for the containers of pod templates.
+  for (const image of k.images ?? []) {
+    for (const o of objects) {
+      for (const c of o.spec?.template?.spec?.containers ?? []) {
+        const [name, tag] = c.image.split(":");
+        if (name !== image.name) continue;
+        c.image = `${image.newName ?? name}${image.newTag ?? tag ? ":" + (image.newTag ?? tag) : ""}`;
+      }
+    }
   }
   return objects;
 }
@@ -371,6 +382,8 @@ function checkContainer(pod, container, role, objects, where) {
     check(/-cuda$/.test(container.image), `${where}: image ${container.image} is not the CUDA variant`);
   }
   check(!/-cuda$/.test(container.image) || role === "worker", `${where}: only workers need the CUDA image`);
+  check(/^([\w.-]+(:\d+)?\/)?[\w./-]+:[\w.-]+$/.test(container.image) && !/:latest$/.test(container.image),
+        `${where}: image ${container.image} is not pinned to a tag`);
   return flags;
 }
 
