@@ -2,6 +2,9 @@
 #ifndef PSTRAIN_CHIEF_CHIEF_SERVICE_H_
 #define PSTRAIN_CHIEF_CHIEF_SERVICE_H_
 
+#include <string>
+#include <utility>
+
 #include "chief/run_state.h"
 #include "proto/chief_service.grpc.pb.h"
 
@@ -10,8 +13,11 @@ namespace chief {
 
 class ChiefService final : public Chief::CallbackService {
  public:
-  // `state` must outlive the service.
-  explicit ChiefService(RunState* state) : state_(state) {}
+  // `state` must outlive the service. With an `auth_token`, every call must
+  // carry it (CheckAuthToken) or is refused with UNAUTHENTICATED before it
+  // reaches `state`.
+  explicit ChiefService(RunState* state, std::string auth_token = "")
+      : state_(state), auth_token_(std::move(auth_token)) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const RegisterRequest* request,
@@ -33,6 +39,7 @@ class ChiefService final : public Chief::CallbackService {
 
  private:
   RunState* const state_;
+  const std::string auth_token_;
 };
 
 }  // namespace chief

@@ -32,6 +32,7 @@
 #include "chief/driver.h"
 #include "chief/run_state.h"
 #include "common/grpc_options.h"
+#include "common/grpc_security.h"
 #include "common/placement.h"
 #include "common/process.h"
 #include "common/tf_config.h"
@@ -89,6 +90,18 @@ ABSL_FLAG(int, keep_checkpoints, 5, "Complete checkpoints kept (>= 1)");
 ABSL_FLAG(std::string, export_safetensors, "",
           "Write the variables of --model_dir's newest good checkpoint to "
           "this safetensors file and exit (no training)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this task, signed by --tls_ca: turns on mutual "
+          "TLS for every channel and this task's server (with --tls_key "
+          "and --tls_ca)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the cluster CA: the only issuer whose "
+          "certificates this task accepts from its peers");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the cluster's shared token (a trailing newline is "
+          "dropped): sent on every call, and required of every caller of "
+          "this task's service (gRPC's health service excepted)");
 
 namespace pstrain {
 namespace {
@@ -96,6 +109,16 @@ namespace {
 int Fail(absl::string_view message) {
   std::cerr << message << std::endl;
   return 2;
+}
+
+// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
+absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
+  GrpcSecurityFiles files;
+  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  files.tls_key = absl::GetFlag(FLAGS_tls_key);
+  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  return LoadGrpcSecurity(files);
 }
 
 absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
@@ -186,6 +209,8 @@ int Main() {
   absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_CHIEF);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
+  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return Fail(security.status().message());
   const ClusterSpec& cluster = tf_config->cluster;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
@@ -254,19 +279,21 @@ int Main() {
   if (run_id.empty()) run_id = NewRunId();
   chief::RunState state(run_id, config, *placement, cluster,
                         length->steps_per_epoch, length->total_steps);
-  chief::ChiefService service(&state);
+  chief::ChiefService service(&state, security->auth_token);
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer(address->ToString(), {&service}, &bound_port);
+      StartPstrainServer(address->ToString(), {&service}, &bound_port,
+                         *security);
   if (!server.ok()) {
     LogError(absl::StrCat("chief: ", server.status().message()));
     return 1;
   }
   LogInfo(absl::StrCat(
-      "chief listening on ", address->host, ":", bound_port, "; run ", run_id,
+      "chief listening on ", address->host, ":", bound_port, " (",
+      DescribeGrpcSecurity(*security), "); run ", run_id,
       ": model ", config.model_name(), " (", worker::ParameterCount(*spec),
       " parameters), ", mode, ", ", num_ps, " ps, ", num_workers, " workers, ",
       length->total_steps, " steps of ", num_workers, " x ",
@@ -278,7 +305,8 @@ int Main() {
     options.run_id = run_id;
     options.sender = tf_config->task;
     clients.push_back(std::make_unique<ps::PsClient>(
-        CreatePstrainChannel(cluster.Address(MakeTask(JOB_PS, index))->ToString()),
+        CreatePstrainChannel(
+            cluster.Address(MakeTask(JOB_PS, index))->ToString(), *security),
         options));
   }
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+
 namespace pstrain {
 namespace {
 
@@ -33,7 +35,8 @@ void Apply(Args* args) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> CreatePstrainChannel(
+    const std::string& address, const GrpcSecurity& security) {
   grpc::ChannelArguments args;
   // A peer that is starting or restarting is retried within a second, not
   // after gRPC's default backoff of up to two minutes.
@@ -43,8 +46,9 @@ std::shared_ptr<grpc::Channel> CreatePstrainChannel(const std::string& address) 
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   Apply(&args);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, PstrainChannelCredentials(security), args,
+      AuthTokenInterceptors(security));
 }
 
 void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
@@ -61,16 +65,22 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
-    int* bound_port) {
+    int* bound_port, const GrpcSecurity& security) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      PstrainServerCredentials(security);
+  if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   ConfigurePstrainServer(&builder);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           bound_port);
+  builder.AddListeningPort(address, *credentials, bound_port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *bound_port == 0) {
-    return absl::UnavailableError("cannot listen on " + address);
+    // gRPC also refuses to start on a certificate and key that do not
+    // match; it logs why.
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address,
+                     security.tls() ? " (with --tls_cert and --tls_key)" : ""));
   }
   return server;
 }

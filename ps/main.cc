@@ -21,6 +21,7 @@
 #include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
 #include "common/grpc_options.h"
+#include "common/grpc_security.h"
 #include "common/process.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
@@ -37,6 +38,18 @@ ABSL_FLAG(std::string, nan_policy, "",
 ABSL_FLAG(int, pull_threads, 16, "Threads serving pulls");
 ABSL_FLAG(int, shutdown_grace_seconds, 10,
           "On SIGTERM, how long in-flight requests may take to finish");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this task, signed by --tls_ca: turns on mutual "
+          "TLS for every channel and this task's server (with --tls_key "
+          "and --tls_ca)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the cluster CA: the only issuer whose "
+          "certificates this task accepts from its peers");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the cluster's shared token (a trailing newline is "
+          "dropped): sent on every call, and required of every caller of "
+          "this task's service (gRPC's health service excepted)");
 
 namespace pstrain {
 namespace {
@@ -44,6 +57,16 @@ namespace {
 int Fail(absl::string_view message) {
   std::cerr << message << std::endl;
   return 2;
+}
+
+// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
+absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
+  GrpcSecurityFiles files;
+  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  files.tls_key = absl::GetFlag(FLAGS_tls_key);
+  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  return LoadGrpcSecurity(files);
 }
 
 int Main() {
@@ -57,6 +80,8 @@ int Main() {
   absl::StatusOr<HostPort> address = config->cluster.Address(config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
+  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return Fail(security.status().message());
 
   ps::ShardOptions shard_options;
   shard_options.ps_task = config->task.index();
@@ -78,11 +103,13 @@ int Main() {
   ps::Shard shard(shard_options);
   ps::PsServiceOptions service_options;
   service_options.pull_threads = absl::GetFlag(FLAGS_pull_threads);
+  service_options.auth_token = security->auth_token;
   ps::PsService service(&shard, service_options);
 
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer(address->ToString(), {&service}, &bound_port);
+      StartPstrainServer(address->ToString(), {&service}, &bound_port,
+                         *security);
   if (!server.ok()) {
     LogError(absl::StrCat("ps ", config->task.index(), ": ",
                           server.status().message()));
@@ -90,7 +117,8 @@ int Main() {
   }
   LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
                        config->cluster.NumTasks(JOB_PS), " listening on ",
-                       address->host, ":", bound_port, "; ", BuildInfo()));
+                       address->host, ":", bound_port, " (",
+                       DescribeGrpcSecurity(*security), "); ", BuildInfo()));
 
   // With a chief in the cluster: register, heartbeat, and stop once the run
   // is over (TFJob users' ps pods otherwise run forever).
@@ -101,8 +129,8 @@ int Main() {
       config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (chief_address.ok()) {
     chief = std::make_unique<chief::ChiefClient>(
-        CreatePstrainChannel(chief_address->ToString()), config->task,
-        config->cluster.ToString());
+        CreatePstrainChannel(chief_address->ToString(), *security),
+        config->task, config->cluster.ToString());
     heartbeat = std::thread([&chief, &stopping, index = config->task.index()] {
       bool registered = false;
       while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) {

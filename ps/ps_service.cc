@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "ps/tensor_encoding.h"
 
@@ -20,6 +21,17 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
+
+// Ends a streaming call at once with `status`: a caller refused before its
+// stream is read or written.
+template <typename Reactor>
+class Refusal : public Reactor {
+ public:
+  explicit Refusal(const absl::Status& status) {
+    this->Finish(ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
 
 // Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
 // (ps/tensor_encoding.h): each chunk is copied once, from the variable (under
@@ -203,22 +215,34 @@ void PsService::ReturnMessage(std::unique_ptr<PushDenseRequest> message) {
 grpc::ServerUnaryReactor* PsService::CreateVariables(
     grpc::CallbackServerContext* context, const CreateVariablesRequest* request,
     CreateVariablesResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   return Reply(context, shard_->CreateVariables(*request, response));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PsService::PullDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) {
+    return new Refusal<grpc::ServerWriteReactor<grpc::ByteBuffer>>(auth);
+  }
   return new PullReactor(this, request);
 }
 
 grpc::ServerReadReactor<PushDenseRequest>* PsService::PushDense(
     grpc::CallbackServerContext* context, PushDenseResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) {
+    return new Refusal<grpc::ServerReadReactor<PushDenseRequest>>(auth);
+  }
   return new PushReactor(this, context, response);
 }
 
 grpc::ServerUnaryReactor* PsService::PullSparse(
     grpc::CallbackServerContext* context, const PullSparseRequest* request,
     PullSparseResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   // On a pull thread: a sync pull may wait for its step.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   pull_pool_.Schedule([this, reactor, request, response] {
@@ -230,12 +254,16 @@ grpc::ServerUnaryReactor* PsService::PullSparse(
 grpc::ServerUnaryReactor* PsService::PushSparse(
     grpc::CallbackServerContext* context, const PushSparseRequest* request,
     PushSparseResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   return Reply(context, shard_->PushSparse(*request, response));
 }
 
 grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
                                           const SaveRequest* request,
                                           SaveResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   // File I/O: on a pull thread, not gRPC's.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   pull_pool_.Schedule([this, reactor, request, response] {
@@ -247,6 +275,8 @@ grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* PsService::Restore(
     grpc::CallbackServerContext* context, const RestoreRequest* request,
     RestoreResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   pull_pool_.Schedule([this, reactor, request, response] {
     reactor->Finish(ToGrpcStatus(shard_->Restore(*request, response)));
@@ -257,6 +287,8 @@ grpc::ServerUnaryReactor* PsService::Restore(
 grpc::ServerUnaryReactor* PsService::GetShardStatus(
     grpc::CallbackServerContext* context, const GetShardStatusRequest* request,
     ShardStatus* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
   return Reply(context, shard_->GetShardStatus(*request, response));
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -31,6 +32,9 @@ struct PsServiceOptions {
   int64_t max_chunk_bytes = 4 << 20;
   // Threads serving pulls (each may wait for a sync step).
   int pull_threads = 16;
+  // When set, every call must carry it (common/grpc_security.h) or is
+  // refused with UNAUTHENTICATED before it reaches the Shard.
+  std::string auth_token;
 };
 
 // PullDense is a raw method: its replies are encoded by hand

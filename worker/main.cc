@@ -17,6 +17,7 @@
 #include "chief/chief_client.h"
 #include "common/gpu_devices.h"
 #include "common/grpc_options.h"
+#include "common/grpc_security.h"
 #include "common/process.h"
 #include "common/tf_config.h"
 #include "ps/ps_client.h"
@@ -41,6 +42,16 @@ ABSL_FLAG(int, report_every_steps, 20, "Report metrics every this many steps");
 ABSL_FLAG(int, push_delay_ms, 0,
           "Sleep this long before each push: a straggler on purpose, to see "
           "backup workers (--replicas_to_aggregate) at work");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate of this task, signed by --tls_ca: turns on mutual "
+          "TLS for every channel (with --tls_key and --tls_ca)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the cluster CA: the only issuer whose "
+          "certificates this task accepts from the chief and the ps");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File holding the cluster's shared token (a trailing newline is "
+          "dropped): sent on every call");
 
 namespace pstrain {
 namespace {
@@ -48,6 +59,16 @@ namespace {
 int Fail(absl::string_view message) {
   std::cerr << message << std::endl;
   return 2;
+}
+
+// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
+absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
+  GrpcSecurityFiles files;
+  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  files.tls_key = absl::GetFlag(FLAGS_tls_key);
+  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  return LoadGrpcSecurity(files);
 }
 
 absl::Status CheckDeviceFlag() {
@@ -93,6 +114,8 @@ int Main() {
   if (absl::Status device = CheckDeviceFlag(); !device.ok()) {
     return Fail(device.message());
   }
+  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return Fail(security.status().message());
   absl::StatusOr<HostPort> chief_address =
       tf_config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (!chief_address.ok()) {
@@ -101,7 +124,8 @@ int Main() {
 
   const absl::Duration patience =
       absl::Seconds(absl::GetFlag(FLAGS_chief_patience_seconds));
-  chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString()),
+  chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString(),
+                                                *security),
                            tf_config->task, tf_config->cluster.ToString());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
@@ -123,7 +147,8 @@ int Main() {
     options.run_id = run->run_id();
     options.sender = tf_config->task;
     clients.push_back(
-        std::make_unique<ps::PsClient>(CreatePstrainChannel(address), options));
+        std::make_unique<ps::PsClient>(CreatePstrainChannel(address, *security),
+                                       options));
   }
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =
       ps::PsClusterClient::Create(std::move(clients), run->placement(),

@@ -1,0 +1,105 @@
+// Who may talk to a pstrain process: mutual TLS with the cluster's CA, a
+// shared token on every call, or both.
+//
+// main() turns its flags into a GrpcSecurity once; every channel and server
+// of the process then takes it (common/grpc_options.h):
+//
+//   GrpcSecurityFiles files;            // paths, from --tls_cert etc.
+//   files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+//   ...
+//   absl::StatusOr<GrpcSecurity> security = LoadGrpcSecurity(files);
+//   if (!security.ok()) return Fail(security.status().message());
+//   auto channel = CreatePstrainChannel(address, *security);
+//
+// With TLS, servers refuse a peer without a certificate signed by the
+// cluster CA, and clients check the server's certificate against the same CA
+// (and its name against the address). With a token, clients send it as
+// "authorization: Bearer <token>" on every call (a channel interceptor adds
+// it, so raw and generic calls carry it too), and each service handler calls
+// CheckAuthToken before it touches state. gRPC's health service is not
+// checked, so Kubernetes probes keep working.
+//
+// Secrets (the token, the private key) are never put into a status message or
+// a log line; errors name the file, not its content.
+#ifndef PSTRAIN_COMMON_GRPC_SECURITY_H_
+#define PSTRAIN_COMMON_GRPC_SECURITY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/support/client_interceptor.h"
+
+namespace pstrain {
+
+// The files a process's security comes from ("" where not given). The TLS
+// files are PEM; the token file holds the token (trailing whitespace, such as
+// the newline an editor adds, is dropped).
+struct GrpcSecurityFiles {
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  std::string auth_token_file;
+};
+
+// What the files held. The default is no TLS and no token: insecure channels
+// and servers, as before security existed (tests, benchmarks).
+struct GrpcSecurity {
+  std::string tls_cert_pem;  // this process's certificate (chain)
+  std::string tls_key_pem;   // its private key
+  std::string tls_ca_pem;    // the cluster CA: the only issuer trusted
+  std::string auth_token;    // "" : no token sent nor checked
+
+  bool tls() const { return !tls_ca_pem.empty() || !tls_cert_pem.empty(); }
+};
+
+// Reads `files`. INVALID_ARGUMENT, one line starting with the flag's name
+// ("--tls_key: ..."), when the TLS files are not all three given or none,
+// a file cannot be read or is empty, a PEM file holds no certificate or key
+// of the right kind, or the token holds characters gRPC metadata cannot carry.
+absl::StatusOr<GrpcSecurity> LoadGrpcSecurity(const GrpcSecurityFiles& files);
+
+// For log lines: "mutual TLS, auth token", "mutual TLS", "auth token" or
+// "insecure" (never the token itself).
+std::string DescribeGrpcSecurity(const GrpcSecurity& security);
+
+// Channel credentials for `security`: TLS trusting only tls_ca_pem and
+// presenting tls_cert_pem/tls_key_pem when set (a client without them sends
+// no certificate), else insecure.
+std::shared_ptr<grpc::ChannelCredentials> PstrainChannelCredentials(
+    const GrpcSecurity& security);
+
+// Server credentials for `security`: TLS with tls_cert_pem/tls_key_pem that
+// requires and verifies a client certificate signed by tls_ca_pem, else
+// insecure. INVALID_ARGUMENT if TLS is asked for without a certificate, key
+// and CA.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+PstrainServerCredentials(const GrpcSecurity& security);
+
+// The metadata key the token travels under, and the value's prefix.
+inline constexpr char kAuthMetadataKey[] = "authorization";
+inline constexpr char kAuthBearerPrefix[] = "Bearer ";
+
+// Client interceptors that add the token to every call; none without one.
+std::vector<
+    std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+AuthTokenInterceptors(const GrpcSecurity& security);
+
+// OK if `token` is empty (no token required) or the call carries exactly one
+// "authorization: Bearer <token>" entry; UNAUTHENTICATED otherwise (the
+// message never repeats either token). The comparison takes the same time
+// wherever the tokens differ.
+absl::Status CheckAuthToken(const grpc::CallbackServerContext& context,
+                            absl::string_view token);
+
+// Whether `given` equals `secret`, in a time that depends only on the two
+// lengths (not on where they differ).
+bool ConstantTimeEquals(absl::string_view given, absl::string_view secret);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_GRPC_SECURITY_H_
