@@ -7,6 +7,12 @@
 # for LINK_DOWN_SECONDS and comes back, and the run must still complete: every
 # process exits 0 and summary.json reports the epoch.
 #
+# With --tls, the hosts have the DNS names of the Kubernetes Jobs
+# (pstrain-ps-0.pstrain-ps.ml.svc.cluster.local, resolved through
+# /etc/netns/<namespace>/hosts) and every process runs with mutual TLS and a
+# token, from the Secret deploy/k8s/tls/make_secret.sh makes; it trains 100
+# steps, without the link flap.
+#
 # Needs root (ip netns add); without it, or without iproute2 or the data, it
 # prints "SKIPPED: <why>" and exits 0. Every namespace it made is deleted on
 # success, failure, timeout (SIGTERM) or Ctrl-C; namespaces left by an earlier
@@ -15,6 +21,9 @@
 #   bazel test //tests:multihost_test
 #   tests/multihost_test.sh     # by hand, after bazel build //chief //ps //worker
 set -uo pipefail
+
+tls=0
+[ "${1:-}" = "--tls" ] && tls=1
 
 LINK_DOWN_SECONDS=${LINK_DOWN_SECONDS:-3}
 # The step after which the link goes down (an epoch of the mlp with 2 workers
@@ -36,9 +45,11 @@ fail() {
 # The binaries: from the test's runfiles under Bazel, else from bazel-bin.
 if [ -n "${TEST_SRCDIR:-}" ]; then
   bin_dir=$TEST_SRCDIR/pstrain
+  make_secret=$TEST_SRCDIR/pstrain/deploy/k8s/tls/make_secret.sh
   scratch=$TEST_TMPDIR
 else
   bin_dir=$(cd "$(dirname "$0")/.." && pwd)/bazel-bin
+  make_secret=$(cd "$(dirname "$0")/.." && pwd)/deploy/k8s/tls/make_secret.sh
   scratch=$(mktemp -d)
   own_scratch=1
 fi
@@ -56,8 +67,18 @@ IP=$(command -v ip || true)
 # owner can be checked.
 prefix=pstmh$$
 hosts=(chief ps0 ps1 w0 w1)
-declare -A addr=([chief]=$SUBNET.10 [ps0]=$SUBNET.11 [ps1]=$SUBNET.12
-                 [w0]=$SUBNET.21 [w1]=$SUBNET.22)
+declare -A ip=([chief]=$SUBNET.10 [ps0]=$SUBNET.11 [ps1]=$SUBNET.12
+               [w0]=$SUBNET.21 [w1]=$SUBNET.22)
+# The host in each TF_CONFIG address: the IP address, or with --tls the name
+# the Kubernetes Jobs give that task's pod.
+declare -A addr
+for h in "${!ip[@]}"; do addr[$h]=${ip[$h]}; done
+if [ $tls -eq 1 ]; then
+  domain=ml.svc.cluster.local
+  addr=([chief]=pstrain-chief-0.pstrain-chief.$domain [ps0]=pstrain-ps-0.pstrain-ps.$domain
+        [ps1]=pstrain-ps-1.pstrain-ps.$domain [w0]=pstrain-worker-0.pstrain-worker.$domain
+        [w1]=pstrain-worker-1.pstrain-worker.$domain)
+fi
 made=()   # namespaces created, in order
 pids=()   # processes started
 declare -A pid_of
@@ -80,13 +101,16 @@ cleanup() {
     sleep 0.1
   done
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
-  for ns in "${made[@]}"; do "$IP" netns del "$ns" 2>/dev/null; done
+  for ns in "${made[@]}"; do
+    "$IP" netns del "$ns" 2>/dev/null
+    rm -rf "/etc/netns/$ns"
+  done
   local left
   left=$("$IP" netns list 2>/dev/null | awk '{print $1}' | grep "^$prefix-")
   if [ -n "$left" ]; then
     echo "FAIL: namespaces left behind: $left" >&2
     rc=1
-  else
+  elif [ ${#made[@]} -gt 0 ]; then
     echo "cleanup: deleted namespaces ${made[*]}"
   fi
   if [ -n "${own_scratch:-}" ]; then
@@ -123,10 +147,27 @@ for i in "${!hosts[@]}"; do
   net -n "$prefix-sw" link add "v$i" type veth peer name eth0 netns "$ns"
   net -n "$prefix-sw" link set "v$i" master br0 up
   net -n "$ns" link set lo up
-  net -n "$ns" addr add "${addr[$h]}/24" dev eth0
+  net -n "$ns" addr add "${ip[$h]}/24" dev eth0
   net -n "$ns" link set eth0 up
 done
-echo "hosts: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${addr[$h]}"; done)"
+echo "hosts: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${ip[$h]}"; done)"
+security=()
+if [ $tls -eq 1 ]; then
+  # Each host resolves the names (ip netns exec reads /etc/netns/NS/hosts as
+  # its /etc/hosts), and every process gets make_secret.sh's material.
+  for h in "${hosts[@]}"; do
+    mkdir -p "/etc/netns/$prefix-$h"
+    { echo "127.0.0.1 localhost"
+      for g in "${hosts[@]}"; do echo "${ip[$g]} ${addr[$g]}"; done
+    } >"/etc/netns/$prefix-$h/hosts"
+  done
+  "$make_secret" --namespace ml >"$scratch/secret.yaml" || fail "make_secret.sh failed"
+  for k in ca.crt tls.crt tls.key token; do
+    awk -v k="$k:" '$1 == k { print $2 }' "$scratch/secret.yaml" | base64 -d >"$scratch/$k"
+  done
+  security=(--tls_cert="$scratch/tls.crt" --tls_key="$scratch/tls.key"
+            --tls_ca="$scratch/ca.crt" --auth_token_file="$scratch/token")
+fi
 
 cluster="{\"chief\": [\"${addr[chief]}:$PORT\"],"
 cluster+=" \"ps\": [\"${addr[ps0]}:$PORT\", \"${addr[ps1]}:$PORT\"],"
@@ -137,7 +178,7 @@ start() {
   local h=$1 type=$2 index=$3
   shift 3
   TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"$type\", \"index\": $index}}" \
-    "$IP" netns exec "$prefix-$h" "$bin_dir/$type/$type" "$@" \
+    "$IP" netns exec "$prefix-$h" "$bin_dir/$type/$type" "${security[@]}" "$@" \
     >"$scratch/$h.log" 2>&1 &
   pids+=($!)
   pid_of[$h]=$!
@@ -148,7 +189,11 @@ start ps0 ps 0
 start ps1 ps 1
 start w0 worker 0 --threads=1
 start w1 worker 1 --threads=1
-start chief chief 0 --model=mlp --epochs=1 --mode=sync --model_dir="$model_dir"
+if [ $tls -eq 1 ]; then
+  start chief chief 0 --model=mlp --steps=100 --mode=sync --model_dir="$model_dir"
+else
+  start chief chief 0 --model=mlp --epochs=1 --mode=sync --model_dir="$model_dir"
+fi
 started=$SECONDS
 
 dump_logs() {
@@ -162,7 +207,7 @@ step_now() {
 }
 
 # Wait for the run to get under way, then flap worker 1's link.
-while :; do
+while [ $tls -eq 0 ]; do
   step=$(step_now)
   [ -n "$step" ] && [ "$step" -ge "$FLAP_AFTER_STEP" ] && break
   if ! kill -0 "${pid_of[chief]}" 2>/dev/null; then
@@ -172,13 +217,15 @@ while :; do
   [ $((SECONDS - started)) -gt 300 ] && { dump_logs; fail "no step $FLAP_AFTER_STEP in 300 s"; }
   sleep 0.2
 done
-echo "step $step after $((SECONDS - started)) s: worker 1's link down for ${LINK_DOWN_SECONDS} s"
-net -n "$prefix-w1" link set eth0 down
-sleep "$LINK_DOWN_SECONDS"
-net -n "$prefix-w1" link set eth0 up
-echo "link up again at step $(step_now)"
-kill -0 "${pid_of[chief]}" 2>/dev/null ||
-  { dump_logs; fail "the run ended before the link came back: the flap tested nothing"; }
+if [ $tls -eq 0 ]; then
+  echo "step $step after $((SECONDS - started)) s: worker 1's link down for ${LINK_DOWN_SECONDS} s"
+  net -n "$prefix-w1" link set eth0 down
+  sleep "$LINK_DOWN_SECONDS"
+  net -n "$prefix-w1" link set eth0 up
+  echo "link up again at step $(step_now)"
+  kill -0 "${pid_of[chief]}" 2>/dev/null ||
+    { dump_logs; fail "the run ended before the link came back: the flap tested nothing"; }
+fi
 
 # Every process must exit 0: the chief when the epoch is done, the others
 # when the chief says the run is finished.
@@ -208,8 +255,18 @@ fi
 
 summary=$(cat "$model_dir/summary.json" 2>/dev/null) || fail "no $model_dir/summary.json"
 echo "summary.json: $summary"
-epochs=$(jq -r '.epochs' <<<"$summary")
 accuracy=$(jq -r '.test_accuracy' <<<"$summary")
+if [ $tls -eq 1 ]; then
+  steps=$(jq -r '.global_step' <<<"$summary")
+  [ "$steps" = 100 ] || fail "summary.json: global_step is $steps, expected 100"
+  for h in ps0 ps1; do
+    grep -q "listening on ${addr[$h]}:$PORT (mutual TLS, auth token)" "$scratch/$h.log" ||
+      { dump_logs; fail "$h did not listen on ${addr[$h]} with mutual TLS and a token"; }
+  done
+  echo "PASSED: 100 steps across 5 namespaces by DNS name, mutual TLS and a token, test accuracy $accuracy"
+  exit 0
+fi
+epochs=$(jq -r '.epochs' <<<"$summary")
 [ "$epochs" = 1 ] || fail "summary.json: epochs is $epochs, expected 1"
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.80) }' ||
   fail "test accuracy $accuracy < 0.80 after one epoch of the mlp"
