@@ -126,7 +126,8 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
   return final_dir;
 }
 
-absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest() {
+absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest(
+    int64_t generation) {
   const std::vector<CheckpointRef> complete =
       ListCompleteCheckpoints(options_.model_dir);
   if (complete.empty()) {
@@ -146,7 +147,8 @@ absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest() {
     if (status.ok()) {
       const std::vector<SavedSlice> slices = ToSavedSlices(*index);
       for (int task = 0; task < ps_->num_ps() && status.ok(); ++task) {
-        status = ps_->client(task)->Restore(ref.dir, slices, index->step());
+        status = ps_->client(task)->Restore(ref.dir, slices, index->step(),
+                                             generation);
         if (!status.ok()) {
           status = absl::Status(status.code(), absl::StrCat("ps ", task, ": ",
                                                             status.message()));

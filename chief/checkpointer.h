@@ -47,9 +47,10 @@ class Checkpointer {
   // Writes the checkpoint of `step` (in `epoch`); returns its directory.
   absl::StatusOr<std::string> Save(int64_t step, int64_t epoch);
 
-  // Restores the newest good checkpoint; returns it. NOT_FOUND when the
+  // Restores the newest good checkpoint, the ps tasks serving recovery
+  // generation `generation` from then on; returns it. NOT_FOUND when the
   // model_dir has no complete checkpoint; DATA_LOSS when none restores.
-  absl::StatusOr<LoadedCheckpoint> RestoreLatest();
+  absl::StatusOr<LoadedCheckpoint> RestoreLatest(int64_t generation);
 
  private:
   const CheckpointerOptions options_;

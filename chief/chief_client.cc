@@ -48,6 +48,12 @@ void ChiefClient::FillHeader(RequestHeader* header) {
   header->set_run_id(run_id_);
   *header->mutable_sender() = self_;
   header->set_request_id(next_request_id_++);
+  header->set_generation(generation_);
+}
+
+void ChiefClient::set_generation(int64_t generation) {
+  absl::MutexLock lock(&mu_);
+  generation_ = generation;
 }
 
 absl::StatusOr<RegisterResponse> ChiefClient::Register(absl::Duration patience,

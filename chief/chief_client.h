@@ -51,6 +51,10 @@ class ChiefClient {
 
   uint64_t incarnation() const { return incarnation_; }
 
+  // The recovery generation put in every request from now on
+  // (RequestHeader.generation).
+  void set_generation(int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   void FillHeader(RequestHeader* header) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -61,6 +65,7 @@ class ChiefClient {
   std::atomic<uint64_t> next_request_id_{1};
   absl::Mutex mu_;
   std::string run_id_ ABSL_GUARDED_BY(mu_);
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace chief

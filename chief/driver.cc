@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/atomic_file.h"
 #include "common/process.h"
+#include "common/retry.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
@@ -36,9 +38,20 @@ Driver::Driver(DriverOptions options, RunState* state,
       test_(test),
       checkpointer_(checkpointer) {}
 
-absl::Status Driver::MaybeResume() {
-  absl::StatusOr<LoadedCheckpoint> restored = checkpointer_->RestoreLatest();
-  if (absl::IsNotFound(restored.status())) return absl::OkStatus();
+absl::Status Driver::Start() {
+  int64_t generation = 0;
+  for (int task = 0; task < ps_->num_ps(); ++task) {
+    PSTRAIN_ASSIGN_OR_RETURN(ShardStatus status,
+                             ps_->client(task)->GetShardStatus());
+    generation = std::max(generation, status.generation());
+  }
+  absl::StatusOr<LoadedCheckpoint> restored =
+      checkpointer_->RestoreLatest(generation + 1);
+  if (absl::IsNotFound(restored.status())) {
+    ps_->set_generation(generation);
+    state_->Recovered(0, generation);
+    return SaveCheckpoint(0);
+  }
   PSTRAIN_RETURN_IF_ERROR(restored.status());
   const int64_t step = restored->index.step();
   if (step > state_->total_steps()) {
@@ -48,8 +61,56 @@ absl::Status Driver::MaybeResume() {
   }
   LogInfo(absl::StrCat("chief: resuming from ", restored->dir, " at step ",
                        step));
-  state_->StartAt(step);
+  ps_->set_generation(generation + 1);
+  state_->Recovered(step, generation + 1);
   return absl::OkStatus();
+}
+
+absl::Status Driver::Recover(const std::string& why) {
+  const absl::Time began = absl::Now();
+  const int64_t reached = state_->WaitForStep(0, began);
+  state_->SetPhase(PHASE_PAUSED);
+  LogError(absl::StrCat("chief: ", why, " at step ", reached,
+                        "; holding the workers until every ps task is up"));
+  const std::vector<std::string> missing = state_->WaitForLivePs(
+      options_.failure_timeout, began + options_.wait_for_tasks);
+  if (!missing.empty()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "after ", absl::FormatDuration(options_.wait_for_tasks), " ",
+        absl::StrJoin(missing, ", "), " did not come back"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      ps_->CreateVariables(config_->optimizer(), config_->update()));
+  const int64_t generation = state_->generation() + 1;
+  PSTRAIN_ASSIGN_OR_RETURN(LoadedCheckpoint restored,
+                           checkpointer_->RestoreLatest(generation));
+  const int64_t step = restored.index.step();
+  ps_->set_generation(generation);
+  state_->Recovered(step, generation);
+  state_->SetPhase(PHASE_TRAINING);
+  LogInfo(absl::StrFormat(
+      "chief: recovered in %.1f s: restored %s at step %d (generation %d); "
+      "%d steps are trained again",
+      absl::ToDoubleSeconds(absl::Now() - began), restored.dir, step,
+      generation, std::max<int64_t>(0, reached - step)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Driver::HandleFailures() {
+  std::string why;
+  for (const std::string& task :
+       state_->FindDeadTasks(options_.failure_timeout)) {
+    LogError(absl::StrCat("chief: ", task, " sent nothing for ",
+                          absl::FormatDuration(options_.failure_timeout),
+                          "; presumed dead"));
+    if (absl::StartsWith(task, "ps:") && why.empty()) {
+      why = absl::StrCat(task, " is presumed dead");
+    }
+  }
+  if (why.empty() && state_->PsRestarted()) why = "a ps task restarted";
+  if (why.empty()) return false;
+  PSTRAIN_RETURN_IF_ERROR(Recover(why));
+  return true;
 }
 
 int64_t Driver::NextCheckpointStep(int64_t step) const {
@@ -101,7 +162,7 @@ absl::Status Driver::Train() {
                        spec_->variables.size(), " variables created on ",
                        ps_->num_ps(), " ps tasks; training"));
 
-  PSTRAIN_RETURN_IF_ERROR(MaybeResume());
+  PSTRAIN_RETURN_IF_ERROR(Start());
 
   const int64_t total = state_->total_steps();
   const int64_t per_epoch = state_->steps_per_epoch();
@@ -109,17 +170,26 @@ absl::Status Driver::Train() {
   // Workers hold at `pause` (0: none announced) until the checkpoint of that
   // step is written. Step-based pauses are announced a whole interval ahead;
   // a time-based one at the first step no worker has started yet.
-  int64_t pause = NextCheckpointStep(start);
-  state_->SetPauseAtStep(pause);
-  absl::Time last_checkpoint = absl::Now();
+  int64_t pause = 0;
+  absl::Time last_checkpoint;
+  int64_t step = 0;
+  int64_t next_epoch_end = 0;
+  // (Re)starts the loop at the current generation's first step.
+  auto start_loop = [&] {
+    step = last_print_step_ = state_->start_step();
+    pause = NextCheckpointStep(step);
+    state_->SetPauseAtStep(pause);
+    last_checkpoint = last_print_ = absl::Now();
+    next_epoch_end =
+        per_epoch > 0 ? std::min((step / per_epoch + 1) * per_epoch, total)
+                      : total;
+  };
+  start_loop();
   state_->SetPhase(PHASE_TRAINING);
-  train_start_ = last_print_ = absl::Now();
-  last_print_step_ = start;
-  int64_t step = start;
-  int64_t next_epoch_end =
-      per_epoch > 0 ? std::min((start / per_epoch + 1) * per_epoch, total)
-                    : total;
+  train_start_ = absl::Now();
   while (step < total || !state_->AllWorkersFinished()) {
+    PSTRAIN_ASSIGN_OR_RETURN(const bool recovered, HandleFailures());
+    if (recovered) start_loop();
     const int64_t next_print =
         std::min(total, last_print_step_ + options_.print_every_steps);
     int64_t target = std::min(next_print, next_epoch_end);
@@ -140,7 +210,15 @@ absl::Status Driver::Train() {
     if (pause > 0 && step >= pause) {
       // Every worker holds at `pause`: nothing changes on the ps tasks.
       state_->SetPhase(PHASE_PAUSED);
-      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(pause));
+      absl::Status saved = SaveCheckpoint(pause);
+      if (IsPeerFailure(saved)) {
+        PSTRAIN_RETURN_IF_ERROR(Recover(absl::StrCat(
+            "the checkpoint of step ", pause, " failed (", saved.message(),
+            ")")));
+        start_loop();
+        continue;
+      }
+      PSTRAIN_RETURN_IF_ERROR(saved);
       state_->SetPhase(PHASE_TRAINING);
       last_checkpoint = absl::Now();
       pause = NextCheckpointStep(pause);

@@ -12,6 +12,19 @@
 //      step while the ps tasks save);
 //   4. writes a final checkpoint and model_dir/summary.json and tells every
 //      process the run is finished, so ps tasks and workers exit.
+//
+// Failures: a task silent for failure_timeout is logged as presumed dead.
+// A worker that restarts goes on by itself from the step it had reached
+// (sync steps wait for it meanwhile). A ps task that restarts or dies
+// lost its shard: the driver holds the workers (PHASE_PAUSED), waits for
+// every ps task to be up, restores the newest good checkpoint onto all of
+// them in a new recovery generation, and lets the workers go on from its
+// step, logging how many steps were lost. A restarted chief does the same
+// at start: the run id comes from model_dir's checkpoints, and the ps
+// tasks and workers of the run register again.
+//
+// A run always has a checkpoint to go back to: one of step 0 is written
+// before training when model_dir has none.
 #ifndef PSTRAIN_CHIEF_DRIVER_H_
 #define PSTRAIN_CHIEF_DRIVER_H_
 
@@ -43,6 +56,8 @@ struct DriverOptions {
   int64_t checkpoint_every_steps = 0;
   // A checkpoint every this long (zero: not by time).
   absl::Duration checkpoint_every = absl::ZeroDuration();
+  // A task silent for this long is presumed dead.
+  absl::Duration failure_timeout = absl::Seconds(10);
 };
 
 // Test-set loss and accuracy.
@@ -67,9 +82,16 @@ class Driver {
 
  private:
   absl::Status Train();
-  // Restores the newest good checkpoint, if any, and starts the run at its
-  // step.
-  absl::Status MaybeResume();
+  // Starts the first generation: restores the newest good checkpoint, if
+  // any, in a generation after the ps tasks' own (a restarted chief's ps
+  // tasks may be in one already), else writes the checkpoint of step 0.
+  absl::Status Start();
+  // Brings the run back after a ps task failed (`why`): see the class
+  // comment. The run fails if a ps task stays away for wait_for_tasks.
+  absl::Status Recover(const std::string& why);
+  // Logs newly dead tasks; recovers if a ps task died or restarted. Returns
+  // whether it recovered.
+  absl::StatusOr<bool> HandleFailures();
   // The step-based checkpoint after `step` (0: none before the end).
   int64_t NextCheckpointStep(int64_t step) const;
   // Writes the checkpoint of `step`.

@@ -87,6 +87,9 @@ ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
 ABSL_FLAG(int64_t, checkpoint_every_secs, 0,
           "Write a checkpoint every this many seconds (0: off)");
 ABSL_FLAG(int, keep_checkpoints, 5, "Complete checkpoints kept (>= 1)");
+ABSL_FLAG(absl::Duration, failure_timeout, absl::Seconds(10),
+          "A ps or worker silent this long is presumed dead (a dead ps task "
+          "is waited for and the run restored from the newest checkpoint)");
 ABSL_FLAG(std::string, export_safetensors, "",
           "Write the variables of --model_dir's newest good checkpoint to "
           "this safetensors file and exit (no training)");
@@ -196,6 +199,9 @@ int Main() {
   DisableMutexDeadlockDetection();
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
+  }
+  if (absl::GetFlag(FLAGS_failure_timeout) <= absl::ZeroDuration()) {
+    return Fail("--failure_timeout: must be > 0 (e.g. 10s)");
   }
   if (absl::GetFlag(FLAGS_keep_checkpoints) < 1) {
     return Fail("--keep_checkpoints: must be >= 1");
@@ -323,6 +329,7 @@ int Main() {
       absl::GetFlag(FLAGS_checkpoint_every_steps);
   driver_options.checkpoint_every =
       absl::Seconds(absl::GetFlag(FLAGS_checkpoint_every_secs));
+  driver_options.failure_timeout = absl::GetFlag(FLAGS_failure_timeout);
   chief::CheckpointerOptions checkpointer_options;
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;

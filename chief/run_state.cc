@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/process.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
@@ -53,31 +54,69 @@ absl::StatusOr<RegisterResponse> RunState::Register(
     response.add_ps_addresses(cluster_.Address(MakeTask(JOB_PS, index))->ToString());
   }
   absl::MutexLock lock(&mu_);
-  registered_[TaskName(task)] = request.incarnation();
+  const std::string name = TaskName(task);
+  auto [it, first] = registered_.try_emplace(name);
+  if (!first && it->second.incarnation != request.incarnation()) {
+    LogInfo(absl::StrCat("chief: ", name, " restarted (it registered again "
+                         "as a new process)"));
+    if (task.job() == JOB_PS && phase_ >= PHASE_INITIALIZING) {
+      ps_restarted_ = true;
+    }
+  }
+  it->second.ref = task;
+  it->second.incarnation = request.incarnation();
+  it->second.last_seen = absl::Now();
+  it->second.dead = false;
   TrainingState* state = response.mutable_state();
   state->set_run_id(run_id_);
   state->set_phase(phase_);
   state->set_step(LowestWorkerStepLocked());
   state->set_steps_per_epoch(steps_per_epoch_);
-  state->set_start_step(start_step_);
+  state->set_start_step(task.job() == JOB_WORKER ? worker_steps_[task.index()]
+                                                 : start_step_);
   state->set_pause_at_step(pause_at_step_);
+  state->set_generation(generation_);
   *state->mutable_update() = config_.update();
   return response;
+}
+
+absl::Status RunState::SeenLocked(const RequestHeader& header) {
+  const std::string name = TaskName(header.sender());
+  auto it = registered_.find(name);
+  if (it == registered_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        name, " is not registered with this chief (did the chief restart?): "
+              "register again"));
+  }
+  if (it->second.dead) {
+    LogInfo(absl::StrCat("chief: ", name, " is back"));
+    it->second.dead = false;
+  }
+  it->second.last_seen = absl::Now();
+  return absl::OkStatus();
+}
+
+bool RunState::CountsStepLocked(const RequestHeader& header) const {
+  return header.sender().job() == JOB_WORKER &&
+         worker_steps_.count(header.sender().index()) > 0 &&
+         header.generation() == generation_;
 }
 
 absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
     const HeartbeatRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
   absl::MutexLock lock(&mu_);
-  const TaskRef& task = request.header().sender();
-  if (task.job() == JOB_WORKER && worker_steps_.count(task.index()) > 0) {
-    worker_steps_[task.index()] =
-        std::max(worker_steps_[task.index()], request.step());
+  PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
+  if (CountsStepLocked(request.header())) {
+    int64_t& steps = worker_steps_[request.header().sender().index()];
+    steps = std::max(steps, request.step());
   }
   HeartbeatResponse response;
   response.set_phase(phase_);
   response.set_step(LowestWorkerStepLocked());
   response.set_pause_at_step(pause_at_step_);
+  response.set_generation(generation_);
+  response.set_resume_step(start_step_);
   return response;
 }
 
@@ -85,6 +124,8 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
     const GetTrainingStateRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
   absl::MutexLock lock(&mu_);
+  PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
+  const TaskRef& task = request.header().sender();
   TrainingState state;
   state.set_run_id(run_id_);
   state.set_phase(phase_);
@@ -93,8 +134,12 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
   *state.mutable_update() = config_.update();
   *state.mutable_placement() = placement_;
   state.set_steps_per_epoch(steps_per_epoch_);
-  state.set_start_step(start_step_);
+  state.set_start_step(task.job() == JOB_WORKER &&
+                               worker_steps_.count(task.index()) > 0
+                           ? worker_steps_[task.index()]
+                           : start_step_);
   state.set_pause_at_step(pause_at_step_);
+  state.set_generation(generation_);
   return state;
 }
 
@@ -107,20 +152,19 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
         " and num_steps ", request.num_steps(), " must be > 0"));
   }
   absl::MutexLock lock(&mu_);
-  const TaskRef& task = request.header().sender();
-  if (task.job() == JOB_WORKER && worker_steps_.count(task.index()) > 0) {
-    worker_steps_[task.index()] =
-        std::max(worker_steps_[task.index()], request.step());
-  }
+  PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
+  ReportMetricsResponse response;
+  response.set_phase(phase_);
+  response.set_pause_at_step(pause_at_step_);
+  if (!CountsStepLocked(request.header())) return response;
+  int64_t& steps = worker_steps_[request.header().sender().index()];
+  steps = std::max(steps, request.step());
   const double examples =
       request.num_steps() * static_cast<double>(config_.batch_size_per_worker());
   progress_.examples += examples;
   progress_.loss_sum += request.loss() * examples;
   progress_.correct += request.accuracy() * examples;
   progress_.busy_seconds += examples / request.examples_per_sec();
-  ReportMetricsResponse response;
-  response.set_phase(phase_);
-  response.set_pause_at_step(pause_at_step_);
   return response;
 }
 
@@ -128,6 +172,7 @@ absl::StatusOr<TrainingFinishedResponse> RunState::TrainingFinished(
     const TrainingFinishedRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
   absl::MutexLock lock(&mu_);
+  PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
   const TaskRef& task = request.header().sender();
   if (task.job() != JOB_WORKER || finished_.count(task.index()) == 0) {
     return absl::InvalidArgumentError(
@@ -189,12 +234,6 @@ int64_t RunState::WaitForStep(int64_t step, absl::Time deadline) const {
   return LowestWorkerStepLocked();
 }
 
-void RunState::StartAt(int64_t step) {
-  absl::MutexLock lock(&mu_);
-  start_step_ = step;
-  for (auto& [index, steps] : worker_steps_) steps = step;
-}
-
 int64_t RunState::start_step() const {
   absl::MutexLock lock(&mu_);
   return start_step_;
@@ -221,6 +260,67 @@ bool RunState::AllWorkersFinished() const {
     if (!done) return false;
   }
   return true;
+}
+
+std::vector<std::string> RunState::FindDeadTasks(absl::Duration timeout) {
+  const absl::Time now = absl::Now();
+  std::vector<std::string> found;
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, task] : registered_) {
+    if (task.dead || now - task.last_seen < timeout) continue;
+    if (task.ref.job() == JOB_WORKER && finished_[task.ref.index()]) continue;
+    task.dead = true;
+    found.push_back(name);
+  }
+  return found;
+}
+
+bool RunState::PsRestarted() const {
+  absl::MutexLock lock(&mu_);
+  return ps_restarted_;
+}
+
+std::vector<std::string> RunState::WaitForLivePs(absl::Duration timeout,
+                                                 absl::Time deadline) const {
+  std::vector<std::string> ps;
+  for (int index : cluster_.TaskIndices(JOB_PS)) {
+    ps.push_back(TaskName(MakeTask(JOB_PS, index)));
+  }
+  auto silent = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    std::vector<std::string> names;
+    const absl::Time now = absl::Now();
+    for (const std::string& name : ps) {
+      auto it = registered_.find(name);
+      if (it == registered_.end() || it->second.dead ||
+          now - it->second.last_seen >= timeout) {
+        names.push_back(name);
+      }
+    }
+    return names;
+  };
+  while (true) {
+    std::vector<std::string> missing;
+    {
+      absl::MutexLock lock(&mu_);
+      missing = silent();
+    }
+    if (missing.empty() || absl::Now() >= deadline) return missing;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+int64_t RunState::generation() const {
+  absl::MutexLock lock(&mu_);
+  return generation_;
+}
+
+void RunState::Recovered(int64_t step, int64_t generation) {
+  absl::MutexLock lock(&mu_);
+  start_step_ = step;
+  for (auto& [index, steps] : worker_steps_) steps = step;
+  generation_ = generation;
+  pause_at_step_ = 0;
+  ps_restarted_ = false;
 }
 
 Progress RunState::TakeProgress() {

@@ -41,8 +41,10 @@ class RunState {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t total_steps() const { return total_steps_; }
 
-  // A ps or worker joins. FAILED_PRECONDITION for another run's id,
-  // INVALID_ARGUMENT for a task not in TF_CONFIG.
+  // A ps or worker joins, or joins again after it restarted (a new
+  // incarnation; logged) or after the chief restarted. FAILED_PRECONDITION
+  // for another run's id, INVALID_ARGUMENT for a task not in TF_CONFIG.
+  // The other requests are NOT_FOUND from a task that is not registered.
   absl::StatusOr<RegisterResponse> Register(const RegisterRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request)
@@ -67,10 +69,7 @@ class RunState {
   int64_t WaitForStep(int64_t step, absl::Time deadline) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Training (re)starts at `step` (a resumed checkpoint's): every worker is
-  // counted as having completed it, and TrainingState.start_step says so.
-  // REQUIRES: called before PHASE_TRAINING.
-  void StartAt(int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
+  // The step the current generation started at (see Recovered).
   int64_t start_step() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Announces the step at which every worker holds (0: none) until it is
@@ -85,12 +84,51 @@ class RunState {
   // Whether every worker has said TrainingFinished.
   bool AllWorkersFinished() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Failure detection. Every request of a task counts as a sign of life.
+  // Returns the names of the tasks newly found dead: registered, not
+  // finished, and silent for `timeout`. A dead task that is heard from
+  // again is alive again.
+  std::vector<std::string> FindDeadTasks(absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a ps task has restarted (registered again with another
+  // incarnation, so it lost its shard) since the last recovery.
+  bool PsRestarted() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until every ps task has been heard from within `timeout` of now,
+  // or `deadline`; returns those still silent ("ps:1").
+  std::vector<std::string> WaitForLivePs(absl::Duration timeout,
+                                         absl::Time deadline) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The recovery generation (RequestHeader.generation); requests of
+  // another one carry no step.
+  int64_t generation() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The ps tasks now serve `generation`, restored at `step`: every worker
+  // goes on from there (HeartbeatResponse.resume_step), and PsRestarted()
+  // is false again. Does not change the phase.
+  void Recovered(int64_t step, int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The figures reported since the last call, and resets them.
   Progress TakeProgress() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // What the chief knows of a registered task's life.
+  struct Task {
+    TaskRef ref;
+    uint64_t incarnation = 0;
+    absl::Time last_seen;
+    bool dead = false;
+  };
+
   absl::Status CheckRunId(const RequestHeader& header) const;
   int64_t LowestWorkerStepLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Notes a sign of life of the sender; NOT_FOUND if it is not registered
+  // (the chief restarted since: it must register again).
+  absl::Status SeenLocked(const RequestHeader& header)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the request's worker step counts: a worker of this cluster, in
+  // this generation.
+  bool CountsStepLocked(const RequestHeader& header) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string run_id_;
   const TrainingConfig config_;
@@ -101,8 +139,10 @@ class RunState {
 
   mutable absl::Mutex mu_;
   RunPhase phase_ ABSL_GUARDED_BY(mu_) = PHASE_WAITING_FOR_TASKS;
-  // Registered tasks by name, with their incarnation.
-  std::map<std::string, uint64_t> registered_ ABSL_GUARDED_BY(mu_);
+  // Registered tasks by name.
+  std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
+  bool ps_restarted_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // Completed steps by worker index, and the finished ones.
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);
   std::map<int, bool> finished_ ABSL_GUARDED_BY(mu_);

@@ -16,6 +16,21 @@ RunState TwoWorkerRun(int64_t total_steps) {
                   /*steps_per_epoch=*/10, total_steps);
 }
 
+absl::StatusOr<RegisterResponse> Join(RunState& state, TaskRef task,
+                                      uint64_t incarnation = 1) {
+  RegisterRequest request;
+  *request.mutable_header()->mutable_sender() = task;
+  request.set_incarnation(incarnation);
+  return state.Register(request);
+}
+
+// Every ps and worker of TwoWorkerRun registered.
+void JoinAll(RunState& state) {
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0)).ok());
+  ASSERT_TRUE(Join(state, MakeTask(JOB_WORKER, 0)).ok());
+  ASSERT_TRUE(Join(state, MakeTask(JOB_WORKER, 1)).ok());
+}
+
 HeartbeatRequest Beat(int worker, int64_t step) {
   HeartbeatRequest request;
   request.mutable_header()->set_run_id("run-1");
@@ -26,6 +41,7 @@ HeartbeatRequest Beat(int worker, int64_t step) {
 
 TEST(RunState, HeartbeatCarriesTheAnnouncedPauseStep) {
   RunState state = TwoWorkerRun(100);
+  JoinAll(state);
   EXPECT_EQ(state.Heartbeat(Beat(0, 3))->pause_at_step(), 0);
   state.SetPauseAtStep(10);
   EXPECT_EQ(state.Heartbeat(Beat(0, 4))->pause_at_step(), 10);
@@ -38,6 +54,7 @@ TEST(RunState, HeartbeatCarriesTheAnnouncedPauseStep) {
 
 TEST(RunState, PauseAtNextStepIsOnePastTheHighestStartedStep) {
   RunState state = TwoWorkerRun(100);
+  JoinAll(state);
   state.Heartbeat(Beat(0, 5)).IgnoreError();
   state.Heartbeat(Beat(1, 7)).IgnoreError();
   // Worker 1 may be computing step 7: it holds before step 8.
@@ -45,17 +62,85 @@ TEST(RunState, PauseAtNextStepIsOnePastTheHighestStartedStep) {
   EXPECT_EQ(state.Heartbeat(Beat(0, 6))->pause_at_step(), 8);
 }
 
-TEST(RunState, StartAtCountsEveryWorkerAtTheResumedStep) {
+TEST(RunState, RecoveredCountsEveryWorkerAtTheRestoredStep) {
   RunState state = TwoWorkerRun(100);
-  state.StartAt(40);
+  JoinAll(state);
+  state.Recovered(40, 1);
   EXPECT_EQ(state.start_step(), 40);
   EXPECT_EQ(state.WaitForStep(40, absl::Now()), 40);
   GetTrainingStateRequest request;
   request.mutable_header()->set_run_id("run-1");
+  *request.mutable_header()->mutable_sender() = MakeTask(JOB_PS, 0);
   absl::StatusOr<TrainingState> training = state.GetTrainingState(request);
   ASSERT_TRUE(training.ok());
   EXPECT_EQ(training->start_step(), 40);
   EXPECT_EQ(training->step(), 40);
+}
+
+TEST(RunState, RequestsOfUnregisteredTasksAreNotFound) {
+  RunState state = TwoWorkerRun(100);
+  EXPECT_EQ(state.Heartbeat(Beat(0, 1)).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Join(state, MakeTask(JOB_WORKER, 0)).ok());
+  EXPECT_TRUE(state.Heartbeat(Beat(0, 1)).ok());
+}
+
+TEST(RunState, SilentTasksAreFoundDeadOnceAndAliveWhenHeardFrom) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  absl::SleepFor(absl::Milliseconds(30));
+  state.Heartbeat(Beat(0, 1)).IgnoreError();
+  std::vector<std::string> dead = state.FindDeadTasks(absl::Milliseconds(20));
+  EXPECT_EQ(dead, (std::vector<std::string>{"ps:0", "worker:1"}));
+  EXPECT_TRUE(state.FindDeadTasks(absl::Milliseconds(20)).empty());
+  EXPECT_EQ(state.WaitForLivePs(absl::Milliseconds(20), absl::Now()),
+            std::vector<std::string>{"ps:0"});
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0)).ok());
+  EXPECT_TRUE(state.WaitForLivePs(absl::Seconds(5), absl::Now()).empty());
+}
+
+TEST(RunState, ARestartedPsIsReportedUntilRecovered) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  state.SetPhase(PHASE_TRAINING);
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/1).ok());
+  EXPECT_FALSE(state.PsRestarted());
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/2).ok());
+  EXPECT_TRUE(state.PsRestarted());
+  state.Recovered(30, 1);
+  EXPECT_FALSE(state.PsRestarted());
+}
+
+TEST(RunState, ARecoveryRewindsWorkersAndIgnoresStaleSteps) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  state.Heartbeat(Beat(0, 50)).IgnoreError();
+  state.Heartbeat(Beat(1, 52)).IgnoreError();
+  state.Recovered(40, 1);
+  // A beat of generation 0 no longer moves the step.
+  absl::StatusOr<HeartbeatResponse> stale = state.Heartbeat(Beat(0, 53));
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(stale->generation(), 1);
+  EXPECT_EQ(stale->resume_step(), 40);
+  EXPECT_EQ(state.WaitForStep(41, absl::Now()), 40);
+  HeartbeatRequest current = Beat(0, 41);
+  current.mutable_header()->set_generation(1);
+  state.Heartbeat(current).IgnoreError();
+  current = Beat(1, 42);
+  current.mutable_header()->set_generation(1);
+  state.Heartbeat(current).IgnoreError();
+  EXPECT_EQ(state.WaitForStep(41, absl::Now()), 41);
+}
+
+TEST(RunState, ARestartedWorkerGoesOnFromTheStepItReached) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  state.SetPhase(PHASE_TRAINING);
+  state.Heartbeat(Beat(1, 17)).IgnoreError();
+  absl::StatusOr<RegisterResponse> again =
+      Join(state, MakeTask(JOB_WORKER, 1), /*incarnation=*/9);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state().start_step(), 17);
 }
 
 }  // namespace

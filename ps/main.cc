@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -36,6 +37,9 @@ ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
 ABSL_FLAG(int, pull_threads, 16, "Threads serving pulls");
+ABSL_FLAG(absl::Duration, chief_patience, absl::Minutes(10),
+          "How long to keep the shard while the chief cannot be reached (a "
+          "restarted chief takes the run up again); then exit 1");
 ABSL_FLAG(int, shutdown_grace_seconds, 10,
           "On SIGTERM, how long in-flight requests may take to finish");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -125,27 +129,47 @@ int Main() {
   std::unique_ptr<chief::ChiefClient> chief;
   absl::Notification stopping;
   std::thread heartbeat;
+  std::atomic<bool> chief_lost{false};
   absl::StatusOr<HostPort> chief_address =
       config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (chief_address.ok()) {
     chief = std::make_unique<chief::ChiefClient>(
         CreatePstrainChannel(chief_address->ToString(), *security),
         config->task, config->cluster.ToString());
-    heartbeat = std::thread([&chief, &stopping, index = config->task.index()] {
+    const absl::Duration patience = absl::GetFlag(FLAGS_chief_patience);
+    heartbeat = std::thread([&chief, &stopping, &chief_lost, patience,
+                             index = config->task.index()] {
       bool registered = false;
+      absl::Time last_answer = absl::Now();
       while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) {
         if (!registered) {
-          absl::StatusOr<RegisterResponse> run = chief->Register(absl::ZeroDuration());
-          if (!run.ok()) continue;
-          registered = true;
-          LogInfo(absl::StrCat("ps ", index, ": registered in run ", run->run_id()));
+          absl::StatusOr<RegisterResponse> run =
+              chief->Register(absl::ZeroDuration());
+          if (run.ok()) {
+            registered = true;
+            last_answer = absl::Now();
+            LogInfo(absl::StrCat("ps ", index, ": registered in run ",
+                                 run->run_id()));
+          }
+        } else if (absl::StatusOr<HeartbeatResponse> beat = chief->Heartbeat(0);
+                   beat.ok()) {
+          last_answer = absl::Now();
+          if (beat->phase() == PHASE_FINISHED || beat->phase() == PHASE_FAILED) {
+            LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
+                                 beat->phase() == PHASE_FINISHED ? "is finished"
+                                                                 : "failed"));
+            kill(getpid(), SIGTERM);
+            return;
+          }
+        } else if (absl::IsNotFound(beat.status())) {
+          // A restarted chief: this shard stays as it is until it says.
+          LogInfo(absl::StrCat("ps ", index, ": ", beat.status().message()));
+          registered = false;
         }
-        absl::StatusOr<HeartbeatResponse> beat = chief->Heartbeat(0);
-        if (!beat.ok()) continue;
-        if (beat->phase() == PHASE_FINISHED || beat->phase() == PHASE_FAILED) {
-          LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
-                               beat->phase() == PHASE_FINISHED ? "is finished"
-                                                               : "failed"));
+        if (absl::Now() - last_answer > patience) {
+          LogError(absl::StrCat("ps ", index, ": no answer from the chief for ",
+                                absl::FormatDuration(patience), "; stopping"));
+          chief_lost = true;
           kill(getpid(), SIGTERM);
           return;
         }
@@ -161,7 +185,7 @@ int Main() {
   stopping.Notify();
   if (heartbeat.joinable()) heartbeat.join();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));
-  return 0;
+  return chief_lost ? 1 : 0;
 }
 
 }  // namespace

@@ -50,6 +50,17 @@ void PsClient::FillHeader(RequestHeader* header) {
   header->set_run_id(options_.run_id);
   *header->mutable_sender() = options_.sender;
   header->set_request_id(next_request_id_++);
+  header->set_generation(generation_);
+}
+
+template <typename Request, typename Response, typename Method>
+absl::Status PsClient::Call(Method method, const Request& request,
+                            Response* response) {
+  return Retry(options_.retry, [&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    return FromGrpcStatus(((*stub_).*method)(&context, request, response));
+  });
 }
 
 void PsClient::SetDeadline(grpc::ClientContext* context) const {
@@ -59,14 +70,26 @@ void PsClient::SetDeadline(grpc::ClientContext* context) const {
 absl::Status PsClient::CreateVariables(CreateVariablesRequest request,
                                        CreateVariablesResponse* response) {
   FillHeader(request.mutable_header());
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  return FromGrpcStatus(stub_->CreateVariables(&context, request, response));
+  return Call(&ParameterServer::Stub::CreateVariables, request, response);
 }
 
 absl::StatusOr<PushDenseResponse> PsClient::PushDense(
     int64_t version, int64_t batch_size,
     absl::Span<const DensePiece> gradients) {
+  PushDenseRequest first;
+  FillHeader(first.mutable_header());
+  first.set_version(version);
+  first.set_batch_size(batch_size);
+  absl::StatusOr<PushDenseResponse> response;
+  PSTRAIN_RETURN_IF_ERROR(Retry(options_.retry, [&] {
+    response = PushDenseOnce(first, gradients);
+    return response.status();
+  }));
+  return response;
+}
+
+absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
+    const PushDenseRequest& first, absl::Span<const DensePiece> gradients) {
   grpc::ClientContext context;
   SetDeadline(&context);
   // The call's metadata goes out with the first message, and the half-close
@@ -82,10 +105,7 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDense(
 
   // Messages carry chunks up to max_chunk_bytes of content in all and are
   // written one at a time. Only the first carries the request header.
-  PushDenseRequest header;
-  FillHeader(header.mutable_header());
-  header.set_version(version);
-  header.set_batch_size(batch_size);
+  PushDenseRequest header = first;
   std::vector<NamedTensor> described;  // the message's chunks, sans content
   std::vector<GradientChunk> chunks;   // and their content
   int64_t room = options_.max_chunk_bytes;
@@ -128,15 +148,24 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDense(
 
 absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
                                             absl::Span<const DensePiece> values) {
-  std::map<std::string, const DensePiece*> by_name;
   PullDenseRequest request;
   FillHeader(request.mutable_header());
   request.set_min_version(min_version);
   request.set_max_chunk_bytes(options_.max_chunk_bytes);
-  for (const DensePiece& piece : values) {
-    by_name[piece.name] = &piece;
-    request.add_names(piece.name);
-  }
+  for (const DensePiece& piece : values) request.add_names(piece.name);
+  absl::StatusOr<int64_t> version;
+  PSTRAIN_RETURN_IF_ERROR(Retry(options_.retry, [&] {
+    version = PullDenseOnce(request, values);
+    return version.status();
+  }));
+  return version;
+}
+
+absl::StatusOr<int64_t> PsClient::PullDenseOnce(
+    const PullDenseRequest& request, absl::Span<const DensePiece> values) {
+  const int64_t min_version = request.min_version();
+  std::map<std::string, const DensePiece*> by_name;
+  for (const DensePiece& piece : values) by_name[piece.name] = &piece;
   grpc::ClientContext context;
   SetDeadline(&context);
   // The replies are read as bytes and decoded in place
@@ -214,11 +243,9 @@ absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
   request.set_name(name);
   request.mutable_ids()->Add(ids.begin(), ids.end());
   request.set_min_version(min_version);
-  grpc::ClientContext context;
-  SetDeadline(&context);
   PullSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
-      FromGrpcStatus(stub_->PullSparse(&context, request, &response)));
+      Call(&ParameterServer::Stub::PullSparse, request, &response));
   return response;
 }
 
@@ -237,11 +264,9 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
   g->set_content(rows.data(), rows.size() * sizeof(float));
   request.set_version(version);
   request.set_batch_size(batch_size);
-  grpc::ClientContext context;
-  SetDeadline(&context);
   PushSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
-      FromGrpcStatus(stub_->PushSparse(&context, request, &response)));
+      Call(&ParameterServer::Stub::PushSparse, request, &response));
   return response;
 }
 
@@ -251,36 +276,31 @@ absl::StatusOr<SaveResponse> PsClient::Save(const std::string& directory,
   FillHeader(request.mutable_header());
   request.set_directory(directory);
   request.set_step(step);
-  grpc::ClientContext context;
-  SetDeadline(&context);
   SaveResponse response;
   PSTRAIN_RETURN_IF_ERROR(
-      FromGrpcStatus(stub_->Save(&context, request, &response)));
+      Call(&ParameterServer::Stub::Save, request, &response));
   return response;
 }
 
 absl::Status PsClient::Restore(const std::string& directory,
                                absl::Span<const SavedSlice> slices,
-                               int64_t step) {
+                               int64_t step, int64_t generation) {
   RestoreRequest request;
+  request.set_generation(generation);
   FillHeader(request.mutable_header());
   request.set_directory(directory);
   request.mutable_slices()->Add(slices.begin(), slices.end());
   request.set_step(step);
-  grpc::ClientContext context;
-  SetDeadline(&context);
   RestoreResponse response;
-  return FromGrpcStatus(stub_->Restore(&context, request, &response));
+  return Call(&ParameterServer::Stub::Restore, request, &response);
 }
 
 absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   GetShardStatusRequest request;
   FillHeader(request.mutable_header());
-  grpc::ClientContext context;
-  SetDeadline(&context);
   ShardStatus status;
   PSTRAIN_RETURN_IF_ERROR(
-      FromGrpcStatus(stub_->GetShardStatus(&context, request, &status)));
+      Call(&ParameterServer::Stub::GetShardStatus, request, &status));
   return status;
 }
 

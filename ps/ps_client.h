@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/retry.h"
 #include "common/tensor.h"
 #include "common/thread_pool.h"
 #include "grpcpp/grpcpp.h"
@@ -40,6 +41,10 @@ struct PsClientOptions {
   int64_t max_chunk_bytes = 4 << 20;
   // Deadline of each call (a sync pull waits within it).
   absl::Duration timeout = absl::Seconds(120);
+  // Calls failing with UNAVAILABLE (the ps restarting, a link down for a
+  // moment) are tried again within this; a retried push keeps its request
+  // id, so the ps applies it once.
+  RetryOptions retry;
 };
 
 // Rows [row_begin, row_end) of a dense variable of shape `shape`, as bytes:
@@ -90,15 +95,28 @@ class PsClient {
   // Has the ps write its shard into `directory` at `step`.
   absl::StatusOr<SaveResponse> Save(const std::string& directory, int64_t step);
 
-  // Has the ps replace its shard with its parts of `slices` in `directory`.
+  // Has the ps replace its shard with its parts of `slices` in `directory`
+  // and serve recovery generation `generation` from then on.
   absl::Status Restore(const std::string& directory,
-                       absl::Span<const SavedSlice> slices, int64_t step);
+                       absl::Span<const SavedSlice> slices, int64_t step,
+                       int64_t generation);
 
   const PsClientOptions& options() const { return options_; }
+
+  // The recovery generation put in every request from now on
+  // (RequestHeader.generation).
+  void set_generation(int64_t generation) { generation_ = generation; }
 
  private:
   void FillHeader(RequestHeader* header);
   void SetDeadline(grpc::ClientContext* context) const;
+  // One attempt of a call of stub_ with a fresh context.
+  template <typename Request, typename Response, typename Method>
+  absl::Status Call(Method method, const Request& request, Response* response);
+  absl::StatusOr<PushDenseResponse> PushDenseOnce(
+      const PushDenseRequest& first, absl::Span<const DensePiece> gradients);
+  absl::StatusOr<int64_t> PullDenseOnce(const PullDenseRequest& request,
+                                        absl::Span<const DensePiece> values);
 
   const PsClientOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;
@@ -115,6 +133,7 @@ class PsClient {
   const std::string pull_method_name_;
   const grpc::internal::RpcMethod pull_method_;
   uint64_t next_request_id_ = 1;
+  int64_t generation_ = 0;
   // Reused across pull messages, so its header is allocated once.
   PullDenseView pull_view_;
 };
@@ -153,6 +172,10 @@ class PsClusterClient {
                           int64_t version, int64_t batch_size);
 
   PsClient* client(int ps_task) { return clients_[ps_task].get(); }
+  // Sets every client's recovery generation.
+  void set_generation(int64_t generation) {
+    for (auto& client : clients_) client->set_generation(generation);
+  }
   int num_ps() const { return clients_.size(); }
 
  private:

@@ -104,7 +104,9 @@ absl::StatusOr<const Shard::Run*> Shard::CheckRun(
     const RequestHeader& header) const {
   absl::MutexLock lock(&mu_);
   if (run_ == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    // UNAVAILABLE: a ps that just (re)started is not ready yet; clients
+    // retry, and the chief creates and restores its variables.
+    return absl::UnavailableError(absl::StrCat(
         "ps ", options_.ps_task,
         " has no variables yet (the chief has not created them)"));
   }

@@ -404,6 +404,7 @@ TEST(Shard, RequestsBeforeCreateAreRefused) {
   Shard shard{ShardOptions{}};
   absl::Status status;
   Pull(shard, "w", 0, nullptr, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(status.message(),
             "ps 0 has no variables yet (the chief has not created them)");
 }

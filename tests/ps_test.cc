@@ -387,7 +387,7 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
   }
   ASSERT_TRUE(w0->PushDense(1, 1, g.map()).ok());
   for (int task = 0; task < 2; ++task) {
-    ASSERT_TRUE(w0->client(task)->Restore(dir, slices, 1).ok());
+    ASSERT_TRUE(w0->client(task)->Restore(dir, slices, 1, 0).ok());
   }
   ASSERT_TRUE(w0->PullDense(0, values.map()).ok());
   EXPECT_EQ(std::memcmp(values.kernel.raw_data(), saved.kernel.raw_data(),
@@ -400,7 +400,7 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
     f.seekp(100);
     f.put('\x01');
   }
-  const absl::Status damaged = w0->client(1)->Restore(dir, slices, 1);
+  const absl::Status damaged = w0->client(1)->Restore(dir, slices, 1, 0);
   EXPECT_EQ(damaged.code(), absl::StatusCode::kDataLoss) << damaged;
 }
 

@@ -186,6 +186,8 @@ int Main() {
   }
   worker::TrainerOptions options;
   options.start_step = state->start_step();
+  options.generation = state->generation();
+  options.chief_patience = patience;
   options.worker_index = index;
   options.num_workers = config.update().num_workers();
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);

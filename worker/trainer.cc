@@ -1,10 +1,13 @@
 #include "worker/trainer.h"
 
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/process.h"
+#include "common/retry.h"
 #include "common/status_macros.h"
 #include "ps/staleness.h"
 #include "worker/data/prefetcher.h"
@@ -30,6 +33,18 @@ absl::Status AtStep(int64_t step, absl::string_view what,
                     const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("step ", step, ": ", what,
                                                   ": ", status.message()));
+}
+
+// A failed call to the chief: NOT_FOUND (a restarted chief that does not
+// know this worker yet) is a peer failure like the others.
+absl::Status ChiefFailure(const absl::Status& status) {
+  if (!absl::IsNotFound(status)) return status;
+  return absl::AbortedError(status.message());
+}
+
+absl::Status RunFailed(int64_t step) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("step ", step, ": the chief failed the run"));
 }
 
 }  // namespace
@@ -65,6 +80,19 @@ Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
       ps_(ps),
       chief_(chief) {}
 
+struct Trainer::Buffers {
+  std::vector<Tensor> storage;
+  Weights weights;
+  Gradients gradients;
+  std::map<std::string, Tensor*> pull;
+};
+
+void Trainer::SetGeneration(int64_t generation) {
+  generation_ = generation;
+  ps_->set_generation(generation);
+  chief_->set_generation(generation);
+}
+
 absl::Status Trainer::Run() {
   PSTRAIN_ASSIGN_OR_RETURN(
       data::ShardPlan plan,
@@ -74,18 +102,73 @@ absl::Status Trainer::Run() {
   PSTRAIN_ASSIGN_OR_RETURN(
       RunLength length,
       ComputeRunLength(*config_, options_.num_workers, train_->size()));
-  const int64_t start = options_.start_step;
-  if (start < 0 || start > length.total_steps) {
+  Position at{options_.start_step, options_.generation};
+  if (at.step < 0 || at.step > length.total_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "start step ", start, " is outside the run's ", length.total_steps,
+        "start step ", at.step, " is outside the run's ", length.total_steps,
         " steps"));
   }
-  if (start == length.total_steps) {
-    PSTRAIN_RETURN_IF_ERROR(chief_->TrainingFinished(start).status());
-    return absl::OkStatus();
+  Buffers buffers;
+  buffers.storage.reserve(2 * spec_->variables.size());
+  for (const VariableDef& def : spec_->variables) {
+    const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                     def.shape().dims().end());
+    PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
+    PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
+    buffers.storage.push_back(std::move(w));
+    buffers.pull[def.name()] = &buffers.storage.back();
+    buffers.weights[def.name()] = &buffers.storage.back();
+    buffers.storage.push_back(std::move(g));
+    buffers.gradients[def.name()] = &buffers.storage.back();
   }
-  // The data order is per epoch, from the seed: a resumed run starts in the
-  // epoch of its start step and skips the batches already trained on.
+
+  // Heartbeats that carry no step: the chief hears from this worker while
+  // a step waits for its peers.
+  absl::Notification done;
+  std::thread liveness([this, &done] {
+    while (!done.WaitForNotificationWithTimeout(options_.liveness_interval)) {
+      chief_->Heartbeat(-1).IgnoreError();
+    }
+  });
+  absl::Status status;
+  SetGeneration(at.generation);
+  while (at.step < length.total_steps) {
+    status = TrainFrom(plan, length, buffers, &at.step);
+    if (status.ok() || !IsPeerFailure(status)) break;
+    LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
+                         status.message(), "; asking the chief how to go on"));
+    absl::StatusOr<Position> next = Resync(at, length);
+    if (!next.ok()) {
+      status = next.status();
+      break;
+    }
+    if (next->generation != at.generation) {
+      LogInfo(absl::StrCat("worker ", options_.worker_index,
+                           ": the run was restored; going on from step ",
+                           next->step, " (generation ", next->generation, ")"));
+    }
+    at = *next;
+    SetGeneration(at.generation);
+    status = absl::OkStatus();
+  }
+  done.Notify();
+  liveness.join();
+  PSTRAIN_RETURN_IF_ERROR(status);
+  RetryOptions retry;
+  retry.retry_for = options_.chief_patience;
+  absl::Status finished = Retry(retry, [&] {
+    return chief_->TrainingFinished(length.total_steps).status();
+  });
+  if (!finished.ok()) return AtStep(length.total_steps, "finishing", finished);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
+                                const RunLength& length, Buffers& buffers,
+                                int64_t* step) {
+  const int64_t start = *step;
+  // The data order is per epoch, from the seed: a run going on from `start`
+  // begins in its epoch and skips the batches already trained on.
   data::PrefetchOptions prefetch;
   prefetch.first_epoch = start / length.steps_per_epoch;
   prefetch.num_epochs =
@@ -100,68 +183,54 @@ absl::Status Trainer::Run() {
     batches->Release(*batch);
   }
 
-  // Weights and gradients, allocated once.
-  std::vector<Tensor> storage;
-  storage.reserve(2 * spec_->variables.size());
-  Weights weights;
-  Gradients gradients;
-  std::map<std::string, Tensor*> pull;
-  for (const VariableDef& def : spec_->variables) {
-    const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                     def.shape().dims().end());
-    PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
-    PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
-    storage.push_back(std::move(w));
-    pull[def.name()] = &storage.back();
-    weights[def.name()] = &storage.back();
-    storage.push_back(std::move(g));
-    gradients[def.name()] = &storage.back();
-  }
-
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
   int64_t stale_pushes = 0;
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
   absl::Time window_start = absl::Now();
-  for (int64_t step = start; step < length.total_steps; ++step) {
-    PSTRAIN_RETURN_IF_ERROR(WaitUntilMayStart(step));
+  for (; *step < length.total_steps; ++*step) {
+    PSTRAIN_RETURN_IF_ERROR(WaitUntilMayStart(*step));
     absl::StatusOr<data::Batch*> batch = batches->Next();
-    if (!batch.ok()) return AtStep(step, "reading the data", batch.status());
-    absl::StatusOr<int64_t> version = ps_->PullDense(sync ? step : 0, pull);
-    if (!version.ok()) return AtStep(step, "pulling", version.status());
+    if (!batch.ok()) return AtStep(*step, "reading the data", batch.status());
+    absl::StatusOr<int64_t> version =
+        ps_->PullDense(sync ? *step : 0, buffers.pull);
+    if (!version.ok()) {
+      batches->Release(*batch);
+      return AtStep(*step, "pulling", version.status());
+    }
     StepInput input;
     input.features = (*batch)->features.raw_data();
     input.labels = (*batch)->labels.data<int32_t>();
     input.batch = (*batch)->size();
-    input.step = step;
+    input.step = *step;
     input.example_offset = options_.worker_index * input.batch;
     input.weights_version = *version;
     absl::StatusOr<StepResult> result =
-        backend_->TrainStep(input, weights, &gradients);
+        backend_->TrainStep(input, buffers.weights, &buffers.gradients);
     batches->Release(*batch);
-    if (!result.ok()) return AtStep(step, "computing", result.status());
+    if (!result.ok()) return AtStep(*step, "computing", result.status());
     absl::SleepFor(options_.push_delay);
-    absl::Status pushed =
-        ps_->PushDense(sync ? step : *version, result->examples, gradients);
+    absl::Status pushed = ps_->PushDense(sync ? *step : *version,
+                                         result->examples, buffers.gradients);
     if (!sync && ps::IsStaleGradient(pushed)) {
       // Other workers moved the variables too far meanwhile: this step's
       // gradient is dropped (the ps refused it whole) and the next step
       // pulls fresh values.
       ++stale_pushes;
     } else if (!pushed.ok()) {
-      return AtStep(step, "pushing", pushed);
+      return AtStep(*step, "pushing", pushed);
     }
 
     ++window_steps;
     window_examples += result->examples;
     window_correct += result->correct;
     window_loss += result->loss_sum + result->examples * result->l2_loss;
-    const bool last = step + 1 == length.total_steps;
+    const bool last = *step + 1 == length.total_steps;
     if (window_steps == options_.report_every_steps || last) {
       const double seconds =
           std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window_start));
       ReportMetricsRequest metrics;
-      metrics.set_step(step + 1);
+      metrics.set_step(*step + 1);
       metrics.set_loss(window_loss / std::max<int64_t>(1, window_examples));
       metrics.set_accuracy(static_cast<double>(window_correct) /
                            std::max<int64_t>(1, window_examples));
@@ -169,11 +238,10 @@ absl::Status Trainer::Run() {
       metrics.set_num_steps(window_steps);
       absl::StatusOr<ReportMetricsResponse> reply =
           chief_->ReportMetrics(metrics);
-      if (!reply.ok()) return AtStep(step, "reporting", reply.status());
-      if (reply->phase() == PHASE_FAILED) {
-        return absl::AbortedError(absl::StrCat("step ", step,
-                                               ": the chief failed the run"));
+      if (!reply.ok()) {
+        return AtStep(*step, "reporting", ChiefFailure(reply.status()));
       }
+      if (reply->phase() == PHASE_FAILED) return RunFailed(*step);
       window_steps = window_examples = window_correct = 0;
       window_loss = 0;
       window_start = absl::Now();
@@ -184,9 +252,6 @@ absl::Status Trainer::Run() {
                          " of ", length.total_steps - start,
                          " gradients were refused as too stale"));
   }
-  absl::StatusOr<TrainingFinishedResponse> done =
-      chief_->TrainingFinished(length.total_steps);
-  if (!done.ok()) return AtStep(length.total_steps, "finishing", done.status());
   return absl::OkStatus();
 }
 
@@ -194,12 +259,16 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
   bool held = false;
   while (true) {
     absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(step);
-    if (!beat.ok()) return AtStep(step, "heartbeat", beat.status());
-    if (beat->phase() == PHASE_FAILED) {
-      return absl::AbortedError(
-          absl::StrCat("step ", step, ": the chief failed the run"));
+    if (!beat.ok()) return AtStep(step, "heartbeat", ChiefFailure(beat.status()));
+    if (beat->phase() == PHASE_FAILED) return RunFailed(step);
+    if (beat->generation() != generation_) {
+      return absl::AbortedError(absl::StrCat(
+          "step ", step, ": the chief restored the run (generation ",
+          beat->generation(), ")"));
     }
-    if (beat->pause_at_step() == 0 || beat->pause_at_step() != step) {
+    const bool hold = beat->phase() == PHASE_PAUSED ||
+                      (beat->pause_at_step() != 0 && beat->pause_at_step() == step);
+    if (!hold) {
       if (held) {
         LogInfo(absl::StrCat("worker ", options_.worker_index,
                              ": going on at step ", step));
@@ -208,10 +277,47 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
     }
     if (!held) {
       LogInfo(absl::StrCat("worker ", options_.worker_index,
-                           ": holding at step ", step, " for a checkpoint"));
+                           ": holding at step ", step,
+                           beat->pause_at_step() == step ? " for a checkpoint"
+                                                         : " (run paused)"));
       held = true;
     }
     absl::SleepFor(options_.pause_poll);
+  }
+}
+
+absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
+                                                  const RunLength& length) {
+  absl::Time last_answer = absl::Now();
+  for (int tries = 1;; ++tries) {
+    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
+    if (beat.ok()) {
+      last_answer = absl::Now();
+      if (beat->phase() == PHASE_FAILED) return RunFailed(at.step);
+      if (beat->phase() == PHASE_FINISHED) {
+        return Position{length.total_steps, at.generation};
+      }
+      if (beat->phase() == PHASE_TRAINING) {
+        if (beat->generation() == at.generation) return at;
+        return Position{beat->resume_step(), beat->generation()};
+      }
+    } else if (absl::IsNotFound(beat.status())) {
+      // The chief restarted: join it again; it restores the run and says
+      // where to go on once every task is back.
+      LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
+                           beat.status().message()));
+      PSTRAIN_RETURN_IF_ERROR(
+          chief_->Register(options_.chief_patience).status());
+      last_answer = absl::Now();
+    } else if (!IsPeerFailure(beat.status())) {
+      return AtStep(at.step, "asking the chief", beat.status());
+    } else if (absl::Now() - last_answer > options_.chief_patience) {
+      return AtStep(at.step, "the chief did not answer for " +
+                                 absl::FormatDuration(options_.chief_patience),
+                    beat.status());
+    }
+    absl::SleepFor(std::max(options_.pause_poll,
+                            Backoff(RetryOptions(), std::min(tries, 5))));
   }
 }
 

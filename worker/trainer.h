@@ -13,6 +13,15 @@
 // holds, heartbeating, until the announcement changes. A run resumed from a
 // checkpoint starts at TrainerOptions::start_step, with the data where an
 // uninterrupted run would have been (same epoch order, same batch).
+//
+// Failures: calls to a ps that cannot be reached are retried (PsClient);
+// a step that still fails because a peer is gone (ps::IsPeerFailure) is
+// not the end of the worker. It asks the chief how to go on: the same step
+// again (a passing network fault), or, after the chief restored the ps
+// tasks from a checkpoint (a new recovery generation), the checkpoint's
+// step, with the data of that step. It holds while the chief is recovering
+// or restarting, up to chief_patience. A background heartbeat tells the
+// chief it is alive while a step waits.
 #ifndef PSTRAIN_WORKER_TRAINER_H_
 #define PSTRAIN_WORKER_TRAINER_H_
 
@@ -25,6 +34,7 @@
 #include "ps/ps_client.h"
 #include "worker/backend.h"
 #include "worker/data/dataset.h"
+#include "worker/data/shard_plan.h"
 #include "worker/model/keras_model.h"
 
 namespace pstrain {
@@ -37,6 +47,12 @@ struct TrainerOptions {
   int report_every_steps = 20;
   // Steps already done (a resumed checkpoint's step; TrainingState.start_step).
   int64_t start_step = 0;
+  // The run's recovery generation (TrainingState.generation).
+  int64_t generation = 0;
+  // How long to wait for a chief that cannot be reached.
+  absl::Duration chief_patience = absl::Minutes(5);
+  // Interval of the heartbeat that says the worker is alive.
+  absl::Duration liveness_interval = absl::Seconds(1);
   // How often a held worker asks the chief whether it may go on.
   absl::Duration pause_poll = absl::Milliseconds(20);
   // Sleep this long before each push: a straggler on purpose, to see backup
@@ -66,9 +82,26 @@ class Trainer {
   absl::Status Run();
 
  private:
-  // Heartbeats before `step`; holds while the chief's pause_at_step is
-  // `step`. ABORTED when the chief failed the run.
+  // Where training goes on: a step of a recovery generation.
+  struct Position {
+    int64_t step = 0;
+    int64_t generation = 0;
+  };
+  // Weights and gradients of every variable, allocated once.
+  struct Buffers;
+
+  // Trains steps *step.. to the end of the run, advancing *step.
+  absl::Status TrainFrom(const data::ShardPlan& plan, const RunLength& length,
+                         Buffers& buffers, int64_t* step);
+  // Heartbeats before `step`; holds while the run is paused or the chief's
+  // pause_at_step is `step`. ABORTED when the chief recovered the run into
+  // another generation (or restarted), FAILED_PRECONDITION when it failed
+  // the run.
   absl::Status WaitUntilMayStart(int64_t step);
+  // After a peer failure at `at`: where to go on, per the chief (registering
+  // again if the chief restarted). `length.total_steps` if the run is over.
+  absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
+  void SetGeneration(int64_t generation);
 
   const TrainerOptions options_;
   const TrainingConfig* const config_;
@@ -77,6 +110,7 @@ class Trainer {
   Backend* const backend_;
   ps::PsClusterClient* const ps_;
   chief::ChiefClient* const chief_;
+  int64_t generation_ = 0;
 };
 
 }  // namespace worker

@@ -7,6 +7,9 @@
 # checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
 # that already holds a checkpoint resumes from it.
 # Every process it started is stopped on success, failure or Ctrl-C.
+# With --restart_failed, a ps task, worker or the chief killed by a signal
+# (an OOM kill, a `kill -9`) is started again, as Kubernetes would, up to 10
+# times each; the run recovers (README: "When a process dies").
 #
 #   deploy/local/run_cluster.sh --ps 2 --workers 2 --model cnn --epochs 1
 #
@@ -17,6 +20,7 @@ cd "$(dirname "$0")/../.."
 num_ps=2
 num_workers=2
 model_dir=/tmp/pstrain
+restart_failed=0
 chief_flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,6 +30,7 @@ while [ $# -gt 0 ]; do
     --workers=*) num_workers=${1#*=}; shift ;;
     --model_dir) model_dir=$2; shift 2 ;;
     --model_dir=*) model_dir=${1#*=}; shift ;;
+    --restart_failed) restart_failed=1; shift ;;
     *) chief_flags+=("$1"); shift ;;
   esac
 done
@@ -55,25 +60,45 @@ done
 cluster="{\"chief\": [$chief], \"ps\": [$(join "${ps_list[@]}")], \"worker\": [$(join "${worker_list[@]}")]}"
 tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index\": $2}}"; }
 
+# Runs "$@"; with --restart_failed, runs it again when a signal killed it.
+supervise() {
+  local child rc restarts=0
+  trap 'kill "$child" 2>/dev/null; exit 143' TERM
+  while true; do
+    "$@" &
+    child=$!
+    rc=0
+    wait "$child" || rc=$?
+    if [ "$restart_failed" = 1 ] && [ "$rc" -gt 128 ] && [ "$restarts" -lt 10 ]; then
+      restarts=$((restarts + 1))
+      echo "run_cluster: ${1##*/} exited with status $rc; starting it again" >&2
+      sleep 1
+      continue
+    fi
+    return "$rc"
+  done
+}
+
 mkdir -p "$model_dir/logs"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < num_ps; i++)); do
-  TF_CONFIG=$(tf_config ps "$i") "$bin/ps/ps" >"$model_dir/logs/ps-$i.log" 2>&1 &
+  TF_CONFIG=$(tf_config ps "$i") supervise "$bin/ps/ps" \
+    >>"$model_dir/logs/ps-$i.log" 2>&1 &
   pids+=($!)
 done
 for ((i = 0; i < num_workers; i++)); do
-  TF_CONFIG=$(tf_config worker "$i") "$bin/worker/worker" \
-    --threads=1 >"$model_dir/logs/worker-$i.log" 2>&1 &
+  TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
+    --threads=1 >>"$model_dir/logs/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 echo "cluster: $cluster" >&2
 echo "logs: $model_dir/logs" >&2
 status=0
-TF_CONFIG=$(tf_config chief 0) "$bin/chief/chief" --model_dir="$model_dir" \
-  "${chief_flags[@]}" || status=$?
+TF_CONFIG=$(tf_config chief 0) supervise "$bin/chief/chief" \
+  --model_dir="$model_dir" "${chief_flags[@]}" || status=$?
 for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done
 trap - EXIT
 [ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"

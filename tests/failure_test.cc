@@ -1,0 +1,226 @@
+// Runs that lose a process: a worker, a ps task or the chief is killed with
+// SIGKILL at a random step and started again at once (as Kubernetes would).
+// Each run must complete with a test accuracy within one point of an
+// undisturbed run with the same seed, and every checkpoint it left must
+// verify. Each test prints how long training took to get going again.
+#include <signal.h>
+
+#include <memory>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "chief/checkpoint_layout.h"
+#include "chief/checkpoint_reader.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/local_cluster.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+constexpr int kSteps = 300;
+
+std::vector<std::string> ChiefFlags(const std::string& model_dir) {
+  return {"--model=mlp",
+          "--batch_size=64",
+          absl::StrCat("--steps=", kSteps),
+          "--seed=7",
+          "--print_every_steps=10",
+          "--threads=1",
+          "--checkpoint_every_steps=50",
+          "--failure_timeout=3s",
+          "--model_dir=" + model_dir};
+}
+const std::vector<std::string> kWorkerFlags = {"--threads=1",
+                                               "--report_every_steps=5"};
+
+double TestAccuracy(const std::string& model_dir) {
+  const nlohmann::json summary =
+      nlohmann::json::parse(ReadFile(model_dir + "/summary.json"), nullptr,
+                            /*allow_exceptions=*/false);
+  if (!summary.is_object() || !summary.contains("test_accuracy")) return -1;
+  return summary["test_accuracy"].get<double>();
+}
+
+// The highest step of the chief's progress lines ("step 120/300"); -1 if none.
+int64_t LastStep(const std::string& log) {
+  static const std::regex kProgress("step ([0-9]+)/[0-9]+");
+  int64_t last = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kProgress);
+       it != std::sregex_iterator(); ++it) {
+    last = std::max<int64_t>(last, std::stoll((*it)[1]));
+  }
+  return last;
+}
+
+// Seconds until `done()` holds, polled every 20 ms; -1 after `limit`.
+double SecondsUntil(const std::function<bool()>& done, double limit = 300) {
+  const absl::Time start = absl::Now();
+  while (!done()) {
+    if (absl::Now() - start > absl::Seconds(limit)) return -1;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+void ExpectEveryCheckpointVerifies(const std::string& model_dir) {
+  const std::vector<chief::CheckpointRef> all =
+      chief::ListCompleteCheckpoints(model_dir);
+  EXPECT_FALSE(all.empty()) << model_dir;
+  for (const chief::CheckpointRef& ref : all) {
+    absl::StatusOr<CheckpointIndex> index = chief::ReadCheckpointIndex(ref.dir);
+    ASSERT_TRUE(index.ok()) << index.status();
+    EXPECT_TRUE(chief::VerifyCheckpointData(ref.dir, *index).ok()) << ref.dir;
+  }
+}
+
+// A run of a chief, 2 ps tasks and 2 workers as processes.
+class ClusterRun {
+ public:
+  explicit ClusterRun(const std::string& name)
+      : name_(name), model_dir_(TempPath(name)), cluster_(2, 2) {
+    for (int i = 0; i < 2; ++i) ps_.push_back(Start("ps", i));
+    for (int i = 0; i < 2; ++i) workers_.push_back(Start("worker", i));
+    chief_ = Start("chief", 0);
+  }
+
+  const std::string& model_dir() const { return model_dir_; }
+  std::string chief_log() const { return Log(*chief_); }
+
+  // Waits until the chief has reported step `step`.
+  void WaitForStep(int64_t step) {
+    ASSERT_GE(SecondsUntil([&] { return LastStep(chief_log()) >= step; }), 0)
+        << chief_log();
+  }
+
+  // Kills `type`:`index` with SIGKILL and starts it again; returns the
+  // chief's last reported step before the kill.
+  int64_t KillAndRestart(const std::string& type, int index) {
+    const int64_t step = LastStep(chief_log());
+    std::unique_ptr<Subprocess>& p = type == "ps"       ? ps_[index]
+                                     : type == "worker" ? workers_[index]
+                                                        : chief_;
+    EXPECT_EQ(p->Stop(SIGKILL), 128 + SIGKILL);
+    p = Start(type, index, "-restarted");
+    std::printf("killed and restarted %s %d after step %ld\n", type.c_str(),
+                index, static_cast<long>(step));
+    return step;
+  }
+
+  // Waits for every process to exit 0.
+  void Finish() {
+    EXPECT_EQ(chief_->Wait(600), 0) << chief_log();
+    for (auto& p : ps_) EXPECT_EQ(p->Wait(60), 0) << Log(*p);
+    for (auto& p : workers_) EXPECT_EQ(p->Wait(60), 0) << Log(*p);
+  }
+
+ private:
+  std::unique_ptr<Subprocess> Start(const std::string& type, int index,
+                                    const std::string& suffix = "") {
+    std::vector<std::string> flags;
+    if (type == "chief") flags = ChiefFlags(model_dir_);
+    if (type == "worker") flags = kWorkerFlags;
+    return std::make_unique<Subprocess>(
+        cluster_.Start(name_ + suffix, type, index, flags));
+  }
+
+  const std::string name_;
+  const std::string model_dir_;
+  const LocalCluster cluster_;
+  std::vector<std::unique_ptr<Subprocess>> ps_, workers_;
+  std::unique_ptr<Subprocess> chief_;
+};
+
+class FailureTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!HaveFashionMnist()) return;
+    ClusterRun run("undisturbed");
+    run.Finish();
+    undisturbed_accuracy_ = TestAccuracy(run.model_dir());
+    std::printf("undisturbed run: test accuracy %.4f\n", undisturbed_accuracy_);
+  }
+
+  void SetUp() override {
+    if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+    ASSERT_GT(undisturbed_accuracy_, 0.5);
+  }
+
+  // A step to kill at, at random in [60, 200).
+  static int64_t RandomStep() {
+    std::random_device random;
+    return 60 + random() % 140;
+  }
+
+  static void ExpectCompletedLikeUndisturbed(ClusterRun& run) {
+    run.Finish();
+    const double accuracy = TestAccuracy(run.model_dir());
+    std::printf("test accuracy %.4f (undisturbed %.4f)\n", accuracy,
+                undisturbed_accuracy_);
+    EXPECT_NEAR(accuracy, undisturbed_accuracy_, 0.01);
+    ExpectEveryCheckpointVerifies(run.model_dir());
+  }
+
+  static double undisturbed_accuracy_;
+};
+double FailureTest::undisturbed_accuracy_ = -1;
+
+TEST_F(FailureTest, KilledWorkerRejoinsAndTheRunCompletes) {
+  ClusterRun run("worker-killed");
+  run.WaitForStep(RandomStep());
+  const int64_t at = run.KillAndRestart("worker", 1);
+  const double seconds =
+      SecondsUntil([&] { return LastStep(run.chief_log()) > at; });
+  std::printf("RECOVERY worker: training went past step %ld %.2f s after "
+              "the kill\n",
+              static_cast<long>(at), seconds);
+  EXPECT_GE(seconds, 0);
+  ExpectCompletedLikeUndisturbed(run);
+  EXPECT_NE(run.chief_log().find("worker:1 restarted"), std::string::npos);
+}
+
+TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {
+  ClusterRun run("ps-killed");
+  run.WaitForStep(RandomStep());
+  const int64_t at = run.KillAndRestart("ps", 1);
+  const double recovered = SecondsUntil(
+      [&] { return run.chief_log().find("recovered in") != std::string::npos; });
+  const double seconds =
+      SecondsUntil([&] { return LastStep(run.chief_log()) > at; });
+  std::printf("RECOVERY ps: restored %.2f s after the kill; training went "
+              "past step %ld %.2f s after that\n",
+              recovered, static_cast<long>(at), seconds);
+  EXPECT_GE(recovered, 0) << run.chief_log();
+  ExpectCompletedLikeUndisturbed(run);
+  const std::string log = run.chief_log();
+  EXPECT_NE(log.find("ps:1 restarted"), std::string::npos) << log;
+  EXPECT_NE(log.find("steps are trained again"), std::string::npos) << log;
+}
+
+TEST_F(FailureTest, RestartedChiefTakesTheRunUpFromTheLatestCheckpoint) {
+  ClusterRun run("chief-killed");
+  run.WaitForStep(RandomStep());
+  const int64_t at = run.KillAndRestart("chief", 0);
+  const double resumed = SecondsUntil(
+      [&] { return LastStep(run.chief_log()) >= 0; });
+  const double seconds =
+      SecondsUntil([&] { return LastStep(run.chief_log()) > at; });
+  std::printf("RECOVERY chief: the restarted chief reported progress %.2f s "
+              "after the kill; training went past step %ld %.2f s after "
+              "that\n",
+              resumed, static_cast<long>(at), seconds);
+  EXPECT_GE(resumed, 0) << run.chief_log();
+  ExpectCompletedLikeUndisturbed(run);
+  EXPECT_NE(run.chief_log().find("resuming from " + run.model_dir()),
+            std::string::npos)
+      << run.chief_log();
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pstrain
