@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "chief/checkpoint_layout.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
@@ -33,6 +34,29 @@ absl::StatusOr<int64_t> ElementSize(DataType dtype) {
   }
 }
 
+// Whether `length` bytes are `rows` rows of `row_bytes` each, without
+// overflowing on the damaged values of an index.
+bool HoldsRows(int64_t length, int64_t rows, int64_t row_bytes) {
+  if (rows < 0 || length < 0) return false;
+  if (row_bytes == 0) return length == 0;
+  return length % row_bytes == 0 && length / row_bytes == rows;
+}
+
+// Whether every dimension of `shape` is >= 0 and the product of the nonzero
+// ones, times `element_size`, is at most 2^62: then no product of its
+// dimensions (a row's bytes, the whole's) overflows.
+bool ShapeFits(const std::vector<int64_t>& shape, int64_t element_size) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  int64_t bytes = element_size;
+  for (const int64_t dim : shape) {
+    if (dim < 0) return false;
+    if (dim == 0) continue;
+    if (bytes > kLimit / dim) return false;
+    bytes *= dim;
+  }
+  return true;
+}
+
 // The data files of one checkpoint, opened once each.
 class RegionReader {
  public:
@@ -54,8 +78,18 @@ class RegionReader {
     if (!file->is_open()) {
       return absl::DataLossError(absl::StrCat(what, ": cannot open ", path));
     }
-    std::string bytes(region.length(), '\0');
+    // Against the file's size before allocating: a damaged index may give
+    // any length.
     file->clear();
+    file->seekg(0, std::ios::end);
+    const int64_t size = file->tellg();
+    if (!*file || region.offset() > size ||
+        region.length() > size - region.offset()) {
+      return absl::DataLossError(absl::StrCat(
+          what, ": ", path, " is shorter than ", region.offset(), " + ",
+          region.length(), " bytes"));
+    }
+    std::string bytes(region.length(), '\0');
     file->seekg(region.offset());
     file->read(bytes.data(), region.length());
     if (!*file) {
@@ -84,8 +118,8 @@ absl::Status ReadGrowingTable(RegionReader* reader, const CheckpointVariable& v,
                               WholeVariable* ids) {
   std::vector<std::pair<int64_t, std::string>> rows;
   for (const CheckpointSlice& s : v.slices()) {
-    if (s.ids().length() != s.num_rows() * 8 ||
-        s.values().length() != s.num_rows() * row_bytes) {
+    if (!HoldsRows(s.ids().length(), s.num_rows(), 8) ||
+        !HoldsRows(s.values().length(), s.num_rows(), row_bytes)) {
       return absl::DataLossError(absl::StrCat(
           "'", v.name(), "': a slice of ", s.num_rows(), " rows has ",
           s.ids().length(), " bytes of ids and ", s.values().length(),
@@ -201,6 +235,11 @@ absl::StatusOr<std::vector<WholeVariable>> ReadVariables(
     whole.dtype = v->dtype();
     whole.shape.assign(v->shape().dims().begin(), v->shape().dims().end());
     PSTRAIN_ASSIGN_OR_RETURN(int64_t row_bytes, ElementSize(v->dtype()));
+    if (!ShapeFits(whole.shape, row_bytes)) {
+      return absl::DataLossError(absl::StrCat(
+          dir, ": '", v->name(), "': invalid shape [",
+          absl::StrJoin(whole.shape, ", "), "]"));
+    }
     if (!whole.shape.empty() && whole.shape[0] == 0) {
       for (size_t d = 1; d < whole.shape.size(); ++d) row_bytes *= whole.shape[d];
       WholeVariable ids;
@@ -211,7 +250,9 @@ absl::StatusOr<std::vector<WholeVariable>> ReadVariables(
     }
     for (size_t d = 1; d < whole.shape.size(); ++d) row_bytes *= whole.shape[d];
     const int64_t rows = whole.shape.empty() ? 1 : whole.shape[0];
-    whole.data.assign(rows * row_bytes, '\0');
+    // Appended slice by slice, as read: the shape alone may claim more than
+    // the files hold.
+    whole.data.clear();
     int64_t next_row = 0;  // slices are in row order and must tile the rows
     for (const CheckpointSlice& s : v->slices()) {
       const int64_t begin = whole.shape.empty() ? 0 : s.rows().begin();
@@ -225,7 +266,7 @@ absl::StatusOr<std::vector<WholeVariable>> ReadVariables(
       }
       PSTRAIN_ASSIGN_OR_RETURN(std::string bytes,
                                reader.Read(s.values(), v->name()));
-      std::copy(bytes.begin(), bytes.end(), whole.data.begin() + begin * row_bytes);
+      whole.data += bytes;  // At row `begin`: the slices tile in order.
       next_row = end;
     }
     if (next_row != rows) {

@@ -1,6 +1,7 @@
 #include "chief/run_state.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,21 @@
 
 namespace pstrain {
 namespace chief {
+namespace {
+
+// A worker's step, or window of steps, must lie within the run: past its end
+// is a confused or hostile sender, and would overflow the chief's step
+// arithmetic (the pause step is the highest step + 1; examples are steps
+// times the batch). Negative steps mean "no step" (a waiting worker's
+// heartbeat) and are ignored where steps are counted.
+absl::Status CheckStepInRun(absl::string_view what, int64_t step,
+                            int64_t total_steps) {
+  if (step <= total_steps) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " ", step, " is past this run's ", total_steps, " steps"));
+}
+
+}  // namespace
 
 RunState::RunState(std::string run_id, TrainingConfig config,
                    Placement placement, ClusterSpec cluster,
@@ -105,6 +121,8 @@ bool RunState::CountsStepLocked(const RequestHeader& header) const {
 absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
     const HeartbeatRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInRun("heartbeat: step", request.step(), total_steps_));
   absl::MutexLock lock(&mu_);
   PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
   if (CountsStepLocked(request.header())) {
@@ -146,11 +164,20 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
 absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
     const ReportMetricsRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
-  if (request.examples_per_sec() <= 0 || request.num_steps() <= 0) {
+  // NaN fails "> 0" too; a rate so small that the busy time is infinite
+  // would make every later throughput 0.
+  const double examples =
+      request.num_steps() * static_cast<double>(config_.batch_size_per_worker());
+  if (!(request.examples_per_sec() > 0) || request.num_steps() <= 0 ||
+      !std::isfinite(examples / request.examples_per_sec())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "metrics: examples_per_sec ", request.examples_per_sec(),
         " and num_steps ", request.num_steps(), " must be > 0"));
   }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInRun("metrics: step", request.step(), total_steps_));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInRun("metrics: num_steps", request.num_steps(), total_steps_));
   absl::MutexLock lock(&mu_);
   PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
   ReportMetricsResponse response;
@@ -159,8 +186,6 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   if (!CountsStepLocked(request.header())) return response;
   int64_t& steps = worker_steps_[request.header().sender().index()];
   steps = std::max(steps, request.step());
-  const double examples =
-      request.num_steps() * static_cast<double>(config_.batch_size_per_worker());
   progress_.examples += examples;
   progress_.loss_sum += request.loss() * examples;
   progress_.correct += request.accuracy() * examples;
@@ -171,6 +196,8 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
 absl::StatusOr<TrainingFinishedResponse> RunState::TrainingFinished(
     const TrainingFinishedRequest& request) {
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInRun("finished: step", request.step(), total_steps_));
   absl::MutexLock lock(&mu_);
   PSTRAIN_RETURN_IF_ERROR(SeenLocked(request.header()));
   const TaskRef& task = request.header().sender();

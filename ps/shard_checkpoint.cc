@@ -7,9 +7,11 @@
 // in the checkpoint index; Restore reads them back, whatever placement wrote
 // them.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -60,6 +62,17 @@ class RegionReader {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": negative offset ", offset, " or length ", length));
     }
+    // Against the file's size before allocating: a damaged index may give
+    // any length, and an offset near 2^63 that pread refuses.
+    struct stat info;
+    if (fstat(it->second, &info) != 0) {
+      return ErrnoStatus(errno, absl::StrCat("stat ", path));
+    }
+    if (offset > info.st_size || length > info.st_size - offset) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": truncated: ", length, " bytes at offset ", offset,
+          " expected, the file ends at ", info.st_size));
+    }
     std::string data(length, '\0');
     int64_t done = 0;
     while (done < length) {
@@ -91,6 +104,14 @@ class RegionReader {
   std::map<std::string, int> fds_;
 };
 
+// Whether `length` bytes are `rows` rows of `row_bytes` each, without
+// overflowing on the damaged values of a checkpoint index.
+bool HoldsRows(int64_t length, int64_t rows, int64_t row_bytes) {
+  if (rows < 0 || length < 0) return false;
+  if (row_bytes == 0) return length == 0;
+  return length % row_bytes == 0 && length / row_bytes == rows;
+}
+
 // Copies the rows of `slices` (ranges of a row-sliced array) that fall in
 // [begin, end) into `out` ((end - begin) * row_bytes bytes). Every row must
 // be found exactly once.
@@ -103,12 +124,15 @@ absl::Status GatherRows(RegionReader* reader, const std::string& name,
     const int64_t from = std::max(begin, s->rows().begin());
     const int64_t to = std::min(end, s->rows().end());
     if (from >= to) continue;
-    const int64_t rows = s->rows().end() - s->rows().begin();
-    if (s->length() != rows * row_bytes) {
+    // The slice overlaps [begin, end), so its end is above its begin; from
+    // a begin >= 0 its row count cannot overflow.
+    if (s->rows().begin() < 0 ||
+        !HoldsRows(s->length(), s->rows().end() - s->rows().begin(),
+                   row_bytes)) {
       return absl::DataLossError(absl::StrCat(
           "checkpoint slice of '", name, "' rows [", s->rows().begin(), ", ",
-          s->rows().end(), ") has ", s->length(), " bytes, expected ",
-          rows * row_bytes));
+          s->rows().end(), ") has ", s->length(),
+          " bytes, which are not its rows of ", row_bytes, " bytes"));
     }
     PSTRAIN_ASSIGN_OR_RETURN(
         std::string data,
@@ -285,7 +309,8 @@ absl::Status Shard::Restore(const RestoreRequest& request,
       // order of the value array's slices (the same for every array).
       std::vector<int64_t> ids;
       for (const SavedSlice* s : it->second) {
-        if (s->length() != s->num_rows() * row_bytes) {
+        if (!HoldsRows(s->length(), s->num_rows(), row_bytes) ||
+            s->num_rows() > std::numeric_limits<int64_t>::max() / 8) {
           return absl::DataLossError(absl::StrCat(
               "checkpoint slice of '", array, "' holds ", s->length(),
               " bytes for ", s->num_rows(), " rows"));

@@ -142,7 +142,11 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
   };
   while (in->position() < end) {
     uint64_t tag = 0;
+    const int64_t tag_start = in->position();
     if (!in->ReadVarint(&tag)) return false;
+    // As protobuf reads them: a tag is at most 5 bytes and 32 bits (longer
+    // ones would be re-encoded below as another field).
+    if (tag > 0xffffffffu || in->position() - tag_start > 5) return false;
     const uint64_t number = tag >> 3;
     const int wire_type = tag & 7;
     if (wire_type == 2 && number == static_cast<uint64_t>(kPath[level])) {

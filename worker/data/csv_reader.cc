@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -58,11 +59,10 @@ class CsvParser {
               line, c,
               absl::StrCat("label '", fields[c], "' is not an integer"));
         }
-        if (label < 0 ||
-            (options_.num_classes > 0 && label >= options_.num_classes)) {
+        if (label < 0 || label > MaxLabel()) {
           return Error(line, c,
                        absl::StrCat("label ", label, " out of range, expected ",
-                                    Range()));
+                                    Range(label)));
         }
         labels_.push_back(label);
       } else {
@@ -100,10 +100,15 @@ class CsvParser {
   }
 
  private:
-  std::string Range() const {
-    return options_.num_classes > 0
-               ? absl::StrCat("0..", options_.num_classes - 1)
-               : std::string(">= 0");
+  // With num_classes 0 there are the largest label + 1 classes, which must
+  // be an int too.
+  int32_t MaxLabel() const {
+    return options_.num_classes > 0 ? options_.num_classes - 1
+                                    : std::numeric_limits<int32_t>::max() - 1;
+  }
+  std::string Range(int32_t label) const {
+    if (options_.num_classes > 0) return absl::StrCat("0..", MaxLabel());
+    return label < 0 ? std::string(">= 0") : absl::StrCat("<= ", MaxLabel());
   }
   absl::Status Error(int line, absl::string_view what) const {
     return absl::InvalidArgumentError(

@@ -26,6 +26,8 @@ using Json = nlohmann::json;
 
 // Largest dimension, filter count or unit count accepted.
 constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+// Most floats in all the variables together: as in one tensor (2^62 bytes).
+constexpr int64_t kMaxTotalElements = (int64_t{1} << 62) / sizeof(float);
 
 using Window = std::pair<int, int>;
 
@@ -191,9 +193,23 @@ absl::Status AddVariable(const KerasFields& fields, absl::string_view suffix,
                          bool sparse, uint64_t seed, LayerSpec* layer,
                          std::vector<VariableDef>* variables) {
   const std::string name = absl::StrCat(layer->name, "/", suffix);
-  if (!NumElements(shape, sizeof(float)).ok()) {
+  const absl::StatusOr<int64_t> elements = NumElements(shape, sizeof(float));
+  if (!elements.ok()) {
     return fields.Error(absl::StrCat("variable ", name, " of shape ",
                                      ShapeString(shape), " is too large"));
+  }
+  // Together too, so that ParameterCount cannot overflow: each variable is
+  // below the limit, so the running total stays below twice the limit.
+  int64_t total = *elements;
+  for (const VariableDef& v : *variables) {
+    int64_t n = 1;
+    for (const int64_t dim : v.shape().dims()) n *= dim;
+    total += n;
+    if (total > kMaxTotalElements) {
+      return fields.Error(absl::StrCat(
+          "variable ", name, " makes the model's variables too large (over ",
+          kMaxTotalElements, " floats together)"));
+    }
   }
   VariableDef def;
   def.set_name(name);
