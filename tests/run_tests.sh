@@ -1,28 +1,54 @@
 #!/usr/bin/env bash
 # The README's test command. Installs what is missing (third_party/
 # install_deps.sh), builds and tests everything offline (`bazel test //...`),
-# checks that the CPU-only build (`--config=cpu`) still builds, and ends with
-# one line "N passed, N failed" counting Bazel's test targets (a failed
-# CPU-only build counts as one failure). Exits non-zero on any failure.
-# Extra arguments go to `bazel test` (e.g. --config=opt).
+# checks that the CPU-only build (`--config=cpu`) still builds, runs the fuzz
+# targets under libFuzzer and the sanitizers (`--config=fuzz`, tests/fuzz/),
+# and ends with one line "N passed, N failed" counting Bazel's test targets
+# of both test runs (a failed CPU-only or fuzz build counts as one failure).
+# Exits non-zero on any failure. Extra arguments go to the main `bazel test`
+# (e.g. --config=opt). PSTRAIN_FUZZ=0 skips the libFuzzer runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 third_party/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+fuzz_log=$(mktemp)
+trap 'rm -f "$log" "$fuzz_log"' EXIT
 bazel test "$@" //... 2>&1 | tee "$log"
 test_rc=${PIPESTATUS[0]}
 bazel build --config=cpu //...
 cpu_rc=$?
 
+# The fuzz targets again, built by clang with libFuzzer, ASan and UBSan, each
+# fuzzing for 20 s (about 4 minutes in all on 2 cores), in an output base of
+# their own so that the main build's objects stay cached. Its server exits
+# after a minute idle.
+fuzz_rc=0
+if [ "${PSTRAIN_FUZZ:-1}" != 0 ]; then
+  # Beside the main output base: <output_user_root>/pstrain-fuzz-<checkout>.
+  main_base=$(bazel info output_base 2>/dev/null) || main_base=""
+  fuzz_root=$(dirname "${main_base:-${XDG_CACHE_HOME:-$HOME/.cache}/bazel/x}")
+  fuzz_base="$fuzz_root/pstrain-fuzz-$(pwd | cksum | cut -d' ' -f1)"
+  bazel --output_base="$fuzz_base" --max_idle_secs=60 \
+    test --config=fuzz //tests/fuzz/... 2>&1 | tee "$fuzz_log"
+  fuzz_rc=${PIPESTATUS[0]}
+fi
+
 # Bazel's summary has a line per test target: "//pkg:name  [(cached)] STATUS".
 summary='^//[^ ]+ +(\(cached\) )?'
-passed=$(grep -cE "${summary}PASSED" "$log")
-failed=$(grep -cE "${summary}(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)" "$log")
+count() { grep -cE "${summary}$1" "$2"; }
+bad='(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)'
+passed=$(( $(count PASSED "$log") + $(count PASSED "$fuzz_log") ))
+failed=$(count "$bad" "$log")
 # A build error with no test left to blame still fails the run.
 if [ "$test_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+fuzz_failed=$(count "$bad" "$fuzz_log")
+if [ "$fuzz_rc" -ne 0 ] && [ "$fuzz_failed" -eq 0 ]; then
+  echo "bazel test --config=fuzz //tests/fuzz/... failed to build"
+  fuzz_failed=1
+fi
+failed=$((failed + fuzz_failed))
 if [ "$cpu_rc" -ne 0 ]; then
   echo "bazel build --config=cpu //... failed"
   failed=$((failed + 1))

@@ -1,0 +1,198 @@
+// Fuzzes the hand-written protobuf coding of ps/tensor_encoding.h, which
+// the worker uses to read every pull reply and the ps to write them (and the
+// worker its pushes). Input: a byte choosing how the bytes are cut into
+// slices (as gRPC may deliver them: 0 whole, else pieces of that many bytes),
+// then the bytes. Checks, against protobuf's own parser:
+//   - DecodePullDenseResponse accepts only what protobuf accepts, and reads
+//     the same message;
+//   - EncodePullDenseResponse and EncodePushDenseRequest of any message that
+//     parses write bytes protobuf reads back as that message, and that the
+//     decoder reads back too, unless the message holds groups: the decoder
+//     refuses those (proto3 never writes them; protobuf still reads them as
+//     unknown fields).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "ps/tensor_encoding.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+
+std::vector<grpc::Slice> Cut(absl::string_view bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  if (piece == 0) piece = std::max<size_t>(bytes.size(), 1);
+  for (size_t i = 0; i < bytes.size(); i += piece) {
+    slices.emplace_back(bytes.data() + i, std::min(piece, bytes.size() - i));
+  }
+  return slices;
+}
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Valid()) return out;
+  PSTRAIN_FUZZ_EXPECT(buffer.Dump(&slices).ok(), "Dump");
+  for (const grpc::Slice& s : slices) {
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+// The message `view` holds: its header with the content put back.
+PullDenseResponse Assemble(const PullDenseView& view) {
+  PullDenseResponse message = view.header;
+  std::string content;
+  for (absl::string_view piece : view.content) {
+    content.append(piece.data(), piece.size());
+  }
+  PSTRAIN_FUZZ_EXPECT(
+      static_cast<int64_t>(content.size()) == view.content_size,
+      content.size(), " content bytes, content_size ", view.content_size);
+  if (!content.empty()) {
+    message.mutable_value()->mutable_tensor()->set_content(content);
+  }
+  return message;
+}
+
+void ExpectEqual(const google::protobuf::Message& expected,
+                 const google::protobuf::Message& actual,
+                 absl::string_view what) {
+  PSTRAIN_FUZZ_EXPECT(MessageDifferencer::Equals(expected, actual), what,
+                      ": expected ", expected.ShortDebugString(), ", got ",
+                      actual.ShortDebugString());
+}
+
+// The decoder and the encoder always make `value` and its `tensor` present
+// (empty messages on the wire): drop them from `other` where `expected` has
+// none, which is the same message to every reader.
+void MatchPresence(const PullDenseResponse& expected,
+                   PullDenseResponse* other) {
+  const bool expect_tensor =
+      expected.has_value() && expected.value().has_tensor();
+  if (!expect_tensor && other->has_value() && other->value().has_tensor() &&
+      other->value().tensor().ByteSizeLong() == 0) {
+    other->mutable_value()->clear_tensor();
+  }
+  if (!expected.has_value() && other->has_value() &&
+      other->value().ByteSizeLong() == 0) {
+    other->clear_value();
+  }
+}
+
+// Whether `message` or a message in it has a group among its unknown fields.
+bool HasGroups(const google::protobuf::Message& message) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  const google::protobuf::UnknownFieldSet& unknown =
+      reflection->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).type() == google::protobuf::UnknownField::TYPE_GROUP) {
+      return true;
+    }
+  }
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    if (field->cpp_type() !=
+        google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      continue;
+    }
+    if (field->is_repeated()) {
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        if (HasGroups(reflection->GetRepeatedMessage(message, field, i))) {
+          return true;
+        }
+      }
+    } else if (HasGroups(reflection->GetMessage(message, field))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void CheckPull(absl::string_view bytes, size_t piece) {
+  PullDenseResponse parsed;
+  const bool parses =
+      parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  {
+    const std::vector<grpc::Slice> slices = Cut(bytes, piece);
+    PullDenseView view;
+    if (DecodePullDenseResponse(slices, &view)) {
+      PSTRAIN_FUZZ_EXPECT(parses, "decoded what protobuf refuses");
+      PullDenseResponse decoded = Assemble(view);
+      MatchPresence(parsed, &decoded);
+      ExpectEqual(parsed, decoded, "decoded");
+    }
+  }
+  if (!parses) return;
+  // What the ps writes for this message, read by protobuf and the decoder.
+  PullDenseResponse header = parsed;
+  const std::string content = header.value().tensor().content();
+  header.mutable_value()->mutable_tensor()->clear_content();
+  const std::string encoded =
+      Flatten(EncodePullDenseResponse(header, content.data(), content.size()));
+  PullDenseResponse reparsed;
+  PSTRAIN_FUZZ_EXPECT(
+      reparsed.ParseFromArray(encoded.data(), static_cast<int>(encoded.size())),
+      "protobuf refuses the encoding");
+  MatchPresence(parsed, &reparsed);
+  ExpectEqual(parsed, reparsed, "encoded and parsed");
+  if (HasGroups(parsed)) return;
+  const std::vector<grpc::Slice> slices = Cut(encoded, piece);
+  PullDenseView view;
+  PSTRAIN_FUZZ_EXPECT(DecodePullDenseResponse(slices, &view),
+                      "the decoder refuses the encoding");
+  PullDenseResponse decoded = Assemble(view);
+  MatchPresence(parsed, &decoded);
+  ExpectEqual(parsed, decoded, "encoded and decoded");
+}
+
+void CheckPush(absl::string_view bytes) {
+  PushDenseRequest parsed;
+  if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return;
+  }
+  std::vector<NamedTensor> gradients(parsed.gradients().begin(),
+                                     parsed.gradients().end());
+  std::vector<GradientChunk> chunks;
+  for (const NamedTensor& g : gradients) {
+    const std::string& content = g.tensor().content();
+    chunks.push_back(GradientChunk{&g, content.data(),
+                                   static_cast<int64_t>(content.size())});
+  }
+  const std::string encoded = Flatten(EncodePushDenseRequest(parsed, chunks));
+  PushDenseRequest reparsed;
+  PSTRAIN_FUZZ_EXPECT(
+      reparsed.ParseFromArray(encoded.data(), static_cast<int>(encoded.size())),
+      "protobuf refuses the push encoding");
+  // A gradient with no tensor comes back with an empty one.
+  for (int i = 0; i < parsed.gradients_size(); ++i) {
+    if (i < reparsed.gradients_size() && !parsed.gradients(i).has_tensor() &&
+        reparsed.gradients(i).tensor().ByteSizeLong() == 0) {
+      reparsed.mutable_gradients(i)->clear_tensor();
+    }
+  }
+  ExpectEqual(parsed, reparsed, "push encoded and parsed");
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  pstrain::fuzz::FuzzReader in(data, size);
+  const size_t piece = in.Byte();
+  const absl::string_view bytes = in.Rest();
+  pstrain::ps::CheckPull(bytes, piece);
+  pstrain::ps::CheckPush(bytes);
+  return 0;
+}
