@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "chief/membership.h"
 #include "common/atomic_file.h"
 #include "common/process.h"
 #include "common/retry.h"
@@ -87,6 +87,14 @@ absl::Status Driver::Recover(const std::string& why) {
   const int64_t step = restored.index.step();
   ps_->set_generation(generation);
   state_->Recovered(step, generation);
+  const std::vector<int> absent = AbsentWorkers(state_->membership());
+  if (!absent.empty()) {
+    PSTRAIN_RETURN_IF_ERROR(
+        ps_->SetWorkers(Replicas(config_->update().num_workers() -
+                                 static_cast<int>(absent.size())),
+                        absent)
+            .status());
+  }
   state_->SetPhase(PHASE_TRAINING);
   LogInfo(absl::StrFormat(
       "chief: recovered in %.1f s: restored %s at step %d (generation %d); "
@@ -97,20 +105,99 @@ absl::Status Driver::Recover(const std::string& why) {
 }
 
 absl::StatusOr<bool> Driver::HandleFailures() {
+  const bool sync = config_->update().mode() == UpdateConfig::SYNC;
   std::string why;
-  for (const std::string& task :
+  for (const TaskRef& task :
        state_->FindDeadTasks(options_.failure_timeout)) {
-    LogError(absl::StrCat("chief: ", task, " sent nothing for ",
+    LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",
                           absl::FormatDuration(options_.failure_timeout),
                           "; presumed dead"));
-    if (absl::StartsWith(task, "ps:") && why.empty()) {
-      why = absl::StrCat(task, " is presumed dead");
+    if (task.job() == JOB_PS && why.empty()) {
+      why = absl::StrCat(TaskName(task), " is presumed dead");
+    } else if (task.job() == JOB_WORKER && sync &&
+               options_.continue_without_dead_workers) {
+      PSTRAIN_RETURN_IF_ERROR(DropWorker(task.index()));
     }
   }
   if (why.empty() && state_->PsRestarted()) why = "a ps task restarted";
-  if (why.empty()) return false;
-  PSTRAIN_RETURN_IF_ERROR(Recover(why));
-  return true;
+  if (!why.empty()) {
+    PSTRAIN_RETURN_IF_ERROR(Recover(why));
+    return true;
+  }
+  for (int worker : state_->TakeReturnedWorkers()) {
+    PSTRAIN_RETURN_IF_ERROR(TakeBack(worker));
+  }
+  return false;
+}
+
+int Driver::Replicas(int present) const {
+  const UpdateConfig& update = config_->update();
+  const int wanted = update.replicas_to_aggregate() > 0
+                         ? update.replicas_to_aggregate()
+                         : update.num_workers();
+  return std::max(1, std::min(wanted, present));
+}
+
+absl::Status Driver::DropWorker(int dead) {
+  const int workers = config_->update().num_workers();
+  const Membership before = state_->membership();
+  std::vector<int> absent = AbsentWorkers(before);
+  absent.push_back(dead);
+  const int present = workers - static_cast<int>(absent.size());
+  if (present == 0) {
+    return absl::UnavailableError("every worker is presumed dead");
+  }
+  // First refuse its pushes, the step still waiting for as many gradients:
+  // the ps tasks say which step is stuck.
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t stuck,
+                           ps_->SetWorkers(Replicas(present + 1), absent));
+  const Membership after = WithAbsent(before, dead, stuck, workers);
+  // Published before the stuck step completes, so every worker sees it
+  // before it computes the next one.
+  state_->SetMembership(after);
+  PSTRAIN_RETURN_IF_ERROR(ps_->SetWorkers(Replicas(present), absent).status());
+  const int64_t batch = config_->batch_size_per_worker();
+  LogError(absl::StrCat(
+      "chief: going on without worker ", dead, " from step ", stuck,
+      ": the step's global batch is ", present * batch, " instead of ",
+      (present + 1) * batch, ", and worker ",
+      CoveringWorker(after, dead, workers),
+      " trains worker ", dead, "'s share from step ", stuck + 1));
+  return absl::OkStatus();
+}
+
+absl::Status Driver::TakeBack(int worker) {
+  // Every present worker holds at `at`, so the membership changes between
+  // two steps.
+  const int64_t announced = state_->pause_at_step();
+  int64_t at = state_->PauseAtNextStep();
+  if (announced > 0 && announced < at) {
+    at = announced;
+    state_->SetPauseAtStep(at);
+  }
+  const absl::Time give_up = absl::Now() + options_.wait_for_tasks;
+  while (state_->WaitForStep(at, absl::Now() + absl::Seconds(1)) < at) {
+    if (absl::Now() > give_up) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the workers did not reach step ", at, " to take worker ", worker,
+          " back"));
+    }
+  }
+  const Membership membership =
+      WithPresent(state_->membership(), worker, at);
+  state_->SetWorkerStep(worker, at);
+  state_->SetMembership(membership);
+  const std::vector<int> absent = AbsentWorkers(membership);
+  PSTRAIN_RETURN_IF_ERROR(
+      ps_->SetWorkers(Replicas(config_->update().num_workers() -
+                               static_cast<int>(absent.size())),
+                      absent)
+          .status());
+  state_->SetPauseAtStep(announced);
+  LogInfo(absl::StrCat("chief: worker ", worker,
+                       " is back; it trains its own share again from step ",
+                       at));
+  return absl::OkStatus();
 }
 
 int64_t Driver::NextCheckpointStep(int64_t step) const {
@@ -194,7 +281,8 @@ absl::Status Driver::Train() {
         std::min(total, last_print_step_ + options_.print_every_steps);
     int64_t target = std::min(next_print, next_epoch_end);
     if (pause > 0) target = std::min(target, pause);
-    absl::Time deadline = absl::Now() + absl::Seconds(2);
+    // Short, so that failures are handled soon after they are seen.
+    absl::Time deadline = absl::Now() + absl::Milliseconds(500);
     if (pause == 0 && options_.checkpoint_every > absl::ZeroDuration()) {
       deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
     }

@@ -19,7 +19,9 @@
 // lost its shard: the driver holds the workers (PHASE_PAUSED), waits for
 // every ps task to be up, restores the newest good checkpoint onto all of
 // them in a new recovery generation, and lets the workers go on from its
-// step, logging how many steps were lost. A restarted chief does the same
+// step, logging how many steps were lost. With
+// continue_without_dead_workers, a dead worker is not waited for: see
+// chief/membership.h. A restarted chief does the same
 // at start: the run id comes from model_dir's checkpoints, and the ps
 // tasks and workers of the run register again.
 //
@@ -58,6 +60,9 @@ struct DriverOptions {
   absl::Duration checkpoint_every = absl::ZeroDuration();
   // A task silent for this long is presumed dead.
   absl::Duration failure_timeout = absl::Seconds(10);
+  // Sync: go on without a dead worker, the others training its share
+  // (chief/membership.h), rather than wait for it to come back.
+  bool continue_without_dead_workers = false;
 };
 
 // Test-set loss and accuracy.
@@ -89,9 +94,18 @@ class Driver {
   // Brings the run back after a ps task failed (`why`): see the class
   // comment. The run fails if a ps task stays away for wait_for_tasks.
   absl::Status Recover(const std::string& why);
-  // Logs newly dead tasks; recovers if a ps task died or restarted. Returns
-  // whether it recovered.
+  // Logs newly dead tasks; recovers if a ps task died or restarted, drops
+  // dead workers and takes back returning ones under
+  // continue_without_dead_workers. Returns whether it recovered.
   absl::StatusOr<bool> HandleFailures();
+  // The run goes on without worker `dead`: the ps tasks stop waiting for
+  // it, and the next present worker trains its share.
+  absl::Status DropWorker(int dead);
+  // Absent `worker` registered again: at the next step every worker holds
+  // at, it trains its own share again.
+  absl::Status TakeBack(int worker);
+  // Gradients a sync step waits for with `present` workers.
+  int Replicas(int present) const;
   // The step-based checkpoint after `step` (0: none before the end).
   int64_t NextCheckpointStep(int64_t step) const;
   // Writes the checkpoint of `step`.

@@ -87,6 +87,10 @@ ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
 ABSL_FLAG(int64_t, checkpoint_every_secs, 0,
           "Write a checkpoint every this many seconds (0: off)");
 ABSL_FLAG(int, keep_checkpoints, 5, "Complete checkpoints kept (>= 1)");
+ABSL_FLAG(std::string, on_worker_failure, "wait",
+          "sync: what a dead worker's peers do: wait (for it to be started "
+          "again) or continue (without it, one of them training its share "
+          "until it comes back)");
 ABSL_FLAG(absl::Duration, failure_timeout, absl::Seconds(10),
           "A ps or worker silent this long is presumed dead (a dead ps task "
           "is waited for and the run restored from the newest checkpoint)");
@@ -199,6 +203,11 @@ int Main() {
   DisableMutexDeadlockDetection();
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
+  }
+  const std::string on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
+  if (on_worker_failure != "wait" && on_worker_failure != "continue") {
+    return Fail(absl::StrCat("--on_worker_failure: \"", on_worker_failure,
+                             "\" is not wait or continue"));
   }
   if (absl::GetFlag(FLAGS_failure_timeout) <= absl::ZeroDuration()) {
     return Fail("--failure_timeout: must be > 0 (e.g. 10s)");
@@ -330,6 +339,8 @@ int Main() {
   driver_options.checkpoint_every =
       absl::Seconds(absl::GetFlag(FLAGS_checkpoint_every_secs));
   driver_options.failure_timeout = absl::GetFlag(FLAGS_failure_timeout);
+  driver_options.continue_without_dead_workers =
+      absl::GetFlag(FLAGS_on_worker_failure) == "continue";
   chief::CheckpointerOptions checkpointer_options;
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;

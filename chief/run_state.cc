@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "chief/membership.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 
@@ -79,6 +80,11 @@ absl::StatusOr<RegisterResponse> RunState::Register(
       ps_restarted_ = true;
     }
   }
+  if (task.job() == JOB_WORKER && IsAbsent(membership_, task.index()) &&
+      std::find(returned_workers_.begin(), returned_workers_.end(),
+                task.index()) == returned_workers_.end()) {
+    returned_workers_.push_back(task.index());
+  }
   it->second.ref = task;
   it->second.incarnation = request.incarnation();
   it->second.last_seen = absl::Now();
@@ -92,6 +98,7 @@ absl::StatusOr<RegisterResponse> RunState::Register(
                                                  : start_step_);
   state->set_pause_at_step(pause_at_step_);
   state->set_generation(generation_);
+  *state->mutable_membership() = membership_;
   *state->mutable_update() = config_.update();
   return response;
 }
@@ -135,6 +142,7 @@ absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
   response.set_pause_at_step(pause_at_step_);
   response.set_generation(generation_);
   response.set_resume_step(start_step_);
+  *response.mutable_membership() = membership_;
   return response;
 }
 
@@ -158,6 +166,7 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
                            : start_step_);
   state.set_pause_at_step(pause_at_step_);
   state.set_generation(generation_);
+  *state.mutable_membership() = membership_;
   return state;
 }
 
@@ -246,7 +255,7 @@ std::vector<std::string> RunState::WaitForTasks(absl::Time deadline) const {
 int64_t RunState::LowestWorkerStepLocked() const {
   int64_t lowest = -1;
   for (const auto& [index, step] : worker_steps_) {
-    if (finished_.at(index)) continue;
+    if (finished_.at(index) || IsAbsent(membership_, index)) continue;
     lowest = lowest < 0 ? step : std::min(lowest, step);
   }
   return lowest < 0 ? total_steps_ : lowest;
@@ -284,20 +293,23 @@ int64_t RunState::PauseAtNextStep() {
 bool RunState::AllWorkersFinished() const {
   absl::MutexLock lock(&mu_);
   for (const auto& [index, done] : finished_) {
-    if (!done) return false;
+    if (!done && !IsAbsent(membership_, index)) return false;
   }
   return true;
 }
 
-std::vector<std::string> RunState::FindDeadTasks(absl::Duration timeout) {
+std::vector<TaskRef> RunState::FindDeadTasks(absl::Duration timeout) {
   const absl::Time now = absl::Now();
-  std::vector<std::string> found;
+  std::vector<TaskRef> found;
   absl::MutexLock lock(&mu_);
   for (auto& [name, task] : registered_) {
     if (task.dead || now - task.last_seen < timeout) continue;
-    if (task.ref.job() == JOB_WORKER && finished_[task.ref.index()]) continue;
+    if (task.ref.job() == JOB_WORKER && (finished_[task.ref.index()] ||
+                                         IsAbsent(membership_, task.ref.index()))) {
+      continue;
+    }
     task.dead = true;
-    found.push_back(name);
+    found.push_back(task.ref);
   }
   return found;
 }
@@ -348,6 +360,34 @@ void RunState::Recovered(int64_t step, int64_t generation) {
   generation_ = generation;
   pause_at_step_ = 0;
   ps_restarted_ = false;
+  membership_ = RestartedAt(membership_, step);
+}
+
+Membership RunState::membership() const {
+  absl::MutexLock lock(&mu_);
+  return membership_;
+}
+
+void RunState::SetMembership(Membership membership) {
+  absl::MutexLock lock(&mu_);
+  membership_ = std::move(membership);
+}
+
+std::vector<int> RunState::TakeReturnedWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<int> taken;
+  taken.swap(returned_workers_);
+  return taken;
+}
+
+void RunState::SetWorkerStep(int worker, int64_t step) {
+  absl::MutexLock lock(&mu_);
+  worker_steps_[worker] = step;
+}
+
+int64_t RunState::pause_at_step() const {
+  absl::MutexLock lock(&mu_);
+  return pause_at_step_;
 }
 
 Progress RunState::TakeProgress() {

@@ -85,10 +85,10 @@ class RunState {
   bool AllWorkersFinished() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Failure detection. Every request of a task counts as a sign of life.
-  // Returns the names of the tasks newly found dead: registered, not
-  // finished, and silent for `timeout`. A dead task that is heard from
-  // again is alive again.
-  std::vector<std::string> FindDeadTasks(absl::Duration timeout)
+  // Returns the tasks newly found dead: registered, not finished nor
+  // absent, and silent for `timeout`. A dead task that is heard from again
+  // is alive again.
+  std::vector<TaskRef> FindDeadTasks(absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a ps task has restarted (registered again with another
   // incarnation, so it lost its shard) since the last recovery.
@@ -103,9 +103,21 @@ class RunState {
   // another one carry no step.
   int64_t generation() const ABSL_LOCKS_EXCLUDED(mu_);
   // The ps tasks now serve `generation`, restored at `step`: every worker
-  // goes on from there (HeartbeatResponse.resume_step), and PsRestarted()
-  // is false again. Does not change the phase.
+  // goes on from there (HeartbeatResponse.resume_step), absent workers'
+  // batches are owed from there, and PsRestarted() is false again. Does
+  // not change the phase.
   void Recovered(int64_t step, int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // --on_worker_failure=continue: the workers presumed dead and who trains
+  // their share (chief/membership.h). Absent workers are not waited for
+  // (WaitForStep, AllWorkersFinished) nor found dead again.
+  Membership membership() const ABSL_LOCKS_EXCLUDED(mu_);
+  void SetMembership(Membership membership) ABSL_LOCKS_EXCLUDED(mu_);
+  // Absent workers that registered again since the last call.
+  std::vector<int> TakeReturnedWorkers() ABSL_LOCKS_EXCLUDED(mu_);
+  // `worker` goes on from `step` (TrainingState.start_step).
+  void SetWorkerStep(int worker, int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t pause_at_step() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The figures reported since the last call, and resets them.
   Progress TakeProgress() ABSL_LOCKS_EXCLUDED(mu_);
@@ -142,6 +154,8 @@ class RunState {
   // Registered tasks by name.
   std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
   bool ps_restarted_ ABSL_GUARDED_BY(mu_) = false;
+  Membership membership_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> returned_workers_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // Completed steps by worker index, and the finished ones.
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);

@@ -90,7 +90,10 @@ TEST(RunState, SilentTasksAreFoundDeadOnceAndAliveWhenHeardFrom) {
   JoinAll(state);
   absl::SleepFor(absl::Milliseconds(30));
   state.Heartbeat(Beat(0, 1)).IgnoreError();
-  std::vector<std::string> dead = state.FindDeadTasks(absl::Milliseconds(20));
+  std::vector<std::string> dead;
+  for (const TaskRef& task : state.FindDeadTasks(absl::Milliseconds(20))) {
+    dead.push_back(TaskName(task));
+  }
   EXPECT_EQ(dead, (std::vector<std::string>{"ps:0", "worker:1"}));
   EXPECT_TRUE(state.FindDeadTasks(absl::Milliseconds(20)).empty());
   EXPECT_EQ(state.WaitForLivePs(absl::Milliseconds(20), absl::Now()),

@@ -93,7 +93,8 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
                 slots_[i].num_bytes());
   }
   version_ = version;
-  ++restores_;
+  ++interruptions_;
+  interruption_ = "it was restored from a checkpoint";
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   contributions_ = 0;
   batch_sum_ = 0;
@@ -104,29 +105,31 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
 absl::StatusOr<int64_t> DenseVariable::Read(
     int64_t min_version, absl::Time deadline, int needed,
     const std::function<void(int64_t, const char*, int64_t)>& read) const {
-  int64_t restores = 0;
+  int64_t interruptions = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
-    restores = restores_;
+    interruptions = interruptions_;
   }
-  auto ready = [this, min_version, restores]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return version_ >= min_version || restores_ != restores;
+  auto ready = [this, min_version,
+                interruptions]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version || interruptions_ != interruptions;
   };
   int64_t version = 0;
   {
     const bool done =
         mu_.ReaderLockWhenWithDeadline(absl::Condition(&ready), deadline);
     version = version_;
-    const bool restored = restores_ != restores;
-    if (done && !restored) {
+    const bool interrupted = interruptions_ != interruptions;
+    const std::string why = interrupted ? interruption_ : "";
+    if (done && !interrupted) {
       read(version_, static_cast<const char*>(value_.raw_data()),
            value_.num_bytes());
     }
     mu_.ReaderUnlock();
-    if (restored) {
+    if (interrupted) {
       return absl::AbortedError(absl::StrCat(
-          "variable '", name(), "' was restored from a checkpoint while a "
-          "pull waited for version ", min_version));
+          "variable '", name(), "': a pull waiting for version ", min_version,
+          " gave up: ", why));
     }
     if (done) return version;
   }
@@ -189,9 +192,23 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   ++contributions_;
   batch_sum_ += batch_size;
   skip_update_ = skip_update_ || skip_update;
-  if (contributions_ < needed) return true;
+  if (contributions_ >= needed) CompleteStepLocked();
+  return true;
+}
 
-  // The step is complete: g = sum / global batch, applied once.
+void DenseVariable::Interrupt(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  ++interruptions_;
+  interruption_ = why;
+}
+
+void DenseVariable::CompleteIfReady(int needed) {
+  absl::MutexLock sum_lock(&sum_mu_);
+  if (contributions_ > 0 && contributions_ >= needed) CompleteStepLocked();
+}
+
+void DenseVariable::CompleteStepLocked() {
+  // g = sum / global batch, applied once.
   if (!skip_update_ && batch_sum_ > 0) {
     const float inverse_batch = 1.0f / static_cast<float>(batch_sum_);
     for (float& v : sum_) v *= inverse_batch;
@@ -206,7 +223,6 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   batch_sum_ = 0;
   skip_update_ = false;
   contributors_.clear();
-  return true;
 }
 
 }  // namespace ps

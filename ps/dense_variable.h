@@ -78,7 +78,8 @@ class DenseVariable {
   // read(version, data, size) once with the whole value, under the shared
   // lock (read must copy and must not block). DEADLINE_EXCEEDED naming the
   // variable, the step and how many of `needed` gradients arrived, if the
-  // wait times out; ABORTED if the variable is restored meanwhile.
+  // wait times out; ABORTED if the variable is restored or interrupted
+  // meanwhile.
   absl::StatusOr<int64_t> Read(
       int64_t min_version, absl::Time deadline, int needed,
       const std::function<void(int64_t, const char*, int64_t)>& read) const
@@ -100,6 +101,12 @@ class DenseVariable {
                       absl::Span<const Chunk> chunks, int needed,
                       bool skip_update, int sender)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // Wakes every Read waiting for a version: they return ABORTED saying
+  // `why` (the ps is shutting down).
+  void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sync: applies the current step now if it has at least `needed` (> 0)
+  // contributions (the number of workers a step waits for went down).
+  void CompleteIfReady(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   DenseVariable(const VariableDef& def, int64_t row_begin, int64_t row_end,
@@ -107,6 +114,10 @@ class DenseVariable {
 
   // Applies `g` (already divided by the batch) to the value.
   void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sync: applies the step's sum divided by its global batch, once, and
+  // starts the next step.
+  void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const VariableDef def_;
   const int64_t row_begin_;
@@ -118,8 +129,10 @@ class DenseVariable {
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  // Restore() calls so far: a waiting Read gives up when it changes.
-  int64_t restores_ ABSL_GUARDED_BY(mu_) = 0;
+  // Restore() and Interrupt() calls so far: a waiting Read gives up when it
+  // changes, saying why the last one happened.
+  int64_t interruptions_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string interruption_ ABSL_GUARDED_BY(mu_);
 
   // Sync mode: the current step's sum, allocated on the first sync push.
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);

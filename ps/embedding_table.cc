@@ -249,8 +249,16 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
   ++contributions_;
   batch_sum_ += batch_size;
   skip_update_ = skip_update_ || skip_update;
-  if (contributions_ < needed) return true;
+  if (contributions_ >= needed) CompleteStepLocked();
+  return true;
+}
 
+void EmbeddingTable::CompleteIfReady(int needed) {
+  absl::MutexLock sum_lock(&sum_mu_);
+  if (contributions_ > 0 && contributions_ >= needed) CompleteStepLocked();
+}
+
+void EmbeddingTable::CompleteStepLocked() {
   std::vector<int64_t> touched;
   std::vector<float> rows;
   if (!skip_update_) {
@@ -273,7 +281,6 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
   contributions_ = 0;
   batch_sum_ = 0;
   skip_update_ = false;
-  return true;
 }
 
 }  // namespace ps

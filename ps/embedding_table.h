@@ -95,9 +95,15 @@ class EmbeddingTable {
   bool AccumulateSync(int64_t version, absl::Span<const int64_t> ids,
                       const float* g, int64_t batch_size, int needed,
                       bool skip_update) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // As DenseVariable::CompleteIfReady.
+  void CompleteIfReady(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   static constexpr int64_t kRowsPerBlock = 1024;
+
+  // Sync: applies the step's sums to the touched rows and starts the next.
+  void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   EmbeddingTable(const VariableDef& def, bool growing, int bucket,
                  int num_buckets, int64_t row_begin, int64_t row_end,

@@ -141,7 +141,10 @@ int Main() {
                              index = config->task.index()] {
       bool registered = false;
       absl::Time last_answer = absl::Now();
-      while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      // The first beat at once: a restarted ps is waited for.
+      for (absl::Duration wait = absl::ZeroDuration();
+           !stopping.WaitForNotificationWithTimeout(wait);
+           wait = absl::Seconds(1)) {
         if (!registered) {
           absl::StatusOr<RegisterResponse> run =
               chief->Register(absl::ZeroDuration());
@@ -180,6 +183,9 @@ int Main() {
   const std::string signal = WaitForTerminationSignal();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": ", signal,
                        ", finishing in-flight requests"));
+  // Pulls waiting for a step that will not come must end before the server
+  // and the service go away.
+  shard.InterruptPulls("the ps is shutting down");
   (*server)->Shutdown(absl::ToChronoTime(
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds))));
   stopping.Notify();

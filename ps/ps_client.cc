@@ -110,11 +110,15 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
   std::vector<GradientChunk> chunks;   // and their content
   int64_t room = options_.max_chunk_bytes;
   bool broken = false;
+  bool half_closed = false;
   auto flush = [&](bool last) {
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].gradient = &described[i];
     if (!broken) {
       grpc::WriteOptions options;
       if (last) options.set_last_message();
+      // A last write half-closes the stream even when it fails: closing it
+      // again would be an API misuse, which gRPC aborts on.
+      half_closed = last;
       if (!writer->Write(EncodePushDenseRequest(header, chunks), options)) {
         broken = true;
       }
@@ -139,8 +143,7 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
     } while (offset < piece.size);
   }
   flush(/*last=*/true);
-  // The last write half-closed the stream unless the stream broke first.
-  if (broken) writer->WritesDone();
+  if (!half_closed) writer->WritesDone();
   absl::Status status = FromGrpcStatus(writer->Finish());
   if (!status.ok()) return status;
   return response;
@@ -302,6 +305,29 @@ absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::GetShardStatus, request, &status));
   return status;
+}
+
+absl::StatusOr<int64_t> PsClient::SetWorkers(int replicas,
+                                             absl::Span<const int> absent) {
+  SetWorkersRequest request;
+  FillHeader(request.mutable_header());
+  request.set_replicas_to_aggregate(replicas);
+  request.mutable_absent_workers()->Add(absent.begin(), absent.end());
+  SetWorkersResponse response;
+  PSTRAIN_RETURN_IF_ERROR(
+      Call(&ParameterServer::Stub::SetWorkers, request, &response));
+  return response.version();
+}
+
+absl::StatusOr<int64_t> PsClusterClient::SetWorkers(
+    int replicas, absl::Span<const int> absent) {
+  int64_t version = -1;
+  for (auto& client : clients_) {
+    PSTRAIN_ASSIGN_OR_RETURN(const int64_t v,
+                             client->SetWorkers(replicas, absent));
+    version = version < 0 ? v : std::min(version, v);
+  }
+  return version;
 }
 
 absl::StatusOr<std::unique_ptr<PsClusterClient>> PsClusterClient::Create(

@@ -92,6 +92,10 @@ class PsClient {
 
   absl::StatusOr<ShardStatus> GetShardStatus();
 
+  // Sync: steps wait for `replicas` gradients, and pushes of the `absent`
+  // workers are refused. Returns the ps's lowest variable version.
+  absl::StatusOr<int64_t> SetWorkers(int replicas, absl::Span<const int> absent);
+
   // Has the ps write its shard into `directory` at `step`.
   absl::StatusOr<SaveResponse> Save(const std::string& directory, int64_t step);
 
@@ -149,6 +153,9 @@ class PsClusterClient {
   // Creates every ps task's pieces (optimizer and update mode as given).
   absl::Status CreateVariables(const OptimizerConfig& optimizer,
                                const UpdateConfig& update);
+
+  // PsClient::SetWorkers on every ps task; returns the lowest version.
+  absl::StatusOr<int64_t> SetWorkers(int replicas, absl::Span<const int> absent);
 
   // Pushes full-size gradient sums (by variable name; each float32 of the
   // variable's shape) to the ps tasks holding them, in parallel.

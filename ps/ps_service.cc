@@ -292,5 +292,13 @@ grpc::ServerUnaryReactor* PsService::GetShardStatus(
   return Reply(context, shard_->GetShardStatus(*request, response));
 }
 
+grpc::ServerUnaryReactor* PsService::SetWorkers(
+    grpc::CallbackServerContext* context, const SetWorkersRequest* request,
+    SetWorkersResponse* response) {
+  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
+  if (!auth.ok()) return Reply(context, auth);
+  return Reply(context, shard_->SetWorkers(*request, response));
+}
+
 }  // namespace ps
 }  // namespace pstrain

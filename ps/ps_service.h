@@ -73,6 +73,9 @@ class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
   grpc::ServerUnaryReactor* GetShardStatus(
       grpc::CallbackServerContext* context,
       const GetShardStatusRequest* request, ShardStatus* response) override;
+  grpc::ServerUnaryReactor* SetWorkers(grpc::CallbackServerContext* context,
+                                       const SetWorkersRequest* request,
+                                       SetWorkersResponse* response) override;
 
   // A push message from the pool (cleared, buffers kept), and its return.
   std::unique_ptr<PushDenseRequest> TakeMessage() ABSL_LOCKS_EXCLUDED(mu_);

@@ -268,7 +268,7 @@ absl::Status Shard::PullDense(
   const absl::Time deadline = absl::Now() + run->step_timeout;
   for (const DenseVariable* v : variables) {
     absl::StatusOr<int64_t> version =
-        v->Read(request.min_version(), deadline, run->replicas_to_aggregate,
+        v->Read(request.min_version(), deadline, run->replicas_to_aggregate.load(),
                 [&emit, v](int64_t version, const char* data, int64_t size) {
                   emit(*v, version, data, size);
                 });
@@ -284,6 +284,17 @@ absl::Status Shard::CheckGeneration(const RequestHeader& header) const {
       "request of generation ", header.generation(), ", but ps ",
       options_.ps_task, " serves generation ", generation,
       " (the run was restored from a checkpoint after a failure)"));
+}
+
+absl::Status Shard::CheckPresent(const Run& run, int worker) const {
+  absl::MutexLock lock(&run.workers_mu);
+  if (std::find(run.absent_workers.begin(), run.absent_workers.end(),
+                worker) == run.absent_workers.end()) {
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(absl::StrCat(
+      "worker ", worker, " was presumed dead and the other workers took over "
+      "its share: it must register with the chief again"));
 }
 
 absl::Status Shard::Refuse(absl::Status status) {
@@ -354,6 +365,9 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   if (!generation_ok.ok()) return Refuse(generation_ok);
   const TaskRef& sender = first.header().sender();
   const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
+  if (absl::Status present = CheckPresent(*run, worker); !present.ok()) {
+    return Refuse(present);
+  }
   const int64_t version = first.version();
   const int64_t batch_size = first.batch_size();
   if (batch_size <= 0) {
@@ -459,7 +473,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   if (run->update.mode() == UpdateConfig::SYNC) {
     for (auto& [v, chunks] : pushed) {
       applied &= v->AccumulateSync(version, batch_size, chunks,
-                                   run->replicas_to_aggregate, skip_update,
+                                   run->replicas_to_aggregate.load(), skip_update,
                                    worker);
     }
     response.set_version(version + 1);
@@ -525,6 +539,10 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   absl::ReaderMutexLock apply_lock(&apply_mu_);
   absl::Status generation_ok = CheckGeneration(request.header());
   if (!generation_ok.ok()) return Refuse(generation_ok);
+  const TaskRef& sender = request.header().sender();
+  absl::Status present =
+      CheckPresent(run, sender.job() == JOB_WORKER ? sender.index() : -1);
+  if (!present.ok()) return Refuse(present);
   absl::StatusOr<EmbeddingTable*> found =
       FindTable(run.tables, request.name(), options_.ps_task);
   if (!found.ok()) return Refuse(found.status());
@@ -580,7 +598,7 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   if (run.update.mode() == UpdateConfig::SYNC) {
     applied = table->AccumulateSync(request.version(), ids, sums.data(),
                                     request.batch_size(),
-                                    run.replicas_to_aggregate, skip_update);
+                                    run.replicas_to_aggregate.load(), skip_update);
     response->set_version(request.version() + 1);
   } else if (skip_update) {
     applied = false;
@@ -592,6 +610,57 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   response->set_applied(applied);
   (applied ? pushes_applied_ : pushes_dropped_stale_)
       .fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void Shard::InterruptPulls(const std::string& why) {
+  const Run* run = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    run = run_.get();
+  }
+  if (run == nullptr) return;
+  for (const auto& [name, v] : run->dense) v->Interrupt(why);
+}
+
+absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
+                              SetWorkersResponse* response) {
+  PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
+  const int workers = run->update.num_workers();
+  if (run->update.mode() != UpdateConfig::SYNC) {
+    return absl::FailedPreconditionError(
+        "SetWorkers: the run is not in sync mode");
+  }
+  if (request.replicas_to_aggregate() < 1 ||
+      request.replicas_to_aggregate() > workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SetWorkers: replicas_to_aggregate ", request.replicas_to_aggregate(),
+        " is not in [1, ", workers, "]"));
+  }
+  for (int worker : request.absent_workers()) {
+    if (worker < 0 || worker >= workers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SetWorkers: absent worker ", worker, " is not in [0, ", workers,
+          ")"));
+    }
+  }
+  {
+    absl::MutexLock lock(&run->workers_mu);
+    run->absent_workers.assign(
+        request.absent_workers().begin(), request.absent_workers().end());
+  }
+  const int needed = request.replicas_to_aggregate();
+  run->replicas_to_aggregate = needed;
+  int64_t version = -1;
+  for (const auto& [name, v] : run->dense) {
+    v->CompleteIfReady(needed);
+    version = version < 0 ? v->version() : std::min(version, v->version());
+  }
+  for (const auto& [name, t] : run->tables) {
+    t->CompleteIfReady(needed);
+    version = version < 0 ? t->version() : std::min(version, t->version());
+  }
+  response->set_version(std::max<int64_t>(version, 0));
   return absl::OkStatus();
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -118,6 +119,16 @@ class Shard {
   absl::Status GetShardStatus(const GetShardStatusRequest& request,
                               ShardStatus* status) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Wakes every pull waiting for a step (they fail with ABORTED), so that a
+  // server shutting down does not wait for them.
+  void InterruptPulls(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Sync: the number of gradients a step waits for and the absent workers
+  // (presumed dead; their pushes are refused with ABORTED) become the
+  // request's; a pending step that already has enough is applied at once.
+  absl::Status SetWorkers(const SetWorkersRequest& request,
+                          SetWorkersResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   // The run's immutable state once CreateVariables succeeded.
   struct Run {
@@ -125,7 +136,11 @@ class Shard {
     CreateVariablesRequest definition;  // header cleared
     std::unique_ptr<Optimizer> optimizer;
     UpdateConfig update;
-    int replicas_to_aggregate = 1;
+    // Sync: gradients a step waits for, and the workers whose pushes are
+    // refused; SetWorkers changes them.
+    mutable std::atomic<int> replicas_to_aggregate{1};
+    mutable absl::Mutex workers_mu;
+    mutable std::vector<int> absent_workers ABSL_GUARDED_BY(workers_mu);
     NanPolicy nan_policy = NAN_REJECT;
     absl::Duration step_timeout;
     std::map<std::string, std::unique_ptr<DenseVariable>> dense;
@@ -139,6 +154,9 @@ class Shard {
   // OK if a push or pull of `header`'s generation may be served: ABORTED
   // naming both generations if the shard was restored into another one.
   absl::Status CheckGeneration(const RequestHeader& header) const;
+
+  // OK unless `worker` is one SetWorkers named absent (ABORTED).
+  absl::Status CheckPresent(const Run& run, int worker) const;
 
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);

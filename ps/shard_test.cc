@@ -254,6 +254,31 @@ TEST_F(ShardTest, SyncCountsAWorkersGradientOncePerStep) {
   EXPECT_EQ(version, 1);
 }
 
+TEST_F(ShardTest, SetWorkersCompletesThePendingStepAndRefusesAbsentWorkers) {
+  Init(Create(UpdateConfig::SYNC, 3));
+  ASSERT_TRUE(Send(shard_, From(0, 1, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0}))).ok());
+  ASSERT_TRUE(Send(shard_, From(2, 1, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0}))).ok());
+  // Worker 1 is gone: the step applies with the two gradients it has.
+  SetWorkersRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  request.set_replicas_to_aggregate(2);
+  request.add_absent_workers(1);
+  SetWorkersResponse response;
+  ASSERT_TRUE(shard_.SetWorkers(request, &response).ok());
+  EXPECT_EQ(response.version(), 1);
+  EXPECT_EQ(Pull(shard_, "w", 1), std::vector<float>(4, 0.0f));
+  ExpectRefused(From(1, 2, Push(1, 1, {1, 1, 1, 1}, {0, 0, 0})),
+                absl::StatusCode::kAborted, "worker 1 was presumed dead");
+  // Step 1 now waits for two gradients.
+  ASSERT_TRUE(Send(shard_, From(0, 3, Push(1, 1, {1, 1, 1, 1}, {0, 0, 0}))).ok());
+  int64_t version = -1;
+  Pull(shard_, "w", 0, &version);
+  EXPECT_EQ(version, 1);
+  request.set_replicas_to_aggregate(4);
+  EXPECT_EQ(shard_.SetWorkers(request, &response).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ShardTest, AsyncAppliesARetriedPushOnce) {
   Init(Create(UpdateConfig::ASYNC, 2));
   const PushDenseRequest push = From(1, 42, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}));
@@ -419,9 +444,13 @@ TEST_F(ShardTest, ConcurrentSyncPushesEqualTheSerialResult) {
   for (int worker = 0; worker < kWorkers; ++worker) {
     threads.emplace_back([this, worker] {
       for (int step = 0; step < kSteps; ++step) {
+        // As a worker does: every variable it pushes to is pulled first.
         Pull(shard_, "w", step);
+        Pull(shard_, "b", step);
         const float g = worker + step;
-        ASSERT_TRUE(Send(shard_, Push(step, 2, {g, g, g, g}, {g, 0, 0})).ok());
+        absl::StatusOr<PushDenseResponse> r =
+            Send(shard_, Push(step, 2, {g, g, g, g}, {g, 0, 0}));
+        ASSERT_TRUE(r.ok()) << r.status();
       }
     });
   }

@@ -9,6 +9,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -82,8 +83,12 @@ void ExpectEveryCheckpointVerifies(const std::string& model_dir) {
 // A run of a chief, 2 ps tasks and 2 workers as processes.
 class ClusterRun {
  public:
-  explicit ClusterRun(const std::string& name)
-      : name_(name), model_dir_(TempPath(name)), cluster_(2, 2) {
+  explicit ClusterRun(const std::string& name,
+                      std::vector<std::string> chief_flags = {})
+      : name_(name),
+        model_dir_(TempPath(name)),
+        chief_flags_(std::move(chief_flags)),
+        cluster_(2, 2) {
     for (int i = 0; i < 2; ++i) ps_.push_back(Start("ps", i));
     for (int i = 0; i < 2; ++i) workers_.push_back(Start("worker", i));
     chief_ = Start("chief", 0);
@@ -98,17 +103,24 @@ class ClusterRun {
         << chief_log();
   }
 
-  // Kills `type`:`index` with SIGKILL and starts it again; returns the
-  // chief's last reported step before the kill.
-  int64_t KillAndRestart(const std::string& type, int index) {
+  // Kills `type`:`index` with SIGKILL; returns the chief's last reported
+  // step before the kill.
+  int64_t Kill(const std::string& type, int index) {
     const int64_t step = LastStep(chief_log());
-    std::unique_ptr<Subprocess>& p = type == "ps"       ? ps_[index]
-                                     : type == "worker" ? workers_[index]
-                                                        : chief_;
-    EXPECT_EQ(p->Stop(SIGKILL), 128 + SIGKILL);
-    p = Start(type, index, "-restarted");
-    std::printf("killed and restarted %s %d after step %ld\n", type.c_str(),
-                index, static_cast<long>(step));
+    EXPECT_EQ(Task(type, index)->Stop(SIGKILL), 128 + SIGKILL);
+    std::printf("killed %s %d after step %ld\n", type.c_str(), index,
+                static_cast<long>(step));
+    return step;
+  }
+
+  // Starts `type`:`index` again.
+  void Restart(const std::string& type, int index) {
+    Task(type, index) = Start(type, index, "-restarted");
+  }
+
+  int64_t KillAndRestart(const std::string& type, int index) {
+    const int64_t step = Kill(type, index);
+    Restart(type, index);
     return step;
   }
 
@@ -120,10 +132,17 @@ class ClusterRun {
   }
 
  private:
+  std::unique_ptr<Subprocess>& Task(const std::string& type, int index) {
+    return type == "ps" ? ps_[index] : type == "worker" ? workers_[index] : chief_;
+  }
+
   std::unique_ptr<Subprocess> Start(const std::string& type, int index,
                                     const std::string& suffix = "") {
     std::vector<std::string> flags;
-    if (type == "chief") flags = ChiefFlags(model_dir_);
+    if (type == "chief") {
+      flags = ChiefFlags(model_dir_);
+      flags.insert(flags.end(), chief_flags_.begin(), chief_flags_.end());
+    }
     if (type == "worker") flags = kWorkerFlags;
     return std::make_unique<Subprocess>(
         cluster_.Start(name_ + suffix, type, index, flags));
@@ -131,6 +150,7 @@ class ClusterRun {
 
   const std::string name_;
   const std::string model_dir_;
+  const std::vector<std::string> chief_flags_;
   const LocalCluster cluster_;
   std::vector<std::unique_ptr<Subprocess>> ps_, workers_;
   std::unique_ptr<Subprocess> chief_;
@@ -182,6 +202,30 @@ TEST_F(FailureTest, KilledWorkerRejoinsAndTheRunCompletes) {
   EXPECT_GE(seconds, 0);
   ExpectCompletedLikeUndisturbed(run);
   EXPECT_NE(run.chief_log().find("worker:1 restarted"), std::string::npos);
+}
+
+TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
+  ClusterRun run("worker-continue", {"--on_worker_failure=continue"});
+  run.WaitForStep(RandomStep());
+  const int64_t at = run.Kill("worker", 1);
+  const double seconds = SecondsUntil([&] {
+    return run.chief_log().find("going on without worker 1") !=
+               std::string::npos &&
+           LastStep(run.chief_log()) > at;
+  });
+  std::printf("RECOVERY worker (continue): training went past step %ld "
+              "%.2f s after the kill\n",
+              static_cast<long>(at), seconds);
+  ASSERT_GE(seconds, 0) << run.chief_log();
+  run.WaitForStep(LastStep(run.chief_log()) + 20);
+  run.Restart("worker", 1);
+  ASSERT_GE(SecondsUntil([&] {
+              return run.chief_log().find("worker 1 is back") !=
+                     std::string::npos;
+            }),
+            0)
+      << run.chief_log();
+  ExpectCompletedLikeUndisturbed(run);
 }
 
 TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "chief/membership.h"
 #include "common/process.h"
 #include "common/retry.h"
 #include "common/status_macros.h"
@@ -85,6 +86,11 @@ struct Trainer::Buffers {
   Weights weights;
   Gradients gradients;
   std::map<std::string, Tensor*> pull;
+  // For the batches of absent workers: their gradients and examples.
+  std::vector<Tensor> covered_storage;
+  Gradients covered;
+  std::vector<float> features;
+  std::vector<int32_t> labels;
 };
 
 void Trainer::SetGeneration(int64_t generation) {
@@ -123,11 +129,15 @@ absl::Status Trainer::Run() {
   }
 
   // Heartbeats that carry no step: the chief hears from this worker while
-  // a step waits for its peers.
+  // a step waits for its peers, and a restarted chief gets it back even
+  // then (its restore then ends the wait).
   absl::Notification done;
   std::thread liveness([this, &done] {
     while (!done.WaitForNotificationWithTimeout(options_.liveness_interval)) {
-      chief_->Heartbeat(-1).IgnoreError();
+      absl::Status beat = chief_->Heartbeat(-1).status();
+      if (absl::IsNotFound(beat)) {
+        chief_->Register(options_.liveness_interval).IgnoreError();
+      }
     }
   });
   absl::Status status;
@@ -189,13 +199,17 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   double window_loss = 0;
   absl::Time window_start = absl::Now();
   for (; *step < length.total_steps; ++*step) {
-    PSTRAIN_RETURN_IF_ERROR(WaitUntilMayStart(*step));
     absl::StatusOr<data::Batch*> batch = batches->Next();
     if (!batch.ok()) return AtStep(*step, "reading the data", batch.status());
     absl::StatusOr<int64_t> version =
         ps_->PullDense(sync ? *step : 0, buffers.pull);
-    if (!version.ok()) {
+    // Asked after the pull: in sync mode the step before is complete, so a
+    // membership change made before it is seen here.
+    absl::Status may_start =
+        version.ok() ? WaitUntilMayStart(*step) : absl::OkStatus();
+    if (!version.ok() || !may_start.ok()) {
       batches->Release(*batch);
+      if (!may_start.ok()) return may_start;
       return AtStep(*step, "pulling", version.status());
     }
     StepInput input;
@@ -209,6 +223,8 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
         backend_->TrainStep(input, buffers.weights, &buffers.gradients);
     batches->Release(*batch);
     if (!result.ok()) return AtStep(*step, "computing", result.status());
+    PSTRAIN_RETURN_IF_ERROR(
+        TrainCoveredBatches(*step, length, buffers, &*result));
     absl::SleepFor(options_.push_delay);
     absl::Status pushed = ps_->PushDense(sync ? *step : *version,
                                          result->examples, buffers.gradients);
@@ -255,6 +271,73 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   return absl::OkStatus();
 }
 
+absl::Status Trainer::TrainCoveredBatches(int64_t step,
+                                          const RunLength& length,
+                                          Buffers& buffers,
+                                          StepResult* result) {
+  const std::vector<chief::BatchRef> covered = chief::CoveredBatches(
+      membership_, options_.worker_index, step, options_.num_workers);
+  if (covered.empty()) return absl::OkStatus();
+  if (buffers.covered.empty()) {
+    buffers.covered_storage.reserve(spec_->variables.size());
+    for (const VariableDef& def : spec_->variables) {
+      const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                       def.shape().dims().end());
+      PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
+      buffers.covered_storage.push_back(std::move(g));
+      buffers.covered[def.name()] = &buffers.covered_storage.back();
+    }
+  }
+  const int64_t batch = config_->batch_size_per_worker();
+  const int64_t per_example = train_->features.row_elements();
+  buffers.features.resize(batch * per_example);
+  buffers.labels.resize(batch);
+  for (const chief::BatchRef& ref : covered) {
+    auto plan = plans_.find(ref.worker);
+    if (plan == plans_.end()) {
+      PSTRAIN_ASSIGN_OR_RETURN(
+          data::ShardPlan created,
+          data::ShardPlan::Create(
+              train_->size(),
+              PlanOptions(*config_, options_.num_workers, ref.worker)));
+      plan = plans_.emplace(ref.worker, std::move(created)).first;
+    }
+    // The absent worker's batch of that step, exactly as it would have
+    // trained it: its examples, its dropout masks.
+    const std::vector<int64_t> order =
+        plan->second.WorkerOrder(ref.step / length.steps_per_epoch);
+    const int64_t begin = (ref.step % length.steps_per_epoch) * batch;
+    const absl::Span<const int64_t> indices =
+        absl::MakeConstSpan(order).subspan(begin, batch);
+    data::GatherFeatures(*train_, indices, absl::MakeSpan(buffers.features));
+    for (int64_t i = 0; i < batch; ++i) {
+      buffers.labels[i] = train_->labels[indices[i]];
+    }
+    StepInput input;
+    input.features = buffers.features.data();
+    input.labels = buffers.labels.data();
+    input.batch = batch;
+    input.step = ref.step;
+    input.example_offset = ref.worker * batch;
+    absl::StatusOr<StepResult> extra =
+        backend_->TrainStep(input, buffers.weights, &buffers.covered);
+    if (!extra.ok()) {
+      return AtStep(step, absl::StrCat("computing worker ", ref.worker,
+                                       "'s batch of step ", ref.step),
+                    extra.status());
+    }
+    for (const auto& [name, sum] : buffers.gradients) {
+      float* out = sum->flat<float>().data();
+      const float* add = buffers.covered.at(name)->flat<float>().data();
+      for (int64_t i = 0; i < sum->num_elements(); ++i) out[i] += add[i];
+    }
+    result->examples += extra->examples;
+    result->correct += extra->correct;
+    result->loss_sum += extra->loss_sum;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::WaitUntilMayStart(int64_t step) {
   bool held = false;
   while (true) {
@@ -266,6 +349,12 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
           "step ", step, ": the chief restored the run (generation ",
           beat->generation(), ")"));
     }
+    if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
+      return absl::AbortedError(absl::StrCat(
+          "step ", step, ": the chief presumed this worker dead and the "
+          "others train its share"));
+    }
+    membership_ = beat->membership();
     const bool hold = beat->phase() == PHASE_PAUSED ||
                       (beat->pause_at_step() != 0 && beat->pause_at_step() == step);
     if (!hold) {
@@ -289,6 +378,7 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
 absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                                   const RunLength& length) {
   absl::Time last_answer = absl::Now();
+  bool was_absent = false;
   for (int tries = 1;; ++tries) {
     absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
     if (beat.ok()) {
@@ -297,7 +387,18 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
       if (beat->phase() == PHASE_FINISHED) {
         return Position{length.total_steps, at.generation};
       }
-      if (beat->phase() == PHASE_TRAINING) {
+      if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
+        // Presumed dead: registering again has the chief take it back.
+        if (!was_absent) {
+          PSTRAIN_RETURN_IF_ERROR(
+              chief_->Register(options_.chief_patience).status());
+          was_absent = true;
+        }
+      } else if (was_absent) {
+        PSTRAIN_ASSIGN_OR_RETURN(TrainingState state,
+                                 chief_->GetTrainingState());
+        return Position{state.start_step(), state.generation()};
+      } else if (beat->phase() == PHASE_TRAINING) {
         if (beat->generation() == at.generation) return at;
         return Position{beat->resume_step(), beat->generation()};
       }

@@ -7,10 +7,14 @@
 // finished. The model, placement and run settings come from the chief
 // (RegisterResponse).
 //
-// Before each step the worker heartbeats the chief with the number of steps
-// it has completed; when the chief has announced that step as its
-// pause_at_step (to write a checkpoint at a consistent step), the worker
-// holds, heartbeating, until the announcement changes. A run resumed from a
+// Before computing each step (after pulling its variables) the worker
+// heartbeats the chief with the number of steps it has completed; when the
+// chief has announced that step as its pause_at_step (to write a checkpoint
+// at a consistent step), the worker holds, heartbeating, until the
+// announcement changes. The reply also says which workers are absent
+// (presumed dead under --on_worker_failure=continue): the worker then
+// trains the batches of those it covers too (chief/membership.h), as they
+// would have, and pushes the sum. A run resumed from a
 // checkpoint starts at TrainerOptions::start_step, with the data where an
 // uninterrupted run would have been (same epoch order, same batch).
 //
@@ -93,11 +97,16 @@ class Trainer {
   // Trains steps *step.. to the end of the run, advancing *step.
   absl::Status TrainFrom(const data::ShardPlan& plan, const RunLength& length,
                          Buffers& buffers, int64_t* step);
-  // Heartbeats before `step`; holds while the run is paused or the chief's
-  // pause_at_step is `step`. ABORTED when the chief recovered the run into
-  // another generation (or restarted), FAILED_PRECONDITION when it failed
-  // the run.
+  // Heartbeats before computing `step` (after pulling its variables);
+  // holds while the run is paused or the chief's pause_at_step is `step`;
+  // keeps the membership. ABORTED when the chief recovered the run into
+  // another generation (or restarted) or this worker is absent,
+  // FAILED_PRECONDITION when it failed the run.
   absl::Status WaitUntilMayStart(int64_t step);
+  // Adds to `buffers.gradients` and `*result` the gradients of the absent
+  // workers' batches this worker trains at `step` (chief/membership.h).
+  absl::Status TrainCoveredBatches(int64_t step, const RunLength& length,
+                                   Buffers& buffers, StepResult* result);
   // After a peer failure at `at`: where to go on, per the chief (registering
   // again if the chief restarted). `length.total_steps` if the run is over.
   absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
@@ -111,6 +120,9 @@ class Trainer {
   ps::PsClusterClient* const ps_;
   chief::ChiefClient* const chief_;
   int64_t generation_ = 0;
+  Membership membership_;
+  // Data plans of the other workers, for the batches of absent ones.
+  std::map<int, data::ShardPlan> plans_;
 };
 
 }  // namespace worker
