@@ -88,13 +88,7 @@ absl::Status Driver::Recover(const std::string& why) {
   ps_->set_generation(generation);
   state_->Recovered(step, generation);
   const std::vector<int> absent = AbsentWorkers(state_->membership());
-  if (!absent.empty()) {
-    PSTRAIN_RETURN_IF_ERROR(
-        ps_->SetWorkers(Replicas(config_->update().num_workers() -
-                                 static_cast<int>(absent.size())),
-                        absent)
-            .status());
-  }
+  if (!absent.empty()) PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(absent).status());
   state_->SetPhase(PHASE_TRAINING);
   LogInfo(absl::StrFormat(
       "chief: recovered in %.1f s: restored %s at step %d (generation %d); "
@@ -130,12 +124,15 @@ absl::StatusOr<bool> Driver::HandleFailures() {
   return false;
 }
 
-int Driver::Replicas(int present) const {
+absl::StatusOr<int64_t> Driver::SetPsWorkers(const std::vector<int>& absent,
+                                             int uncounted) {
   const UpdateConfig& update = config_->update();
   const int wanted = update.replicas_to_aggregate() > 0
                          ? update.replicas_to_aggregate()
                          : update.num_workers();
-  return std::max(1, std::min(wanted, present));
+  const int present =
+      update.num_workers() - static_cast<int>(absent.size()) + uncounted;
+  return ps_->SetWorkers(std::max(1, std::min(wanted, present)), absent);
 }
 
 absl::Status Driver::DropWorker(int dead) {
@@ -150,12 +147,12 @@ absl::Status Driver::DropWorker(int dead) {
   // First refuse its pushes, the step still waiting for as many gradients:
   // the ps tasks say which step is stuck.
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t stuck,
-                           ps_->SetWorkers(Replicas(present + 1), absent));
+                           SetPsWorkers(absent, /*uncounted=*/1));
   const Membership after = WithAbsent(before, dead, stuck, workers);
   // Published before the stuck step completes, so every worker sees it
   // before it computes the next one.
   state_->SetMembership(after);
-  PSTRAIN_RETURN_IF_ERROR(ps_->SetWorkers(Replicas(present), absent).status());
+  PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(absent).status());
   const int64_t batch = config_->batch_size_per_worker();
   LogError(absl::StrCat(
       "chief: going on without worker ", dead, " from step ", stuck,
@@ -187,12 +184,7 @@ absl::Status Driver::TakeBack(int worker) {
       WithPresent(state_->membership(), worker, at);
   state_->SetWorkerStep(worker, at);
   state_->SetMembership(membership);
-  const std::vector<int> absent = AbsentWorkers(membership);
-  PSTRAIN_RETURN_IF_ERROR(
-      ps_->SetWorkers(Replicas(config_->update().num_workers() -
-                               static_cast<int>(absent.size())),
-                      absent)
-          .status());
+  PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(AbsentWorkers(membership)).status());
   state_->SetPauseAtStep(announced);
   LogInfo(absl::StrCat("chief: worker ", worker,
                        " is back; it trains its own share again from step ",
@@ -201,9 +193,14 @@ absl::Status Driver::TakeBack(int worker) {
 }
 
 int64_t Driver::NextCheckpointStep(int64_t step) const {
+  int64_t next = 0;
   const int64_t every = options_.checkpoint_every_steps;
-  if (every <= 0) return 0;
-  const int64_t next = (step / every + 1) * every;
+  if (every > 0) next = (step / every + 1) * every;
+  const int64_t per_epoch = state_->steps_per_epoch();
+  if (options_.evaluator_task && per_epoch > 0) {
+    const int64_t epoch_end = (step / per_epoch + 1) * per_epoch;
+    next = next > 0 ? std::min(next, epoch_end) : epoch_end;
+  }
   return next < state_->total_steps() ? next : 0;
 }
 
@@ -287,6 +284,7 @@ absl::Status Driver::Train() {
       deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
     }
     step = state_->WaitForStep(target, deadline);
+    PrintEvaluatorReports();
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
       PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
       next_epoch_end = next_epoch_end == total
@@ -326,7 +324,7 @@ absl::Status Driver::Train() {
   PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(total));
   const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
 
-  PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, Evaluate());
+  PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, FinalEvaluation());
   const int num_workers = config_->update().num_workers();
   const double examples = static_cast<double>(total - start) * num_workers *
                           config_->batch_size_per_worker();
@@ -383,7 +381,9 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples > 0 ? progress.correct / progress.examples : 0.0,
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
-  if (end_of_epoch) {
+  if (end_of_epoch && options_.evaluator_task) {
+    absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
+  } else if (end_of_epoch) {
     absl::StatusOr<Evaluation> eval = Evaluate();
     if (eval.ok()) {
       absl::StrAppendFormat(&line, "  test_loss %.4f  test_acc %.4f",
@@ -403,6 +403,36 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
   last_print_step_ = step;
 }
 
+void Driver::PrintEvaluatorReports() {
+  const int64_t per_epoch = state_->steps_per_epoch();
+  for (const RunState::EvaluationReport& report : state_->TakeEvaluations()) {
+    std::printf("%sevaluator: step %ld (epoch %ld): test_loss %.4f  "
+                "test_acc %.4f\n",
+                isatty(STDOUT_FILENO) ? "\r" : "",
+                static_cast<long>(report.step),
+                static_cast<long>(per_epoch > 0 ? (report.step + per_epoch - 1) /
+                                                      per_epoch
+                                                : 1),
+                report.loss, report.accuracy);
+  }
+  std::fflush(stdout);
+}
+
+absl::StatusOr<Evaluation> Driver::FinalEvaluation() {
+  if (options_.evaluator_task) {
+    const int64_t total = state_->total_steps();
+    std::optional<RunState::EvaluationReport> report = state_->WaitForEvaluation(
+        total, absl::Now() + options_.evaluator_patience);
+    PrintEvaluatorReports();
+    if (report.has_value()) return Evaluation{report->loss, report->accuracy};
+    LogError(absl::StrCat("chief: the evaluator did not evaluate step ", total,
+                          " within ",
+                          absl::FormatDuration(options_.evaluator_patience),
+                          "; evaluating it here"));
+  }
+  return Evaluate();
+}
+
 absl::StatusOr<Evaluation> Driver::Evaluate() {
   std::vector<Tensor> storage;
   storage.reserve(spec_->variables.size());
@@ -417,33 +447,8 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
     weights[def.name()] = &storage.back();
   }
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t version, ps_->PullDense(0, pull));
-
-  const int64_t n = test_->size();
-  const int64_t per_example = test_->features.row_elements();
-  std::vector<float> features(options_.eval_batch * per_example);
-  std::vector<int64_t> indices;
-  double loss = 0;
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < n; begin += options_.eval_batch) {
-    const int64_t size = std::min(options_.eval_batch, n - begin);
-    indices.resize(size);
-    for (int64_t i = 0; i < size; ++i) indices[i] = begin + i;
-    data::GatherFeatures(*test_, indices,
-                         absl::MakeSpan(features.data(), size * per_example));
-    worker::StepInput input;
-    input.features = features.data();
-    input.labels = test_->labels.data() + begin;
-    input.batch = size;
-    input.weights_version = version;
-    PSTRAIN_ASSIGN_OR_RETURN(worker::StepResult r,
-                             evaluator_->Evaluate(input, weights));
-    loss += r.loss_sum;
-    correct += r.correct;
-  }
-  Evaluation eval;
-  eval.loss = n > 0 ? loss / n : 0;
-  eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
-  return eval;
+  return EvaluateOnTestSet(evaluator_, *test_, weights, version,
+                           options_.eval_batch);
 }
 
 }  // namespace chief

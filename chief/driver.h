@@ -7,7 +7,9 @@
 //      then start at its step);
 //   3. lets the workers train, printing a Keras-like progress line every
 //      print_every_steps steps and evaluating on the test set at the end of
-//      each epoch, and writing a checkpoint every checkpoint_every_steps
+//      each epoch (or, when TF_CONFIG has an evaluator task, writing a
+//      checkpoint there for it to evaluate, and printing what it reports),
+//      and writing a checkpoint every checkpoint_every_steps
 //      steps or checkpoint_every time (workers hold at the checkpoint's
 //      step while the ps tasks save);
 //   4. writes a final checkpoint and model_dir/summary.json and tells every
@@ -32,10 +34,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "chief/checkpointer.h"
+#include "chief/evaluation.h"
 #include "chief/run_state.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
@@ -63,12 +67,12 @@ struct DriverOptions {
   // Sync: go on without a dead worker, the others training its share
   // (chief/membership.h), rather than wait for it to come back.
   bool continue_without_dead_workers = false;
-};
-
-// Test-set loss and accuracy.
-struct Evaluation {
-  double loss = 0;
-  double accuracy = 0;
+  // TF_CONFIG has an evaluator task: it evaluates the checkpoint written at
+  // each epoch's end (chief/evaluator.h) instead of the chief.
+  bool evaluator_task = false;
+  // How long the summary waits for the evaluator's last evaluation before
+  // the chief evaluates the final checkpoint itself.
+  absl::Duration evaluator_patience = absl::Minutes(2);
 };
 
 class Driver {
@@ -104,15 +108,23 @@ class Driver {
   // Absent `worker` registered again: at the next step every worker holds
   // at, it trains its own share again.
   absl::Status TakeBack(int worker);
-  // Gradients a sync step waits for with `present` workers.
-  int Replicas(int present) const;
+  // Has the ps tasks refuse the pushes of `absent` workers, a sync step
+  // waiting for the gradients of the others (and `uncounted` absent ones,
+  // for now); returns the step they collect.
+  absl::StatusOr<int64_t> SetPsWorkers(const std::vector<int>& absent,
+                                       int uncounted = 0);
   // The step-based checkpoint after `step` (0: none before the end).
   int64_t NextCheckpointStep(int64_t step) const;
   // Writes the checkpoint of `step`.
   absl::Status SaveCheckpoint(int64_t step);
   // A progress line at `step`; at an epoch's end (ended_epoch > 0, from 1)
-  // with the test-set evaluation.
+  // with the test-set evaluation (unless the evaluator task does it).
   void PrintProgress(int64_t step, int64_t ended_epoch);
+  // A line per evaluation the evaluator reported since the last call.
+  void PrintEvaluatorReports();
+  // The evaluation for summary.json: the evaluator's of the final
+  // checkpoint, or the chief's own.
+  absl::StatusOr<Evaluation> FinalEvaluation();
 
   const DriverOptions options_;
   RunState* const state_;

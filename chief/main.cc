@@ -14,7 +14,9 @@
 //   chief --export_safetensors=/tmp/model.safetensors --model_dir=/tmp/run
 //
 // writes the variables of the newest good checkpoint of --model_dir as a
-// safetensors file instead (no TF_CONFIG needed).
+// safetensors file instead (no TF_CONFIG needed). With a TF_CONFIG task of
+// type "evaluator" (listed in the chief's TF_CONFIG too), it runs the
+// evaluator task (chief/evaluator.h) with the chief's --model_dir.
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -30,6 +32,7 @@
 #include "chief/chief_service.h"
 #include "chief/safetensors.h"
 #include "chief/driver.h"
+#include "chief/evaluator.h"
 #include "chief/run_state.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
@@ -192,6 +195,55 @@ std::string RunIdFromCheckpoints(const std::string& model_dir) {
   return "";
 }
 
+// The evaluator task (chief/evaluator.h).
+int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
+  absl::StatusOr<HostPort> chief_address =
+      tf_config.cluster.Address(MakeTask(JOB_CHIEF, 0));
+  if (!chief_address.ok()) {
+    return Fail("TF_CONFIG: cluster: the evaluator needs a \"chief\" task");
+  }
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  absl::StatusOr<data::Dataset> test =
+      data::ReadIdx(data_dir + "/t10k-images-idx3-ubyte.gz",
+                    data_dir + "/t10k-labels-idx1-ubyte.gz");
+  if (!test.ok()) return Fail(test.status().message());
+  chief::ChiefClient chief(
+      CreatePstrainChannel(chief_address->ToString(), security), tf_config.task,
+      tf_config.cluster.ToString());
+  const absl::Duration patience =
+      absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
+  absl::StatusOr<RegisterResponse> run = chief.Register(patience);
+  if (!run.ok()) {
+    LogError(absl::StrCat("evaluator: cannot register with the chief at ",
+                          chief_address->ToString(), ": ",
+                          run.status().message()));
+    return 1;
+  }
+  absl::StatusOr<worker::ModelSpec> spec =
+      worker::ParseKerasModel(run->config().model_json(), run->config().seed());
+  if (!spec.ok()) return Fail(spec.status().message());
+  worker::CpuBackendOptions backend_options;
+  backend_options.num_threads = absl::GetFlag(FLAGS_threads);
+  backend_options.run_seed = run->config().seed();
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
+      worker::CreateCpuBackend(*spec, backend_options);
+  if (!backend.ok()) return Fail(backend.status().message());
+  LogInfo(absl::StrCat("evaluator: registered in run ", run->run_id(),
+                       "; evaluating the checkpoints of ",
+                       absl::GetFlag(FLAGS_model_dir), " at each epoch's end"));
+  chief::EvaluatorOptions options;
+  options.model_dir = absl::GetFlag(FLAGS_model_dir);
+  options.chief_patience = patience;
+  chief::Evaluator evaluator(options, &*run, &chief, backend->get(), &*test);
+  const absl::Status status = evaluator.Run();
+  if (!status.ok()) {
+    LogError(absl::StrCat("evaluator: ", status.message()));
+    return 1;
+  }
+  LogInfo("evaluator: the run is finished");
+  return 0;
+}
+
 std::string NewRunId() {
   std::random_device device;
   return absl::StrFormat("run-%08x%08x", device(), device());
@@ -221,11 +273,15 @@ int Main() {
                 ">= 0");
   }
 
-  absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
-      absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_CHIEF);
+  absl::StatusOr<TfConfig> tf_config =
+      ReadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"),
+                   JOB_CHIEF, JOB_EVALUATOR);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
   absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
   if (!security.ok()) return Fail(security.status().message());
+  if (tf_config->task.job() == JOB_EVALUATOR) {
+    return RunEvaluator(*tf_config, *security);
+  }
   const ClusterSpec& cluster = tf_config->cluster;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
@@ -341,6 +397,7 @@ int Main() {
   driver_options.failure_timeout = absl::GetFlag(FLAGS_failure_timeout);
   driver_options.continue_without_dead_workers =
       absl::GetFlag(FLAGS_on_worker_failure) == "continue";
+  driver_options.evaluator_task = cluster.NumTasks(JOB_EVALUATOR) > 0;
   chief::CheckpointerOptions checkpointer_options;
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;

@@ -53,10 +53,12 @@ absl::StatusOr<RegisterResponse> RunState::Register(
   const RequestHeader& header = request.header();
   if (!header.run_id().empty()) PSTRAIN_RETURN_IF_ERROR(CheckRunId(header));
   const TaskRef& task = header.sender();
-  if ((task.job() != JOB_PS && task.job() != JOB_WORKER) ||
+  if ((task.job() != JOB_PS && task.job() != JOB_WORKER &&
+       task.job() != JOB_EVALUATOR) ||
       !cluster_.Address(task).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "task ", TaskName(task), " is not a ps or worker of this cluster"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", TaskName(task),
+                     " is not a ps, worker or evaluator of this cluster"));
   }
   if (!request.cluster().empty() && request.cluster() != cluster_.ToString()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -192,6 +194,19 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   ReportMetricsResponse response;
   response.set_phase(phase_);
   response.set_pause_at_step(pause_at_step_);
+  if (request.evaluation()) {
+    if (request.header().sender().job() != JOB_EVALUATOR) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          TaskName(request.header().sender()),
+          " is not the evaluator: it cannot report an evaluation"));
+    }
+    if (evaluations_.count(request.step()) == 0) {
+      untaken_evaluations_.push_back(request.step());
+    }
+    evaluations_[request.step()] = {request.step(), request.loss(),
+                                    request.accuracy()};
+    return response;
+  }
   if (!CountsStepLocked(request.header())) return response;
   int64_t& steps = worker_steps_[request.header().sender().index()];
   steps = std::max(steps, request.step());
@@ -383,6 +398,27 @@ std::vector<int> RunState::TakeReturnedWorkers() {
 void RunState::SetWorkerStep(int worker, int64_t step) {
   absl::MutexLock lock(&mu_);
   worker_steps_[worker] = step;
+}
+
+std::vector<RunState::EvaluationReport> RunState::TakeEvaluations() {
+  absl::MutexLock lock(&mu_);
+  std::vector<EvaluationReport> taken;
+  std::sort(untaken_evaluations_.begin(), untaken_evaluations_.end());
+  for (int64_t step : untaken_evaluations_) taken.push_back(evaluations_[step]);
+  untaken_evaluations_.clear();
+  return taken;
+}
+
+std::optional<RunState::EvaluationReport> RunState::WaitForEvaluation(
+    int64_t step, absl::Time deadline) const {
+  auto reported = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return evaluations_.count(step) > 0;
+  };
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&reported), deadline)) {
+    return std::nullopt;
+  }
+  return evaluations_.at(step);
 }
 
 int64_t RunState::pause_at_step() const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ class RunState {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t total_steps() const { return total_steps_; }
 
-  // A ps or worker joins, or joins again after it restarted (a new
+  // A ps, worker or evaluator joins, or joins again after it restarted (a new
   // incarnation; logged) or after the chief restarted. FAILED_PRECONDITION
   // for another run's id, INVALID_ARGUMENT for a task not in TF_CONFIG.
   // The other requests are NOT_FOUND from a task that is not registered.
@@ -119,6 +120,19 @@ class RunState {
   void SetWorkerStep(int worker, int64_t step) ABSL_LOCKS_EXCLUDED(mu_);
   int64_t pause_at_step() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The evaluator task's reports (ReportMetricsRequest.evaluation).
+  struct EvaluationReport {
+    int64_t step = 0;
+    double loss = 0;
+    double accuracy = 0;
+  };
+  // The reports received since the last call, by step.
+  std::vector<EvaluationReport> TakeEvaluations() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for the evaluator's report of `step` until `deadline`.
+  std::optional<EvaluationReport> WaitForEvaluation(int64_t step,
+                                                    absl::Time deadline) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // The figures reported since the last call, and resets them.
   Progress TakeProgress() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -156,6 +170,9 @@ class RunState {
   bool ps_restarted_ ABSL_GUARDED_BY(mu_) = false;
   Membership membership_ ABSL_GUARDED_BY(mu_);
   std::vector<int> returned_workers_ ABSL_GUARDED_BY(mu_);
+  // Evaluator reports by step, and the steps not taken yet.
+  std::map<int64_t, EvaluationReport> evaluations_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> untaken_evaluations_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   // Completed steps by worker index, and the finished ones.
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);

@@ -245,14 +245,21 @@ absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
 }
 
 absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
-                                      const char* env_value, JobType expected) {
+                                      const char* env_value, JobType expected,
+                                      JobType also) {
   PSTRAIN_ASSIGN_OR_RETURN(std::string text, TfConfigText(flag_value, env_value));
   PSTRAIN_ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(text));
-  if (config.task.job() != expected) {
-    return Error("task.type",
-                 absl::StrCat("\"", JobName(config.task.job()),
-                              "\", but this is the ", JobName(expected),
-                              " binary (expected \"", JobName(expected), "\")"));
+  const JobType job = config.task.job();
+  if (job != expected && (also == JOB_UNSPECIFIED || job != also)) {
+    return Error(
+        "task.type",
+        absl::StrCat("\"", JobName(job), "\", but this is the ",
+                     JobName(expected), " binary (expected \"",
+                     JobName(expected), "\"",
+                     also == JOB_UNSPECIFIED
+                         ? ""
+                         : absl::StrCat(" or \"", JobName(also), "\""),
+                     ")"));
   }
   return config;
 }

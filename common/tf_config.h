@@ -57,10 +57,12 @@ absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
                                          const char* env_value);
 
 // TfConfigText, ParseTfConfig, and a check that the task is of job
-// `expected` (one binary per role): INVALID_ARGUMENT such as
+// `expected` (one binary per role), or `also` when given (the chief binary
+// also runs the evaluator): INVALID_ARGUMENT such as
 //   TF_CONFIG: task.type: "worker", but this is the ps binary (expected "ps")
 absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
-                                      const char* env_value, JobType expected);
+                                      const char* env_value, JobType expected,
+                                      JobType also = JOB_UNSPECIFIED);
 
 }  // namespace pstrain
 

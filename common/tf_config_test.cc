@@ -311,6 +311,14 @@ TEST(ReadTfConfig, ChecksTheBinarysRole) {
             "(expected \"ps\")");
   EXPECT_EQ(ReadTfConfig("", nullptr, JOB_PS).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadTfConfig(json, nullptr, JOB_CHIEF, JOB_EVALUATOR)
+                .status()
+                .message(),
+            "TF_CONFIG: task.type: \"worker\", but this is the chief binary "
+            "(expected \"chief\" or \"evaluator\")");
+  const char* evaluator =
+      R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]}, "task": {"type": "evaluator", "index": 0}})";
+  EXPECT_TRUE(ReadTfConfig(evaluator, nullptr, JOB_CHIEF, JOB_EVALUATOR).ok());
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ TEST_F(ChiefTest, RefusesBadRequestsAndChangesNothing) {
       Client(JOB_WORKER, 7)->Register(absl::Seconds(5));
   EXPECT_EQ(stranger.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(stranger.status().message(),
-                       "task worker:7 is not a ps or worker of this cluster"))
+                       "task worker:7 is not a ps, worker or evaluator of this cluster"))
       << stranger.status();
 
   // Another run's id.

@@ -32,19 +32,25 @@ LocalCluster::LocalCluster(int num_ps, int num_workers) : chief_(NewAddress()) {
 
 void LocalCluster::AddWorker() { workers_.push_back(NewAddress()); }
 
+void LocalCluster::AddEvaluator() { evaluator_ = NewAddress(); }
+
 std::string LocalCluster::TfConfig(const std::string& type, int index) const {
   return absl::StrCat("{\"cluster\": {\"chief\": [", chief_, "], \"ps\": [",
                       absl::StrJoin(ps_, ", "), "], \"worker\": [",
-                      absl::StrJoin(workers_, ", "),
-                      "]}, \"task\": {\"type\": \"", type,
+                      absl::StrJoin(workers_, ", "), "]",
+                      evaluator_.empty()
+                          ? ""
+                          : absl::StrCat(", \"evaluator\": [", evaluator_, "]"),
+                      "}, \"task\": {\"type\": \"", type,
                       "\", \"index\": ", index, "}}");
 }
 
 Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
                                int index,
                                const std::vector<std::string>& args) const {
+  const std::string binary = type == "evaluator" ? "chief" : type;
   return Subprocess::Start(
-      absl::StrCat(type, "/", type), args,
+      absl::StrCat(binary, "/", binary), args,
       {{"TF_CONFIG", TfConfig(type, index)}},
       TempPath(absl::StrCat(name, "-", type, index, ".log")));
 }

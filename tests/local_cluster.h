@@ -32,11 +32,14 @@ class LocalCluster {
 
   // Lists one more worker (a cluster that differs from this one).
   void AddWorker();
+  // Lists an evaluator task (started from the chief binary).
+  void AddEvaluator();
 
   // The TF_CONFIG of task `type`:`index` of this cluster.
   std::string TfConfig(const std::string& type, int index) const;
 
-  // Starts task `type`:`index` ("chief", "ps" or "worker") with `args`; its
+  // Starts task `type`:`index` ("chief", "ps", "worker" or "evaluator")
+  // with `args`; its
   // log is "<name>-<type><index>.log" in the test's scratch directory.
   Subprocess Start(const std::string& name, const std::string& type, int index,
                    const std::vector<std::string>& args = {}) const;
@@ -51,6 +54,7 @@ class LocalCluster {
  private:
   std::string chief_;
   std::vector<std::string> ps_, workers_;
+  std::string evaluator_;  // "" when none
 };
 
 // `chief --export_safetensors` of `model_dir`'s newest good checkpoint into

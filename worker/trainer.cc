@@ -203,14 +203,15 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     if (!batch.ok()) return AtStep(*step, "reading the data", batch.status());
     absl::StatusOr<int64_t> version =
         ps_->PullDense(sync ? *step : 0, buffers.pull);
+    if (!version.ok()) {
+      batches->Release(*batch);
+      return AtStep(*step, "pulling", version.status());
+    }
     // Asked after the pull: in sync mode the step before is complete, so a
     // membership change made before it is seen here.
-    absl::Status may_start =
-        version.ok() ? WaitUntilMayStart(*step) : absl::OkStatus();
-    if (!version.ok() || !may_start.ok()) {
+    if (absl::Status may_start = WaitUntilMayStart(*step); !may_start.ok()) {
       batches->Release(*batch);
-      if (!may_start.ok()) return may_start;
-      return AtStep(*step, "pulling", version.status());
+      return may_start;
     }
     StepInput input;
     input.features = (*batch)->features.raw_data();
