@@ -216,6 +216,7 @@ enum PsOp : uint8_t {
   kSave = 6,
   kRestore = 7,
   kStatus = 8,
+  kSetWorkers = 9,
 };
 
 // Whether the seeds being written hold text-format messages (each ps and
@@ -301,6 +302,32 @@ void PsSeeds() {
     Op(w, kPullDense, Pull(1));
     Op(w, kPullDense, Pull(5));  // times out
     Write("ps_shard", SeedName("sync_two_workers"), w.bytes());
+  }
+  {
+    // Worker 1 presumed dead: worker 0's push alone completes the step;
+    // worker 1's is refused; then both again, and a bad count.
+    SetWorkersRequest one;
+    *one.mutable_header() = Header();
+    one.set_replicas_to_aggregate(1);
+    one.add_absent_workers(1);
+    PushDenseRequest first = Push(0, 1);
+    PushDenseRequest second = Push(0, 2);
+    second.mutable_header()->mutable_sender()->set_index(1);
+    SetWorkersRequest both;
+    *both.mutable_header() = Header();
+    both.set_replicas_to_aggregate(2);
+    SetWorkersRequest bad = both;
+    bad.set_replicas_to_aggregate(3);
+    bad.add_absent_workers(-1);
+    FuzzWriter w;
+    w.Byte(kSyncSgd);
+    Op(w, kSetWorkers, one);
+    PushOp(w, {first});
+    PushOp(w, {second});
+    Op(w, kPullDense, Pull(1));
+    Op(w, kSetWorkers, both);
+    Op(w, kSetWorkers, bad);
+    Write("ps_shard", SeedName("set_workers"), w.bytes());
   }
   {
     PushDenseRequest nan = Push(0, 3);
@@ -396,6 +423,7 @@ void CheckpointSeeds() {
       chief::BuildCheckpointIndex(info, slices);
   if (!index.ok()) Fail("index: " + index.status().ToString());
   index->set_format_version(chief::kCheckpointFormatVersion);
+  index->set_created_unix_micros(1'700'000'000'000'000);  // Reproducible.
   const std::string data = ReadFile(dir + "/ps-0.data");
   auto input = [&](const std::string& name, const CheckpointIndex& i,
                    const std::string& d) {

@@ -10,7 +10,8 @@
 //     1 CreateVariables on a fresh shard     6 Save (into the temp dir)
 //       (kept when it succeeds)              7 Restore (from the temp dir)
 //     2 PullDense                            8 GetShardStatus
-//     3 PushDense: a count byte (n - 1), then n <= 4 messages
+//     3 PushDense: a count byte (n - 1), then 9 SetWorkers
+//       n <= 4 messages
 //     4 PullSparse
 //
 // A record that does not parse is skipped, as gRPC would refuse it. Save and
@@ -125,7 +126,7 @@ class ShardFuzzer {
     for (int i = 0; i < kMaxOperations && !in->empty(); ++i) {
       const uint8_t op_byte = in->Byte();
       text_ = (op_byte & 0x80) != 0;
-      const int op = (op_byte & 0x7f) % 9;
+      const int op = (op_byte & 0x7f) % 10;
       if (op == 3) {
         PushDense(in);
         continue;
@@ -155,6 +156,9 @@ class ShardFuzzer {
           break;
         case 8:
           GetStatus(record);
+          break;
+        case 9:
+          SetWorkers(record);
           break;
       }
     }
@@ -254,6 +258,13 @@ class ShardFuzzer {
     if (!Parse(record, &request)) return;
     ShardStatus status;
     CheckRefusal(shard_->GetShardStatus(request, &status));
+  }
+
+  void SetWorkers(absl::string_view record) {
+    SetWorkersRequest request;
+    if (!Parse(record, &request)) return;
+    SetWorkersResponse response;
+    CheckRefusal(shard_->SetWorkers(request, &response));
   }
 
   bool Parse(absl::string_view record, google::protobuf::Message* message) {
