@@ -93,12 +93,9 @@ Tensor::Tensor(DataType dtype, std::vector<int64_t> shape,
   if (bytes == 0) return;
   // aligned_alloc wants a multiple of the alignment.
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  // Left null when the memory is not there: Create returns an error, Clone
+  // aborts.
   buffer_.reset(static_cast<char*>(std::aligned_alloc(kAlignment, rounded)));
-  if (buffer_ == nullptr) {
-    std::fprintf(stderr, "pstrain: out of memory allocating %zu bytes\n",
-                 rounded);
-    std::abort();
-  }
 }
 
 absl::StatusOr<Tensor> Tensor::Create(DataType dtype,
@@ -111,12 +108,23 @@ absl::StatusOr<Tensor> Tensor::Create(DataType dtype,
   absl::StatusOr<int64_t> n = NumElements(shape, size);
   if (!n.ok()) return n.status();
   Tensor tensor(dtype, std::move(shape), *n);
+  if (tensor.num_bytes() > 0 && tensor.buffer_ == nullptr) {
+    // Sizes come from requests and files: no memory is an error, not a crash.
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", tensor.num_bytes(),
+                     " bytes for a tensor of shape ", ShapeString(tensor.shape_)));
+  }
   if (tensor.num_bytes() > 0) std::memset(tensor.raw_data(), 0, tensor.num_bytes());
   return tensor;
 }
 
 Tensor Tensor::Clone() const {
   Tensor copy(dtype_, shape_, num_elements_);
+  if (num_bytes() > 0 && copy.buffer_ == nullptr) {
+    std::fprintf(stderr, "pstrain: out of memory copying %zu bytes\n",
+                 num_bytes());
+    std::abort();
+  }
   if (num_bytes() > 0) std::memcpy(copy.raw_data(), raw_data(), num_bytes());
   return copy;
 }

@@ -213,3 +213,18 @@ TEST(Tensor, FromProtoRefusesMalformed) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(Tensor, CreateReportsMemoryItCannotHave) {
+  // 4 PiB: within the size limit, beyond any machine's memory.
+  absl::StatusOr<Tensor> huge = Tensor::Create(DT_FLOAT, {int64_t{1} << 40, 1024});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(huge.status().message(),
+            "cannot allocate 4503599627370496 bytes for a tensor of shape "
+            "[1099511627776, 1024]");
+}
+
+}  // namespace
+}  // namespace pstrain
