@@ -119,7 +119,8 @@ absl::Status GatherRows(RegionReader* reader, const std::string& name,
                         const std::vector<const SavedSlice*>& slices,
                         int64_t begin, int64_t end, int64_t row_bytes,
                         char* out, int64_t* version) {
-  int64_t found = 0;
+  // The parts of [begin, end) the slices hold, which must tile it.
+  std::vector<std::pair<int64_t, int64_t>> parts;
   for (const SavedSlice* s : slices) {
     const int64_t from = std::max(begin, s->rows().begin());
     const int64_t to = std::min(end, s->rows().end());
@@ -140,14 +141,25 @@ absl::Status GatherRows(RegionReader* reader, const std::string& name,
     std::memcpy(out + (from - begin) * row_bytes,
                 data.data() + (from - s->rows().begin()) * row_bytes,
                 (to - from) * row_bytes);
-    found += to - from;
+    parts.emplace_back(from, to);
     *version = s->version();
   }
-  if (found != end - begin) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint lacks rows of '", name, "': found ", found, " of rows [",
-        begin, ", ", end, ")"));
+  std::sort(parts.begin(), parts.end());
+  auto lacks = [&](int64_t from, int64_t to) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint lacks rows [", from, ", ", to, ") of '",
+                     name, "' (rows [", begin, ", ", end, ") wanted)"));
+  };
+  int64_t covered = begin;
+  for (const auto& [from, to] : parts) {
+    if (from < covered) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint slices of '", name, "' overlap at row ", from));
+    }
+    if (from > covered) return lacks(covered, from);
+    covered = to;
   }
+  if (covered != end) return lacks(covered, end);
   return absl::OkStatus();
 }
 

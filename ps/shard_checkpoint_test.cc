@@ -271,7 +271,15 @@ TEST(ShardCheckpoint, DamagedCheckpointIsRefusedAndChangesNothing) {
     partial[0].set_crc32c(Crc32c(head.data(), head.size()));
   }
   status = Restore(shard.get(), good_dir, partial);
-  EXPECT_EQ(status.message(), "checkpoint lacks rows of 'w': found 2 of rows [0, 4)");
+  EXPECT_EQ(status.message(),
+            "checkpoint lacks rows [2, 4) of 'w' (rows [0, 4) wanted)");
+
+  // The same rows twice add up to four, but rows [2, 4) are in neither.
+  std::vector<SavedSlice> twice = partial;
+  twice.push_back(partial[0]);
+  status = Restore(shard.get(), good_dir, twice);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(status.message(), "checkpoint slices of 'w' overlap at row 0");
 
   // A truncated file.
   const SaveResponse fresh = Save(shard.get(), Dir("ckpt-4"));
