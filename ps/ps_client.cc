@@ -90,6 +90,10 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDense(
 
 absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
     const PushDenseRequest& first, absl::Span<const DensePiece> gradients) {
+  // The gradients' bytes are lent to gRPC, not copied
+  // (ps/tensor_encoding.h). Declared first, so that it is destroyed last:
+  // its destructor waits until gRPC, done with the call, has let go of them.
+  BorrowedContent borrowed;
   grpc::ClientContext context;
   SetDeadline(&context);
   // The call's metadata goes out with the first message, and the half-close
@@ -97,8 +101,8 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
   context.set_initial_metadata_corked(true);
   PushDenseResponse response;
   // A stream of PushDenseRequest messages that we serialize ourselves
-  // (ps/tensor_encoding.h), so each gradient byte is copied once, into the
-  // buffer gRPC sends. The server sees ordinary PushDenseRequest messages.
+  // (ps/tensor_encoding.h): gRPC sends each gradient byte straight from the
+  // caller's tensor. The server sees ordinary PushDenseRequest messages.
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
           channel_.get(), push_method_, &context, &response));
@@ -119,7 +123,8 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
       // A last write half-closes the stream even when it fails: closing it
       // again would be an API misuse, which gRPC aborts on.
       half_closed = last;
-      if (!writer->Write(EncodePushDenseRequest(header, chunks), options)) {
+      if (!writer->Write(EncodePushDenseRequest(header, chunks, &borrowed),
+                         options)) {
         broken = true;
       }
     }

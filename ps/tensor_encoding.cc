@@ -62,19 +62,41 @@ void AppendNamedTensorPrefix(const NamedTensor& named, int64_t size,
   out->append(tensor_part);
 }
 
-// One slice holding `parts` in order (pairs of bytes and length).
+// Contents at least this large are lent rather than copied (copying a small
+// one costs less than a slice of its own).
+constexpr int64_t kMinLentBytes = 64 << 10;
+
+// The bytes of `parts` in order (pairs of bytes and length, each marked
+// whether it may be lent): one slice, or, with `borrowed`, runs of copied
+// parts in one slice each between lent parts.
 grpc::ByteBuffer Concatenate(
-    const std::vector<std::pair<const char*, int64_t>>& parts) {
-  int64_t total = 0;
-  for (const auto& [data, size] : parts) total += size;
-  grpc_slice slice = grpc_slice_malloc(total);
-  char* out = reinterpret_cast<char*>(GRPC_SLICE_START_PTR(slice));
-  for (const auto& [data, size] : parts) {
-    if (size > 0) std::memcpy(out, data, size);
-    out += size;
+    const std::vector<std::pair<const char*, int64_t>>& parts,
+    const std::vector<bool>& lendable, BorrowedContent* borrowed) {
+  std::vector<grpc::Slice> slices;
+  size_t i = 0;
+  while (i < parts.size()) {
+    if (borrowed != nullptr && lendable[i] && parts[i].second >= kMinLentBytes) {
+      slices.push_back(borrowed->Lend(parts[i].first, parts[i].second));
+      ++i;
+      continue;
+    }
+    // Copy parts up to the next lent one into one slice.
+    size_t end = i;
+    int64_t total = 0;
+    while (end < parts.size() &&
+           !(borrowed != nullptr && lendable[end] &&
+             parts[end].second >= kMinLentBytes)) {
+      total += parts[end++].second;
+    }
+    grpc_slice slice = grpc_slice_malloc(total);
+    char* out = reinterpret_cast<char*>(GRPC_SLICE_START_PTR(slice));
+    for (; i < end; ++i) {
+      if (parts[i].second > 0) std::memcpy(out, parts[i].first, parts[i].second);
+      out += parts[i].second;
+    }
+    slices.emplace_back(slice, grpc::Slice::STEAL_REF);
   }
-  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
-  return grpc::ByteBuffer(&owned, 1);
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 // Reads protobuf wire format from a sequence of slices.
@@ -227,11 +249,36 @@ grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
                    named_prefix.size() + size, &prefix);
   prefix.append(named_prefix);
   return Concatenate({{prefix.data(), static_cast<int64_t>(prefix.size())},
-                      {content, size}});
+                      {content, size}},
+                     {false, false}, nullptr);
+}
+
+grpc::Slice BorrowedContent::Lend(const char* data, size_t size) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++lent_;
+  }
+  // gRPC never writes through a slice it sends.
+  return grpc::Slice(grpc_slice_new_with_user_data(const_cast<char*>(data),
+                                                   size, &Return, this),
+                     grpc::Slice::STEAL_REF);
+}
+
+void BorrowedContent::Return(void* self) {
+  BorrowedContent* borrowed = static_cast<BorrowedContent*>(self);
+  absl::MutexLock lock(&borrowed->mu_);
+  --borrowed->lent_;
+}
+
+void BorrowedContent::WaitUntilReturned() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int64_t* lent) { return *lent == 0; }, &lent_));
 }
 
 grpc::ByteBuffer EncodePushDenseRequest(
-    const PushDenseRequest& header, absl::Span<const GradientChunk> gradients) {
+    const PushDenseRequest& header, absl::Span<const GradientChunk> gradients,
+    BorrowedContent* borrowed) {
   //   [header without gradients]
   //   then per gradient: [gradients tag, length] [NamedTensor prefix] content
   PushDenseRequest outer = header;
@@ -239,6 +286,7 @@ grpc::ByteBuffer EncodePushDenseRequest(
   std::vector<std::string> prefixes(std::max<size_t>(gradients.size(), 1));
   outer.AppendToString(&prefixes[0]);
   std::vector<std::pair<const char*, int64_t>> parts;
+  std::vector<bool> lendable;
   for (size_t i = 0; i < gradients.size(); ++i) {
     std::string named_prefix;
     AppendNamedTensorPrefix(*gradients[i].gradient, gradients[i].size,
@@ -252,13 +300,16 @@ grpc::ByteBuffer EncodePushDenseRequest(
   if (gradients.empty()) {
     parts.push_back({prefixes[0].data(),
                      static_cast<int64_t>(prefixes[0].size())});
+    lendable.push_back(false);
   }
   for (size_t i = 0; i < gradients.size(); ++i) {
     parts.push_back({prefixes[i].data(),
                      static_cast<int64_t>(prefixes[i].size())});
+    lendable.push_back(false);
     parts.push_back({gradients[i].content, gradients[i].size});
+    lendable.push_back(true);
   }
-  return Concatenate(parts);
+  return Concatenate(parts, lendable, borrowed);
 }
 
 }  // namespace ps

@@ -2,6 +2,8 @@
 // and push requests) straight into gRPC byte buffers, copying each chunk's
 // tensor content once, into the buffer gRPC sends, instead of twice (into the
 // message's `content` string, then into gRPC's buffer when it serializes).
+// A push's gradients need not be copied at all: gRPC can send them from the
+// caller's tensors (BorrowedContent).
 //
 // The bytes are a valid protobuf serialization of the message with the
 // content set, so any peer, generated stubs included, reads them as usual.
@@ -15,7 +17,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.pb.h"
@@ -37,10 +41,39 @@ struct GradientChunk {
   int64_t size = 0;
 };
 
+// Lends the caller's tensor bytes to gRPC as slices that point at them
+// instead of copies, and tracks when gRPC lets go of them: until
+// WaitUntilReturned() returns, the bytes must stay alive and unchanged.
+// Thread-safe (gRPC releases slices on its own threads).
+class BorrowedContent {
+ public:
+  BorrowedContent() = default;
+  BorrowedContent(const BorrowedContent&) = delete;
+  BorrowedContent& operator=(const BorrowedContent&) = delete;
+  // Waits for every slice to come back.
+  ~BorrowedContent() { WaitUntilReturned(); }
+
+  // A slice of the `size` bytes at `data`, counted until gRPC releases it.
+  grpc::Slice Lend(const char* data, size_t size) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Blocks until gRPC has released every slice Lend() returned: after the
+  // call that sent them is destroyed, gRPC drops them soon.
+  void WaitUntilReturned() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  static void Return(void* self);
+
+  absl::Mutex mu_;
+  int64_t lent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // `header` (its gradients ignored) with `gradients` as its gradients, in
-// order, serialized into one slice.
+// order. Without `borrowed`, serialized into one slice; with it, large
+// contents are not copied but lent (their slices point at them) and small
+// ones are copied.
 grpc::ByteBuffer EncodePushDenseRequest(const PushDenseRequest& header,
-                                        absl::Span<const GradientChunk> gradients);
+                                        absl::Span<const GradientChunk> gradients,
+                                        BorrowedContent* borrowed = nullptr);
 
 // A PullDenseResponse read from its serialized bytes, its content left in
 // place: `header` holds every field but value.tensor.content, whose bytes
@@ -59,22 +92,6 @@ bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
                              PullDenseView* view);
 
 }  // namespace ps
-// A PullDenseResponse read from its serialized bytes, its content left in
-// place: `header` holds every field but value.tensor.content, whose bytes
-// are `content`, in order (views into the buffer's slices, valid while those
-// slices live). This saves parsing the content into a string only to copy it
-// again into the destination tensor.
-struct PullDenseView {
-  PullDenseResponse header;
-  std::vector<absl::string_view> content;
-  int64_t content_size = 0;
-};
-
-// Reads `slices` (a serialized PullDenseResponse) into *view. False if the
-// bytes are not a valid serialization.
-bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
-                             PullDenseView* view);
-
 }  // namespace pstrain
 
 #endif  // PSTRAIN_PS_TENSOR_ENCODING_H_

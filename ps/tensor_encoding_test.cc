@@ -99,6 +99,34 @@ TEST(EncodePushDenseRequest, ParsesAsTheMessageWithGradients) {
             expected.ByteSizeLong());
 }
 
+TEST(EncodePushDenseRequest, LentContentIsTheSameBytesNotCopied) {
+  PushDenseRequest header;
+  header.set_version(3);
+  NamedTensor a = Header().value();
+  NamedTensor b = a;
+  b.set_name("small");
+  const std::string ca(200000, 'a');  // lent
+  const std::string cb = "bytes of b";   // copied: too small to lend
+  const GradientChunk chunks[] = {{&a, ca.data(), static_cast<int64_t>(ca.size())},
+                                  {&b, cb.data(), static_cast<int64_t>(cb.size())}};
+  BorrowedContent borrowed;
+  {
+    const grpc::ByteBuffer lent = EncodePushDenseRequest(header, chunks, &borrowed);
+    EXPECT_EQ(Flatten(lent), Flatten(EncodePushDenseRequest(header, chunks)));
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(lent.Dump(&slices).ok());
+    bool points_at_content = false;
+    for (const grpc::Slice& s : slices) {
+      if (reinterpret_cast<const char*>(s.begin()) == ca.data()) {
+        points_at_content = s.size() == ca.size();
+      }
+    }
+    EXPECT_TRUE(points_at_content);
+  }
+  // Every slice is gone with the buffer: this returns at once.
+  borrowed.WaitUntilReturned();
+}
+
 TEST(EncodePushDenseRequest, NoGradients) {
   PushDenseRequest header;
   header.set_version(5);
