@@ -142,7 +142,9 @@ absl::Status Driver::DropWorker(int dead) {
   absent.push_back(dead);
   const int present = workers - static_cast<int>(absent.size());
   if (present == 0) {
-    return absl::UnavailableError("every worker is presumed dead");
+    LogError(absl::StrCat("chief: worker ", dead,
+                          " is the last one left: waiting for it"));
+    return absl::OkStatus();
   }
   // First refuse its pushes, the step still waiting for as many gradients:
   // the ps tasks say which step is stuck.

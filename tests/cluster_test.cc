@@ -1,6 +1,7 @@
 // A whole run as real processes on 127.0.0.1: a chief, ps tasks and workers
 // started from their binaries with TF_CONFIG, training the mlp on
 // Fashion-MNIST for a few dozen steps.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -9,6 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "common/cluster_spec.h"
+#include "common/grpc_options.h"
+#include "common/grpc_status.h"
+#include "common/tf_config.h"
+#include "grpcpp/impl/client_unary_call.h"
 #include "nlohmann/json.hpp"
 #include "tests/local_cluster.h"
 
@@ -127,6 +133,39 @@ TEST(Cluster, WorkerFromAnotherClusterIsRefused) {
       << Log(stranger);
   EXPECT_EQ(chief.Wait(60), 1);
   EXPECT_EQ(ps.Wait(60), 0);
+}
+
+// gRPC's standard health check (what Kubernetes probes ask) at `address`.
+absl::Status CheckHealth(const std::string& address) {
+  auto channel = CreatePstrainChannel(address);
+  const grpc::internal::RpcMethod check("/grpc.health.v1.Health/Check",
+                                        grpc::internal::RpcMethod::NORMAL_RPC,
+                                        channel);
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  grpc::Slice empty{std::string()};
+  grpc::ByteBuffer request(&empty, 1), response;
+  return FromGrpcStatus(
+      grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+          channel.get(), check, &context, request, &response));
+}
+
+TEST(Cluster, EveryTaskServesTheHealthServiceAtItsAddress) {
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  const LocalCluster cluster(1, 1);
+  absl::StatusOr<TfConfig> config = ParseTfConfig(cluster.TfConfig("chief", 0));
+  ASSERT_TRUE(config.ok()) << config.status();
+  // Before the chief is up: the ps and the worker are waiting for it.
+  Subprocess ps = cluster.Start("health", "ps", 0);
+  Subprocess worker = cluster.Start("health", "worker", 0);
+  for (JobType job : {JOB_PS, JOB_WORKER}) {
+    const std::string address =
+        config->cluster.Address(MakeTask(job, 0))->ToString();
+    EXPECT_TRUE(CheckHealth(address).ok()) << JobName(job) << " " << address;
+  }
+  worker.Stop(SIGKILL);
+  EXPECT_EQ(ps.Terminate(), 0) << Log(ps);
 }
 
 TEST(Cluster, BinariesRefuseBadFlagsWithStatusTwo) {

@@ -2,10 +2,11 @@
 //
 //   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' worker
 //
-// Registers with the chief (waiting for it to come up), receives the model,
-// the placement and the run's settings, trains its share of every step and
-// exits 0 once the chief says the run is finished (1 if it failed, 2 on a
-// bad flag or TF_CONFIG).
+// Serves gRPC's health service at its TF_CONFIG address, registers with the
+// chief (waiting for it to come up), receives the model, the placement and
+// the run's settings, trains its share of every step and exits 0 once the
+// chief says the run is finished (1 if it failed, 2 on a bad flag or
+// TF_CONFIG).
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -122,11 +123,32 @@ int Main() {
     return Fail("TF_CONFIG: cluster: a worker needs a \"chief\" task");
   }
 
+  // Only gRPC's health service, at the worker's TF_CONFIG address, for
+  // Kubernetes' probes and whoever checks that the worker is up.
+  absl::StatusOr<HostPort> own_address =
+      tf_config->cluster.Address(tf_config->task);
+  if (!own_address.ok()) return Fail(own_address.status().message());
+  int bound_port = 0;
+  grpc::CallbackGenericService no_methods;  // UNIMPLEMENTED for any call
+  absl::StatusOr<std::unique_ptr<grpc::Server>> health = StartPstrainServer(
+      own_address->ToString(), {}, &bound_port, *security, &no_methods);
+  if (!health.ok()) {
+    LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
+    return 1;
+  }
+
   const absl::Duration patience =
       absl::Seconds(absl::GetFlag(FLAGS_chief_patience_seconds));
   chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString(),
                                                 *security),
                            tf_config->task, tf_config->cluster.ToString());
+  // The data first: once registered, the chief expects to hear from the
+  // worker within its failure timeout.
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  absl::StatusOr<data::Dataset> train =
+      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
+                    data_dir + "/train-labels-idx1-ubyte.gz");
+  if (!train.ok()) return Fail(train.status().message());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
     LogError(absl::StrCat("worker ", index, ": cannot register with the chief at ",
@@ -155,11 +177,6 @@ int Main() {
                                   spec->variables);
   if (!ps.ok()) return Fail(ps.status().message());
 
-  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  absl::StatusOr<data::Dataset> train =
-      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
-                    data_dir + "/train-labels-idx1-ubyte.gz");
-  if (!train.ok()) return Fail(train.status().message());
   LogInfo(absl::StrCat("worker ", index, " of ",
                        config.update().num_workers(), " registered in run ",
                        run->run_id(), "; ", train->size(),
