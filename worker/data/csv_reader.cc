@@ -75,6 +75,7 @@ class CsvParser {
         features_.push_back(value);
       }
     }
+    lines_.push_back(line);
     return absl::OkStatus();
   }
 
@@ -96,6 +97,11 @@ class CsvParser {
         Tensor::Create(DT_FLOAT, {dataset.size(), width_ - 1}));
     std::memcpy(dataset.features.raw_data(), features_.data(),
                 features_.size() * sizeof(float));
+    dataset.origin.path = path_;
+    dataset.origin.lines = std::move(lines_);
+    for (int c = 0; c < width_; ++c) {
+      if (c != label_column_) dataset.origin.feature_columns.push_back(c + 1);
+    }
     return dataset;
   }
 
@@ -125,6 +131,7 @@ class CsvParser {
   int label_column_ = 0;
   std::vector<float> features_;
   std::vector<int32_t> labels_;
+  std::vector<int64_t> lines_;  // Of each data row.
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Reads a CSV file of numeric features and an integer label column into a
 // Dataset with float32 features [N, F]. The file may be gzip-compressed.
+// The Dataset's origin records each example's line and each feature's
+// column, so that later checks (id_features.h) can point into the file.
 //
 //   CsvOptions options;
 //   options.has_header = true;          // "sepal_length,...,species"

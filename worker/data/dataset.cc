@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -25,10 +26,11 @@ const std::array<float, 256>& ByteScale() {
 
 absl::Status ValidateDataset(const Dataset& dataset) {
   const Tensor& features = dataset.features;
-  if (features.dtype() != DT_UINT8 && features.dtype() != DT_FLOAT) {
+  if (features.dtype() != DT_UINT8 && features.dtype() != DT_FLOAT &&
+      features.dtype() != DT_INT32) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset features are ", DataTypeName(features.dtype()),
-                     "; expected uint8 or float32"));
+                     "; expected uint8, float32 or int32 ids"));
   }
   if (features.shape().empty() || features.shape()[0] != dataset.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -43,7 +45,53 @@ absl::Status ValidateDataset(const Dataset& dataset) {
                        " is outside 0..", dataset.num_classes - 1));
     }
   }
+  if (features.dtype() == DT_INT32) {
+    const int32_t* ids = features.data<int32_t>();
+    const int64_t row = features.row_elements();
+    for (int64_t i = 0; i < features.num_elements(); ++i) {
+      if (ids[i] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(DescribeFeature(dataset, i / row, i % row), ": id ",
+                         ids[i], " is negative"));
+      }
+    }
+  }
   return absl::OkStatus();
+}
+
+std::string DescribeFeature(const Dataset& dataset, int64_t index,
+                            int64_t feature) {
+  const DataOrigin& origin = dataset.origin;
+  const std::string path =
+      origin.path.empty() ? std::string("the dataset")
+                          : absl::StrCat("'", origin.path, "'");
+  if (index < static_cast<int64_t>(origin.lines.size()) &&
+      feature < static_cast<int64_t>(origin.feature_columns.size())) {
+    return absl::StrCat(path, ": line ", origin.lines[index], ", column ",
+                        origin.feature_columns[feature]);
+  }
+  return absl::StrCat(path, ": example ", index, ", feature ", feature);
+}
+
+DataType FeedDtype(const Dataset& dataset) {
+  return dataset.features.dtype() == DT_INT32 ? DT_INT32 : DT_FLOAT;
+}
+
+void GatherExamples(const Dataset& dataset, absl::Span<const int64_t> indices,
+                    void* out) {
+  const int64_t row = dataset.features.row_elements();
+  if (dataset.features.dtype() != DT_INT32) {
+    GatherFeatures(dataset, indices,
+                   absl::MakeSpan(static_cast<float*>(out),
+                                  indices.size() * row));
+    return;
+  }
+  const int32_t* src = dataset.features.data<int32_t>();
+  int32_t* dst = static_cast<int32_t*>(out);
+  for (int64_t index : indices) {
+    std::memcpy(dst, src + index * row, row * sizeof(int32_t));
+    dst += row;
+  }
 }
 
 void GatherFeatures(const Dataset& dataset, absl::Span<const int64_t> indices,
@@ -54,6 +102,10 @@ void GatherFeatures(const Dataset& dataset, absl::Span<const int64_t> indices,
     std::fprintf(
         stderr, "pstrain: GatherFeatures of %zu rows of %lld into %zu floats\n",
         indices.size(), static_cast<long long>(row), out.size());
+    std::abort();
+  }
+  if (dataset.features.dtype() == DT_INT32) {
+    std::fprintf(stderr, "pstrain: GatherFeatures of int32 ids as floats\n");
     std::abort();
   }
   float* dst = out.data();

@@ -48,11 +48,11 @@ TEST(Dataset, ValidateAcceptsWellFormedDataset) {
 
 TEST(Dataset, ValidateRefusesOtherDtypes) {
   Dataset d;
-  d.features = *Tensor::Create(DT_INT32, {1});
+  d.features = *Tensor::Create(DT_INT64, {1});
   d.labels = {0};
   d.num_classes = 1;
   EXPECT_EQ(ValidateDataset(d).message(),
-            "dataset features are int32; expected uint8 or float32");
+            "dataset features are int64; expected uint8, float32 or int32 ids");
 }
 
 TEST(Dataset, ValidateRefusesRowCountMismatch) {

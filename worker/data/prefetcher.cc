@@ -76,7 +76,8 @@ absl::Status Prefetcher::Allocate(int64_t rows, int count) {
   pool.capacity = count;
   for (int i = 0; i < count; ++i) {
     auto batch = std::make_unique<Batch>();
-    PSTRAIN_ASSIGN_OR_RETURN(batch->features, Tensor::Create(DT_FLOAT, shape));
+    PSTRAIN_ASSIGN_OR_RETURN(batch->features,
+                             Tensor::Create(FeedDtype(*dataset_), shape));
     PSTRAIN_ASSIGN_OR_RETURN(batch->labels, Tensor::Create(DT_INT32, {rows}));
     batch->indices.resize(rows);
     pool.free.push_back(batch.get());
@@ -111,7 +112,7 @@ void Prefetcher::Run() {
       std::copy(order.begin() + begin, order.begin() + begin + rows,
                 batch->indices.begin());
       begin += rows;
-      GatherFeatures(*dataset_, batch->indices, batch->features.flat<float>());
+      GatherExamples(*dataset_, batch->indices, batch->features.raw_data());
       int32_t* labels = batch->labels.data<int32_t>();
       for (int64_t i = 0; i < rows; ++i) {
         labels[i] = dataset_->labels[batch->indices[i]];

@@ -2,7 +2,8 @@
 //
 // The Prefetcher walks epochs first_epoch, first_epoch + 1, ... of a
 // ShardPlan and, for each step, gathers that batch's examples from a Dataset
-// into float32 features (uint8 pixels scaled to [0, 1]) and int32 labels.
+// into float32 features (uint8 pixels scaled to [0, 1]), or int32 ids for a
+// dataset of ids (FeedDtype), and int32 labels.
 // Batch buffers are allocated (and their pages touched) once, in Create, and
 // recycled: the caller hands each batch back with Release.
 //
@@ -50,7 +51,7 @@ struct Batch {
   int64_t epoch = 0;
   int64_t step = 0;              // In [0, steps_per_epoch).
   bool end_of_epoch = false;     // The epoch's last step.
-  Tensor features;               // float32 [size(), example shape...]
+  Tensor features;               // FeedDtype [size(), example shape...]
   Tensor labels;                 // int32 [size()]
   std::vector<int64_t> indices;  // Dataset index of each row.
 

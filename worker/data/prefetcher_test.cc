@@ -124,6 +124,27 @@ TEST(Prefetcher, CopiesFloatFeaturesUnchanged) {
   p->Release(*batch);
 }
 
+TEST(Prefetcher, BatchesIdsAsInt32) {
+  Dataset d;
+  d.features = Tensor::Create(DT_INT32, {3, 2}).value();
+  for (int i = 0; i < 6; ++i) d.features.data<int32_t>()[i] = 7 * i;
+  d.labels = {0, 1, 0};
+  d.num_classes = 2;
+  ShardOptions options;
+  options.batch_size = 3;
+  options.shuffle = false;
+  std::unique_ptr<Prefetcher> p =
+      Start(d, ShardPlan::Create(3, options).value(), PrefetchOptions());
+  ASSERT_NE(p, nullptr);
+  absl::StatusOr<Batch*> batch = p->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ((*batch)->features.dtype(), DT_INT32);
+  const int32_t* ids = (*batch)->features.data<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 6),
+            (std::vector<int32_t>{0, 7, 14, 21, 28, 35}));
+  p->Release(*batch);
+}
+
 TEST(Prefetcher, RecyclesAFixedSetOfBuffers) {
   const Dataset d = Images(100);
   PrefetchOptions options;

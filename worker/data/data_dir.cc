@@ -1,0 +1,30 @@
+#include "worker/data/data_dir.h"
+
+#include <sys/stat.h>
+
+#include "worker/data/csv_reader.h"
+#include "worker/data/idx_reader.h"
+
+namespace pstrain {
+namespace data {
+namespace {
+
+bool IsFile(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> ReadDataDir(const std::string& dir, Split split) {
+  const bool train = split == Split::kTrain;
+  if (IsFile(dir + "/train.csv")) {
+    return ReadCsv(dir + (train ? "/train.csv" : "/test.csv"));
+  }
+  const std::string prefix = dir + (train ? "/train" : "/t10k");
+  return ReadIdx(prefix + "-images-idx3-ubyte.gz",
+                 prefix + "-labels-idx1-ubyte.gz");
+}
+
+}  // namespace data
+}  // namespace pstrain
