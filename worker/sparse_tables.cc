@@ -1,0 +1,265 @@
+#include "worker/sparse_tables.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "common/placement.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace worker {
+
+absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
+    const ModelSpec& spec, const Placement& placement,
+    ps::PsClusterClient* ps, bool sync) {
+  std::vector<Table> tables;
+  for (const VariableDef& def : spec.variables) {
+    if (!def.sparse()) continue;
+    const bool fed = !spec.layers.empty() &&
+                     spec.layers[0].kind == LayerKind::kEmbedding &&
+                     spec.layers[0].variables.size() == 1 &&
+                     spec.layers[0].variables[0] == def.name();
+    if (!fed) {
+      return absl::UnimplementedError(absl::StrCat(
+          "sparse variable '", def.name(),
+          "' is not the first layer's Embedding table: nothing feeds it ids"));
+    }
+    if (def.shape().dims_size() != 2 || def.shape().dims(0) <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding table '", def.name(),
+          "' needs a fixed vocabulary: shape [input_dim, output_dim]"));
+    }
+    Table table;
+    table.name = def.name();
+    table.rows = def.shape().dims(0);
+    table.width = def.shape().dims(1);
+    bool found = false;
+    for (const VariablePlacement& p : placement.variables()) {
+      if (p.name() != def.name()) continue;
+      table.placement = p;
+      found = true;
+    }
+    if (!found || table.placement.slices_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the run's placement does not place embedding table '", def.name(),
+          "'"));
+    }
+    std::set<int> tasks;
+    for (const auto& slice : table.placement.slices()) {
+      if (slice.ps_task() < 0 || slice.ps_task() >= ps->num_ps()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "embedding table '", def.name(), "' is placed on ps task ",
+            slice.ps_task(), " of ", ps->num_ps()));
+      }
+      tasks.insert(slice.ps_task());
+    }
+    table.tasks.assign(tasks.begin(), tasks.end());
+    tables.push_back(std::move(table));
+  }
+  int64_t ids_per_example = 1;
+  for (int64_t d : spec.input_shape) ids_per_example *= d;
+  return std::unique_ptr<SparseTables>(
+      new SparseTables(ps, sync, ids_per_example, std::move(tables)));
+}
+
+SparseTables::SparseTables(ps::PsClusterClient* ps, bool sync,
+                           int64_t ids_per_example, std::vector<Table> tables)
+    : ps_(ps),
+      sync_(sync),
+      ids_per_example_(ids_per_example),
+      tables_(std::move(tables)) {
+  std::set<int> tasks;
+  for (const Table& table : tables_) {
+    tasks.insert(table.tasks.begin(), table.tasks.end());
+  }
+  tasks_.assign(tasks.begin(), tasks.end());
+  if (!tasks_.empty()) {
+    pool_ = std::make_unique<ThreadPool>(static_cast<int>(tasks_.size()));
+  }
+}
+
+bool SparseTables::Holds(const std::string& name) const {
+  for (const Table& table : tables_) {
+    if (table.name == name) return true;
+  }
+  return false;
+}
+
+void SparseTables::Clear() {
+  for (Table& table : tables_) {
+    table.seen.clear();
+    table.ids.clear();
+    table.versions.clear();
+  }
+}
+
+int64_t SparseTables::num_touched() const {
+  int64_t n = 0;
+  for (const Table& table : tables_) n += table.seen.size();
+  return n;
+}
+
+absl::Status SparseTables::Touch(const int32_t* ids, int64_t batch,
+                                 absl::Span<const int64_t> examples) {
+  if (tables_.empty() || batch == 0) return absl::OkStatus();
+  if (static_cast<int64_t>(examples.size()) != batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch of ", batch, " rows with ", examples.size(),
+                     " example indices"));
+  }
+  // Only the first layer's table is fed (Create), by every input id.
+  Table& table = tables_[0];
+  const int64_t n = batch * ids_per_example_;
+  // Checked first, so that a refused batch adds nothing.
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= table.rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "example ", examples[i / ids_per_example_], ": id ", ids[i],
+          " (input ", i % ids_per_example_, ") is outside [0, ", table.rows,
+          ") of embedding table '", table.name, "'"));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = ids[i];
+    if (!table.seen.insert(id).second) continue;
+    PSTRAIN_ASSIGN_OR_RETURN(const int slice, SliceForRow(table.placement, id));
+    table.ids[table.placement.slices(slice).ps_task()].push_back(id);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseTables::ForEachTask(
+    const std::function<absl::Status(int)>& fn) {
+  if (tasks_.empty()) return absl::OkStatus();
+  std::vector<absl::Status> results(tasks_.size());
+  absl::BlockingCounter done(static_cast<int>(tasks_.size()));
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    pool_->Schedule([&, i] {
+      results[i] = fn(tasks_[i]);
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+  for (const absl::Status& status : results) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The mirror or gradient of `name`: float32 [rows, width], else
+// INVALID_ARGUMENT.
+absl::StatusOr<Tensor*> TableTensor(const std::map<std::string, Tensor*>& map,
+                                    const std::string& name, int64_t rows,
+                                    int64_t width, const char* what) {
+  auto it = map.find(name);
+  const std::vector<int64_t> shape = {rows, width};
+  if (it == map.end() || it->second == nullptr ||
+      it->second->dtype() != DT_FLOAT || it->second->shape() != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no float32 ", ShapeString(shape), " ", what, " of embedding table '",
+        name, "'"));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+absl::Status SparseTables::Pull(int64_t min_version,
+                                const std::map<std::string, Tensor*>& mirrors) {
+  std::vector<Tensor*> out(tables_.size());
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const Table& table = tables_[t];
+    PSTRAIN_ASSIGN_OR_RETURN(out[t], TableTensor(mirrors, table.name,
+                                                 table.rows, table.width,
+                                                 "mirror"));
+  }
+  // Each task's job writes only its own versions entry and the rows of its
+  // own ids: the maps are filled here, before the threads start.
+  for (Table& table : tables_) {
+    for (int task : table.tasks) {
+      table.ids[task];
+      table.versions[task] = 0;
+    }
+  }
+  return ForEachTask([&](int task) -> absl::Status {
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      Table& table = tables_[t];
+      auto ids = table.ids.find(task);
+      if (ids == table.ids.end()) continue;  // No piece on this task.
+      // Sync: every piece, to wait for the step there too.
+      if (ids->second.empty() && !sync_) continue;
+      PSTRAIN_ASSIGN_OR_RETURN(
+          PullSparseResponse response,
+          ps_->client(task)->PullSparse(table.name, ids->second, min_version));
+      const std::string& values = response.values().content();
+      if (response.ids_size() != static_cast<int>(ids->second.size()) ||
+          static_cast<int64_t>(values.size()) !=
+              response.ids_size() * table.width * 4) {
+        return absl::InternalError(absl::StrCat(
+            "ps ", task, " sent ", response.ids_size(), " rows in ",
+            values.size(), " bytes of '", table.name, "' for ",
+            ids->second.size(), " distinct ids"));
+      }
+      float* mirror = out[t]->flat<float>().data();
+      for (int i = 0; i < response.ids_size(); ++i) {
+        const int64_t id = response.ids(i);
+        if (id < 0 || id >= table.rows || !table.seen.contains(id)) {
+          return absl::InternalError(absl::StrCat(
+              "ps ", task, " sent id ", id, " of '", table.name,
+              "', which was not asked for"));
+        }
+        std::memcpy(mirror + id * table.width,
+                    values.data() + i * table.width * 4, table.width * 4);
+      }
+      table.versions.find(task)->second = response.version();
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SparseTables::Push(
+    int64_t step, int64_t batch_size,
+    const std::map<std::string, Tensor*>& gradients) {
+  std::vector<const Tensor*> in(tables_.size());
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const Table& table = tables_[t];
+    PSTRAIN_ASSIGN_OR_RETURN(in[t], TableTensor(gradients, table.name,
+                                                table.rows, table.width,
+                                                "gradient"));
+  }
+  return ForEachTask([&](int task) -> absl::Status {
+    std::vector<float> rows;
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      const Table& table = tables_[t];
+      auto ids = table.ids.find(task);
+      if (ids == table.ids.end()) continue;
+      if (ids->second.empty() && !sync_) continue;
+      auto version = table.versions.find(task);
+      if (!sync_ && version == table.versions.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "pushing rows of '", table.name, "' to ps ", task,
+            " that were not pulled"));
+      }
+      const float* g = in[t]->flat<float>().data();
+      rows.resize(ids->second.size() * table.width);
+      for (size_t i = 0; i < ids->second.size(); ++i) {
+        std::memcpy(rows.data() + i * table.width,
+                    g + ids->second[i] * table.width, table.width * 4);
+      }
+      PSTRAIN_RETURN_IF_ERROR(
+          ps_->client(task)
+              ->PushSparse(table.name, ids->second, rows, table.width,
+                           sync_ ? step : version->second, batch_size)
+              .status());
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,128 @@
+// The run's embedding tables (VariableDef.sparse, a Keras Embedding's
+// "embedding/embeddings") as a worker trains them: per step it pulls only
+// the rows its batch touches and pushes only those rows' gradients, to the
+// ps tasks holding them (common/placement.h), in parallel, one thread per
+// ps task.
+//
+// The backend computes on a worker-local dense mirror of each table
+// ([input_dim, output_dim], allocated once by the trainer): Pull writes the
+// touched rows into it before the step; the rows no id of the step names
+// are stale and unread. After the step, Push gathers the touched rows of the
+// backend's full-size gradient (duplicate ids already summed by the
+// backend's scatter).
+//
+//   tables->Clear();
+//   PSTRAIN_RETURN_IF_ERROR(tables->Touch(ids, batch, examples));
+//   PSTRAIN_RETURN_IF_ERROR(tables->Pull(sync ? step : 0, mirrors));
+//   ... backend->TrainStep(input, weights, &gradients) ...
+//   PSTRAIN_RETURN_IF_ERROR(tables->Push(step, examples, gradients));
+//
+// Sync semantics match the dense variables': a pull waits for the step on
+// every piece of every table (rows touched there or not), and every worker
+// pushes to every piece each step (no rows where it touched none), so each
+// piece's version is the step and the ps divides each row's summed gradient
+// by the step's summed batch sizes. Async: only touched pieces are pulled
+// and pushed, each push carrying the version that piece was pulled at (a
+// too-stale push is the ps's FAILED_PRECONDITION, ps::IsStaleGradient).
+// Retries, generations and request ids are PsClient's.
+//
+// Not thread-safe: one caller at a time, and not while the PsClusterClient
+// is in use by another thread (they share the PsClients).
+#ifndef PSTRAIN_WORKER_SPARSE_TABLES_H_
+#define PSTRAIN_WORKER_SPARSE_TABLES_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/tensor.h"
+#include "common/thread_pool.h"
+#include "proto/training.pb.h"
+#include "ps/ps_client.h"
+#include "worker/backend.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace worker {
+
+class SparseTables {
+ public:
+  // The sparse variables of `spec`, placed by `placement`, reached through
+  // `ps` (which must outlive this). Only the first layer's Embedding table
+  // is fed ids (by the model's input): another sparse variable is
+  // UNIMPLEMENTED; a table the placement lacks, or a growing one (shape[0]
+  // 0), INVALID_ARGUMENT.
+  static absl::StatusOr<std::unique_ptr<SparseTables>> Create(
+      const ModelSpec& spec, const Placement& placement,
+      ps::PsClusterClient* ps, bool sync);
+
+  bool empty() const { return tables_.empty(); }
+  // Whether `name` is one of these tables (not pulled or pushed densely).
+  bool Holds(const std::string& name) const;
+
+  // Starts a step: forgets the ids touched so far.
+  void Clear();
+
+  // Adds the ids of a batch, the model's int32 input [batch, ids per
+  // example], to the step's. `examples[i]` names batch row i in errors (its
+  // dataset index). INVALID_ARGUMENT naming the example and the id for an
+  // id outside [0, input_dim); nothing is added then.
+  absl::Status Touch(const int32_t* ids, int64_t batch,
+                     absl::Span<const int64_t> examples);
+
+  // Number of distinct ids touched in the step, over every table.
+  int64_t num_touched() const;
+
+  // Pulls the touched rows of every table into its mirror in `mirrors`
+  // (float32 [input_dim, output_dim] by table name), after `min_version`.
+  absl::Status Pull(int64_t min_version,
+                    const std::map<std::string, Tensor*>& mirrors);
+
+  // Pushes the touched rows of each table's full-size gradient in
+  // `gradients`, sums over `batch_size` examples: sync as step `step`;
+  // async each piece as of the version pulled. REQUIRES: Pull of this step
+  // succeeded.
+  absl::Status Push(int64_t step, int64_t batch_size,
+                    const std::map<std::string, Tensor*>& gradients);
+
+ private:
+  struct Table {
+    std::string name;
+    int64_t rows = 0;   // input_dim
+    int64_t width = 0;  // output_dim
+    VariablePlacement placement;
+    // The ps tasks holding a piece, ascending.
+    std::vector<int> tasks;
+    // This step's distinct ids, and those each ps task holds (by task).
+    absl::flat_hash_set<int64_t> seen;
+    std::map<int, std::vector<int64_t>> ids;
+    // Async: the version each task's piece was pulled at.
+    std::map<int, int64_t> versions;
+  };
+
+  SparseTables(ps::PsClusterClient* ps, bool sync, int64_t ids_per_example,
+               std::vector<Table> tables);
+
+  // Runs fn(task) for every ps task holding a piece of a table, in
+  // parallel (a PsClient serves one call at a time, so one thread per
+  // task); the first error wins.
+  absl::Status ForEachTask(const std::function<absl::Status(int)>& fn);
+
+  ps::PsClusterClient* const ps_;
+  const bool sync_;
+  const int64_t ids_per_example_;
+  std::vector<Table> tables_;
+  std::vector<int> tasks_;  // Holding a piece of any table, ascending.
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_SPARSE_TABLES_H_
