@@ -33,6 +33,9 @@ namespace worker {
 using Weights = std::map<std::string, const Tensor*>;
 using Gradients = std::map<std::string, Tensor*>;
 
+// The training loss (each backend's header says how it computes it).
+enum class LossKind { kSparseCrossEntropy, kMeanSquaredError };
+
 struct StepInput {
   // [batch, input shape...]: float32 features, or int32 ids for a model that
   // starts with an Embedding.

@@ -16,13 +16,13 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_client.h"
-#include "common/gpu_devices.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/process.h"
+#include "common/status_macros.h"
 #include "common/tf_config.h"
 #include "ps/ps_client.h"
-#include "worker/cpu/cpu_backend.h"
+#include "worker/device_backend.h"
 #include "worker/data/idx_reader.h"
 #include "worker/model/keras_model.h"
 #include "worker/trainer.h"
@@ -72,37 +72,18 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
   return LoadGrpcSecurity(files);
 }
 
-absl::Status CheckDeviceFlag() {
-  const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "auto" && device != "cpu" && device != "gpu" &&
-      device.rfind("gpu:", 0) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--device: \"", device, "\" is not auto, cpu, gpu or gpu:N"));
-  }
-  return absl::OkStatus();
-}
-
-// The backend --device asks for; GPUs are not wired into training yet.
+// The backend --device asks for, with a log line saying where it computes.
 absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
     const worker::ModelSpec& spec, const TrainingConfig& config, int index) {
-  const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "cpu") {
-    absl::StatusOr<int> gpus = GpuDeviceCount();
-    if (device != "auto") {
-      return absl::UnimplementedError(absl::StrCat(
-          "--device=", device, ": training on GPUs is not wired in yet",
-          gpus.ok() ? "" : absl::StrCat(" (and ", gpus.status().message(), ")")));
-    }
-    LogInfo(absl::StrCat("worker ", index, ": computing on the CPU (",
-                         gpus.ok() ? "GPU training is not wired in yet"
-                                   : std::string(gpus.status().message()),
-                         ")"));
-  }
-  worker::CpuBackendOptions options;
-  options.num_threads = absl::GetFlag(FLAGS_threads);
+  worker::DeviceBackendOptions options;
+  options.device = absl::GetFlag(FLAGS_device);
+  options.cpu_threads = absl::GetFlag(FLAGS_threads);
   options.run_seed = config.seed();
   options.replica = index;
-  return worker::CreateCpuBackend(spec, options);
+  PSTRAIN_ASSIGN_OR_RETURN(worker::DeviceBackend made,
+                           worker::CreateDeviceBackend(spec, options));
+  LogInfo(absl::StrCat("worker ", index, ": computing on ", made.description));
+  return std::move(made.backend);
 }
 
 int Main() {
@@ -112,7 +93,9 @@ int Main() {
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_WORKER);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
   const int index = tf_config->task.index();
-  if (absl::Status device = CheckDeviceFlag(); !device.ok()) {
+  if (absl::Status device =
+          worker::CheckDeviceName(absl::GetFlag(FLAGS_device));
+      !device.ok()) {
     return Fail(device.message());
   }
   absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();

@@ -7,6 +7,10 @@
 # checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
 # that already holds a checkpoint resumes from it.
 # Every process it started is stopped on success, failure or Ctrl-C.
+# --device (auto, cpu, gpu or gpu:N; default auto) goes to the workers:
+# auto computes on the GPUs when there are any. --bin_dir DIR runs the
+# chief, ps and worker binaries found in DIR/{chief,ps,worker}/ instead of
+# building them (a machine without Bazel, such as a GPU host).
 # With --restart_failed, a ps task, worker or the chief killed by a signal
 # (an OOM kill, a `kill -9`) is started again, as Kubernetes would, up to 10
 # times each; the run recovers (README: "When a process dies").
@@ -21,6 +25,8 @@ num_ps=2
 num_workers=2
 model_dir=/tmp/pstrain
 restart_failed=0
+device=auto
+bin=
 chief_flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,13 +37,19 @@ while [ $# -gt 0 ]; do
     --model_dir) model_dir=$2; shift 2 ;;
     --model_dir=*) model_dir=${1#*=}; shift ;;
     --restart_failed) restart_failed=1; shift ;;
+    --device) device=$2; shift 2 ;;
+    --device=*) device=${1#*=}; shift ;;
+    --bin_dir) bin=$2; shift 2 ;;
+    --bin_dir=*) bin=${1#*=}; shift ;;
     *) chief_flags+=("$1"); shift ;;
   esac
 done
 
-third_party/install_deps.sh
-bazel build --config=opt //chief //ps //worker >&2
-bin=$(bazel info --config=opt bazel-bin 2>/dev/null)
+if [ -z "$bin" ]; then
+  third_party/install_deps.sh
+  bazel build --config=opt //chief //ps //worker >&2
+  bin=$(bazel info --config=opt bazel-bin 2>/dev/null)
+fi
 
 # Free ports, chosen by the kernel.
 ports=($(python3 - "$((1 + num_ps + num_workers))" <<'PY'
@@ -91,7 +103,7 @@ for ((i = 0; i < num_ps; i++)); do
 done
 for ((i = 0; i < num_workers; i++)); do
   TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
-    --threads=1 >>"$model_dir/logs/worker-$i.log" 2>&1 &
+    --threads=1 --device="$device" >>"$model_dir/logs/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 echo "cluster: $cluster" >&2

@@ -72,8 +72,6 @@
 namespace pstrain {
 namespace worker {
 
-enum class LossKind { kSparseCrossEntropy, kMeanSquaredError };
-
 struct CpuBackendOptions {
   // oneDNN's threads; 0: the OpenMP default (one per core).
   int num_threads = 0;

@@ -22,16 +22,11 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct EmbeddingShape {
-  int64_t ids = 0;  // Number of ids per call (batch * sequence length).
-  int64_t input_dim = 0;
-  int64_t output_dim = 0;
-};
 
 // y[i, :] = table[ids[i], :].
 absl::Status EmbeddingForward(const EmbeddingShape& shape, const int32_t* ids,

@@ -61,6 +61,12 @@ struct SoftmaxShape {
   int64_t classes = 0;
 };
 
+struct EmbeddingShape {
+  int64_t ids = 0;  // Number of ids per call (batch * sequence length).
+  int64_t input_dim = 0;
+  int64_t output_dim = 0;
+};
+
 }  // namespace cpu
 }  // namespace worker
 }  // namespace pstrain

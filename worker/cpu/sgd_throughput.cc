@@ -11,9 +11,9 @@
 #include "common/tensor.h"
 #include "ps/initializer.h"
 #include "worker/backend.h"
-#include "worker/cpu/cpu_backend.h"
 #include "worker/data/dataset.h"
 #include "worker/data/idx_reader.h"
+#include "worker/device_backend.h"
 #include "worker/model/keras_model.h"
 
 namespace pstrain {
@@ -92,17 +92,20 @@ absl::StatusOr<SgdThroughputResult> RunSgdThroughput(
   std::vector<float> features(dataset.size() * example_size);
   data::GatherFeatures(dataset, all, absl::MakeSpan(features));
 
-  CpuBackendOptions backend_options;
-  backend_options.num_threads = options.threads;
+  DeviceBackendOptions backend_options;
+  backend_options.device = options.device;
+  backend_options.cpu_threads = options.threads;
   backend_options.run_seed = options.seed;
-  PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
-                           CreateCpuBackend(spec, backend_options));
+  PSTRAIN_ASSIGN_OR_RETURN(DeviceBackend made,
+                           CreateDeviceBackend(spec, backend_options));
+  const std::unique_ptr<Backend> backend = std::move(made.backend);
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Variables> vars,
                            MakeVariables(spec));
 
   const int64_t batches = dataset.size() / options.batch;
   const int64_t total = options.warmup_steps + options.steps;
   SgdThroughputResult result;
+  result.device = made.description;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < total; ++step) {
     if (step == options.warmup_steps) start = std::chrono::steady_clock::now();

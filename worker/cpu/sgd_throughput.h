@@ -1,4 +1,5 @@
-// Single-process training throughput of the CPU backend: a model trained on
+// Single-process training throughput of a backend (the CPU's by default,
+// or the one `device` names, worker/device_backend.h): a model trained on
 // an IDX dataset (Fashion-MNIST) with plain SGD applied in place, no ps and
 // no network, timed. This is the loop bench/train_throughput times against
 // the same model in PyTorch (bench/pytorch_cnn.py); keep the two alike.
@@ -34,6 +35,7 @@ struct SgdThroughputOptions {
   std::string images_path;    // IDX images and labels, raw or gzip.
   std::string labels_path;
   int threads = 1;            // oneDNN threads, >= 1.
+  std::string device = "cpu";  // As --device: cpu, gpu, gpu:N, auto.
   int64_t batch = 64;         // >= 1.
   int64_t steps = 200;        // Timed steps, >= 1.
   int64_t warmup_steps = 10;  // Untimed steps before them, >= 0.
@@ -44,6 +46,7 @@ struct SgdThroughputOptions {
 struct SgdThroughputResult {
   double seconds = 0;         // Wall time of the timed steps.
   double images_per_sec = 0;  // steps * batch / seconds.
+  std::string device;         // Where it computed (DeviceBackend's words).
   // The last step's loss as Keras reports it: the batch's mean loss plus
   // the L2 penalties.
   double final_loss = 0;

@@ -173,6 +173,23 @@ __global__ void CountCorrectKernel(const float* scores, const int32_t* labels,
   }
 }
 
+__global__ void EmbeddingForwardKernel(const int32_t* ids, int64_t n,
+                                       const float* table, int64_t dim,
+                                       float* y) {
+  for (int64_t e = FirstIndex(); e < n * dim; e += GridStride()) {
+    y[e] = table[static_cast<int64_t>(ids[e / dim]) * dim + e % dim];
+  }
+}
+
+__global__ void EmbeddingBackwardKernel(const int32_t* ids, int64_t n,
+                                        const float* dy, int64_t dim,
+                                        float* dtable) {
+  for (int64_t e = FirstIndex(); e < n * dim; e += GridStride()) {
+    atomicAdd(&dtable[static_cast<int64_t>(ids[e / dim]) * dim + e % dim],
+              dy[e]);
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchTranspose(const float* in, int64_t rows, int64_t cols,
@@ -215,6 +232,24 @@ cudaError_t LaunchBiasGrad(const float* dy, int64_t rows, int64_t cols,
   if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
   BiasGradKernel<<<static_cast<unsigned>(blocks), dim3(kBiasCols, kBiasRows), 0,
                    stream>>>(dy, rows, cols, db);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchEmbeddingForward(const int32_t* ids, int64_t n,
+                                   const float* table, int64_t output_dim,
+                                   float* y, cudaStream_t stream) {
+  if (n <= 0 || output_dim <= 0) return cudaSuccess;
+  EmbeddingForwardKernel<<<BlocksFor(n * output_dim), kThreads, 0, stream>>>(
+      ids, n, table, output_dim, y);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchEmbeddingBackward(const int32_t* ids, int64_t n,
+                                    const float* dy, int64_t output_dim,
+                                    float* dtable, cudaStream_t stream) {
+  if (n <= 0 || output_dim <= 0) return cudaSuccess;
+  EmbeddingBackwardKernel<<<BlocksFor(n * output_dim), kThreads, 0, stream>>>(
+      ids, n, dy, output_dim, dtable);
   return cudaGetLastError();
 }
 

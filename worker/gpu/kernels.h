@@ -63,6 +63,18 @@ cudaError_t LaunchDropoutBackward(const float* dy, const uint8_t* mask,
                                   int64_t n, float scale, float* dx,
                                   cudaStream_t stream);
 
+// y[i, :] = table[ids[i], :] for the n ids; the ids must lie in
+// [0, input_dim) (the op checks them on the host first).
+cudaError_t LaunchEmbeddingForward(const int32_t* ids, int64_t n,
+                                   const float* table, int64_t output_dim,
+                                   float* y, cudaStream_t stream);
+
+// dtable[ids[i], :] += dy[i, :] for the n ids (atomic adds: the order in
+// which a repeated id's rows are added varies). The caller zeroes dtable.
+cudaError_t LaunchEmbeddingBackward(const int32_t* ids, int64_t n,
+                                    const float* dy, int64_t output_dim,
+                                    float* dtable, cudaStream_t stream);
+
 // The loss kernels run one thread per row (example). Each writes its row's
 // result into row_out[row] (double); a row whose label lies outside
 // [0, classes) gets 0 and no gradient, and the smallest such row is

@@ -1,0 +1,487 @@
+#include "worker/gpu/gpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "common/tensor.h"
+#include "worker/gpu/batch_split.h"
+#include "worker/gpu/device.h"
+#include "worker/gpu/embedding.h"
+#include "worker/gpu/l2.h"
+#include "worker/gpu/layer_chain.h"
+#include "worker/gpu/losses.h"
+#include "worker/gpu/nccl_all_reduce.h"
+#include "worker/rng_tracker.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using gpu::BatchSlice;
+using gpu::Device;
+using gpu::DeviceBuffer;
+using gpu::DropoutStep;
+using gpu::LayerChain;
+
+// Batch sizes whose chains are kept per GPU, as on the CPU.
+constexpr size_t kMaxCachedChains = 4;
+// Variables start at multiples of this many floats in the weight and
+// gradient buffers (256 bytes: what cuBLAS and cuDNN like best).
+constexpr int64_t kAlignFloats = 64;
+
+// A kernel with an L2 penalty: its index among the variables and factor.
+struct Regularized {
+  int variable = 0;
+  float l2 = 0;
+};
+
+// One GPU's copy of the model and its buffers.
+struct Replica {
+  std::unique_ptr<Device> device;
+  DeviceBuffer weights;    // Every variable, at variable_offsets_.
+  DeviceBuffer gradients;  // Likewise.
+  std::vector<const float*> weight_ptrs;
+  std::vector<float*> gradient_ptrs;
+  DeviceBuffer features;  // The slice's input, grown as needed.
+  DeviceBuffer labels;
+  DeviceBuffer targets;  // MSE targets.
+  std::unique_ptr<gpu::Losses> losses;
+  std::vector<std::pair<int64_t, std::unique_ptr<LayerChain>>> chains;
+  std::vector<uint64_t> chain_last_use;
+};
+
+class GpuBackend : public Backend {
+ public:
+  GpuBackend(const ModelSpec& spec, const GpuBackendOptions& options)
+      : spec_(spec),
+        options_(options),
+        rng_(options.run_seed, options.replica) {}
+
+  ~GpuBackend() override {
+    // NCCL's communicators go before the devices their streams belong to.
+    reducer_.reset();
+  }
+
+  absl::Status Init();
+
+  absl::StatusOr<StepResult> TrainStep(const StepInput& input,
+                                       const Weights& weights,
+                                       Gradients* gradients) override;
+
+  absl::StatusOr<StepResult> Evaluate(const StepInput& input,
+                                      const Weights& weights) override;
+
+ private:
+  absl::Status CheckInput(const StepInput& input) const;
+  // Copies `weights` to every GPU unless they are the ones there already.
+  absl::Status UploadWeights(const Weights& weights, uint64_t version);
+  absl::StatusOr<LayerChain*> ChainFor(Replica& replica, int64_t batch);
+  // Forward (and, with `train`, loss gradient and backward) of one GPU's
+  // slice of the batch.
+  absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
+                                      const BatchSlice& slice, bool train);
+  // The L2 penalty; with gradient_batch > 0 adds gradient_batch times its
+  // gradient to the first GPU's gradients.
+  absl::StatusOr<double> L2Penalty(int64_t gradient_batch);
+  // Grows `buffer` on `replica`'s GPU to at least `bytes`.
+  absl::Status Reserve(Replica& replica, DeviceBuffer& buffer, int64_t bytes);
+
+  const ModelSpec spec_;
+  const GpuBackendOptions options_;
+  const RngTracker rng_;
+  int64_t outputs_ = 0;        // Floats per example of the model's output.
+  int64_t input_elements_ = 0;  // Elements per example of the input.
+  bool ids_input_ = false;      // The model starts with an Embedding.
+  gpu::EmbeddingShape embedding_;  // Its shape, per example (ids = length).
+  std::vector<int64_t> variable_sizes_;
+  std::vector<int64_t> variable_offsets_;
+  int64_t total_floats_ = 0;
+  std::vector<Regularized> regularized_;
+
+  std::vector<Replica> replicas_;
+  std::unique_ptr<gpu::NcclAllReducer> reducer_;
+  uint64_t use_counter_ = 0;
+  // What the GPUs' weight buffers hold: the version and host addresses.
+  bool weights_uploaded_ = false;
+  uint64_t uploaded_version_ = 0;
+  std::vector<const float*> uploaded_from_;
+  std::vector<float> host_targets_;
+  std::vector<float> host_outputs_;
+};
+
+absl::Status GpuBackend::Init() {
+  if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GpuBackend: the model's output ", ShapeString(spec_.output_shape),
+        " must be one vector per example (end the model with a Dense layer)"));
+  }
+  outputs_ = spec_.output_shape[0];
+  if (!spec_.layers.empty()) {
+    const LayerSpec& first = spec_.layers.front();
+    input_elements_ = 1;
+    for (int64_t d : first.input_shape) input_elements_ *= d;
+    if (first.kind == LayerKind::kEmbedding) {
+      ids_input_ = true;
+      embedding_.ids = input_elements_;
+      embedding_.input_dim = first.input_dim;
+      embedding_.output_dim = first.output_dim;
+    }
+  }
+  for (const VariableDef& def : spec_.variables) {
+    int64_t size = 1;
+    for (int64_t d : def.shape().dims()) size *= d;
+    variable_offsets_.push_back(total_floats_);
+    variable_sizes_.push_back(size);
+    total_floats_ += (size + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  }
+  for (const LayerSpec& layer : spec_.layers) {
+    if (layer.l2 == 0 || layer.variables.empty()) continue;
+    for (size_t i = 0; i < spec_.variables.size(); ++i) {
+      if (spec_.variables[i].name() == layer.variables[0]) {
+        regularized_.push_back({static_cast<int>(i), layer.l2});
+      }
+    }
+  }
+  std::vector<Device*> devices;
+  for (int index : options_.devices) {
+    Replica replica;
+    PSTRAIN_ASSIGN_OR_RETURN(replica.device, gpu::CreateDevice(index));
+    const int64_t bytes = std::max<int64_t>(total_floats_, 1) * sizeof(float);
+    PSTRAIN_ASSIGN_OR_RETURN(replica.weights, replica.device->Allocate(bytes));
+    PSTRAIN_ASSIGN_OR_RETURN(replica.gradients,
+                             replica.device->Allocate(bytes));
+    for (int64_t offset : variable_offsets_) {
+      replica.weight_ptrs.push_back(replica.weights.floats() + offset);
+      replica.gradient_ptrs.push_back(replica.gradients.floats() + offset);
+    }
+    devices.push_back(replica.device.get());
+    replicas_.push_back(std::move(replica));
+  }
+  if (devices.size() > 1) {
+    PSTRAIN_ASSIGN_OR_RETURN(reducer_, gpu::NcclAllReducer::Create(devices));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::CheckInput(const StepInput& input) const {
+  if (input.batch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GpuBackend: batch must be >= 0, got ", input.batch));
+  }
+  if (options_.max_batch > 0 && input.batch > options_.max_batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GpuBackend: batch ", input.batch, " exceeds max_batch ",
+                     options_.max_batch));
+  }
+  if (input.batch > 0 &&
+      (input.features == nullptr || input.labels == nullptr)) {
+    return absl::InvalidArgumentError(
+        "GpuBackend: features and labels are required");
+  }
+  if (input.example_offset < 0 || input.step < 0) {
+    return absl::InvalidArgumentError(
+        "GpuBackend: step and example_offset must be >= 0");
+  }
+  if (ids_input_ && input.batch > 0) {
+    gpu::EmbeddingShape all = embedding_;
+    all.ids = embedding_.ids * input.batch;
+    PSTRAIN_RETURN_IF_ERROR(gpu::CheckEmbeddingIds(
+        all, static_cast<const int32_t*>(input.features)));
+  }
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT unless `tensor` is a float32 tensor of `def`'s shape.
+absl::Status CheckVariable(const char* what, const VariableDef& def,
+                           const Tensor* tensor) {
+  if (tensor == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GpuBackend: ", what, " '", def.name(), "' is missing"));
+  }
+  const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                   def.shape().dims().end());
+  if (tensor->dtype() != DT_FLOAT || tensor->shape() != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GpuBackend: ", what, " '", def.name(), "' is ",
+        DataTypeName(tensor->dtype()), " ", ShapeString(tensor->shape()),
+        ", expected float32 ", ShapeString(shape)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::UploadWeights(const Weights& weights,
+                                       uint64_t version) {
+  std::vector<const float*> sources;
+  for (const VariableDef& def : spec_.variables) {
+    auto it = weights.find(def.name());
+    const Tensor* tensor = it == weights.end() ? nullptr : it->second;
+    PSTRAIN_RETURN_IF_ERROR(CheckVariable("weight", def, tensor));
+    sources.push_back(tensor->data<float>());
+  }
+  if (weights_uploaded_ && version == uploaded_version_ &&
+      sources == uploaded_from_) {
+    return absl::OkStatus();
+  }
+  weights_uploaded_ = false;
+  for (Replica& replica : replicas_) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      PSTRAIN_RETURN_IF_ERROR(replica.device->CopyToDevice(
+          sources[i], variable_sizes_[i] * sizeof(float),
+          const_cast<float*>(replica.weight_ptrs[i])));
+    }
+  }
+  weights_uploaded_ = true;
+  uploaded_version_ = version;
+  uploaded_from_ = std::move(sources);
+  return absl::OkStatus();
+}
+
+absl::Status GpuBackend::Reserve(Replica& replica, DeviceBuffer& buffer,
+                                 int64_t bytes) {
+  if (static_cast<int64_t>(buffer.bytes()) >= bytes) return absl::OkStatus();
+  buffer = DeviceBuffer();  // Free first: the GPU may not hold both.
+  PSTRAIN_ASSIGN_OR_RETURN(buffer, replica.device->Allocate(bytes));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LayerChain*> GpuBackend::ChainFor(Replica& replica,
+                                                 int64_t batch) {
+  ++use_counter_;
+  for (size_t i = 0; i < replica.chains.size(); ++i) {
+    if (replica.chains[i].first == batch) {
+      replica.chain_last_use[i] = use_counter_;
+      return replica.chains[i].second.get();
+    }
+  }
+  if (replica.chains.size() >= kMaxCachedChains) {
+    const size_t oldest =
+        std::min_element(replica.chain_last_use.begin(),
+                         replica.chain_last_use.end()) -
+        replica.chain_last_use.begin();
+    replica.chains.erase(replica.chains.begin() + oldest);
+    replica.chain_last_use.erase(replica.chain_last_use.begin() + oldest);
+  }
+  gpu::LayerChainOptions options;
+  options.batch = batch;
+  options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::unique_ptr<LayerChain> chain,
+      LayerChain::Create(spec_, options, rng_, replica.device.get()));
+  replica.chains.emplace_back(batch, std::move(chain));
+  replica.chain_last_use.push_back(use_counter_);
+  return replica.chains.back().second.get();
+}
+
+absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
+                                                const StepInput& input,
+                                                const BatchSlice& slice,
+                                                bool train) {
+  StepResult result;
+  result.examples = slice.size;
+  const int64_t n = slice.size;
+  if (n == 0) {
+    if (train) {
+      PSTRAIN_RETURN_IF_ERROR(replica.device->MakeCurrent());
+      PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+          cudaMemsetAsync(replica.gradients.data(), 0,
+                          replica.gradients.bytes(), replica.device->stream()),
+          "GpuBackend: cudaMemsetAsync"));
+    }
+    return result;
+  }
+  Device& device = *replica.device;
+  // Features are 4 bytes per element, float32 or int32 ids alike.
+  const int64_t feature_bytes = n * input_elements_ * 4;
+  const char* features =
+      static_cast<const char*>(input.features) +
+      slice.offset * input_elements_ * 4;
+  const int32_t* labels = input.labels + slice.offset;
+  PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.features, feature_bytes));
+  PSTRAIN_RETURN_IF_ERROR(
+      Reserve(replica, replica.labels, n * sizeof(int32_t)));
+  PSTRAIN_RETURN_IF_ERROR(
+      device.CopyToDevice(features, feature_bytes, replica.features.data()));
+  PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(labels, n * sizeof(int32_t),
+                                              replica.labels.data()));
+  if (replica.losses == nullptr || replica.losses->max_batch() < n) {
+    replica.losses.reset();
+    PSTRAIN_ASSIGN_OR_RETURN(replica.losses, gpu::Losses::Create(n, &device));
+  }
+
+  PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(replica, n));
+  DropoutStep key;
+  key.step = input.step;
+  key.example_offset = input.example_offset + slice.offset;
+  PSTRAIN_RETURN_IF_ERROR(chain->Forward(replica.features.data(),
+                                         replica.weight_ptrs,
+                                         input.weights_version,
+                                         train ? &key : nullptr));
+  const float* output = chain->output();
+  float* doutput = train ? chain->output_gradient() : nullptr;
+  const int32_t* device_labels = replica.labels.as<int32_t>();
+  if (options_.loss == LossKind::kSparseCrossEntropy) {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.loss_sum,
+        replica.losses->SparseSoftmaxCrossEntropyFromLogits(
+            output, device_labels, n, outputs_, doutput));
+  } else {
+    host_targets_.assign(n * outputs_, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t label = labels[i];
+      if (outputs_ == 1) {
+        host_targets_[i] = static_cast<float>(label);
+      } else if (label >= 0 && label < outputs_) {
+        host_targets_[i * outputs_ + label] = 1.0f;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "GpuBackend: label ", label, " of example ", slice.offset + i,
+            " is outside [0, ", outputs_, ")"));
+      }
+    }
+    const int64_t bytes = n * outputs_ * sizeof(float);
+    PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
+    PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(
+        host_targets_.data(), bytes, replica.targets.data()));
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.loss_sum,
+        replica.losses->MeanSquaredErrorSum(output, replica.targets.floats(), n,
+                                            outputs_, doutput));
+  }
+  if (outputs_ == 1) {
+    // One output: correct when it rounds to the label, as on the CPU.
+    host_outputs_.resize(n);
+    PSTRAIN_RETURN_IF_ERROR(
+        device.CopyToHost(output, n * sizeof(float), host_outputs_.data()));
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::lround(host_outputs_[i]) == labels[i]) ++result.correct;
+    }
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(result.correct,
+                             replica.losses->CountCorrect(
+                                 output, device_labels, n, outputs_));
+  }
+  if (train) {
+    PSTRAIN_RETURN_IF_ERROR(chain->Backward(
+        replica.weight_ptrs, input.weights_version, replica.gradient_ptrs));
+  }
+  return result;
+}
+
+absl::StatusOr<double> GpuBackend::L2Penalty(int64_t gradient_batch) {
+  Replica& first = replicas_.front();
+  double penalty = 0;
+  for (const Regularized& r : regularized_) {
+    const float* w = first.weight_ptrs[r.variable];
+    const int64_t n = variable_sizes_[r.variable];
+    if (gradient_batch == 0) {
+      PSTRAIN_ASSIGN_OR_RETURN(
+          double term,
+          gpu::AddL2Regularization(w, n, r.l2, nullptr, first.device.get()));
+      penalty += term;
+    } else {
+      // l2 * batch: the penalty batch times, its gradient batch times.
+      PSTRAIN_ASSIGN_OR_RETURN(
+          double term,
+          gpu::AddL2Regularization(
+              w, n, static_cast<float>(double{r.l2} * gradient_batch),
+              first.gradient_ptrs[r.variable], first.device.get()));
+      penalty += term / static_cast<double>(gradient_batch);
+    }
+  }
+  return penalty;
+}
+
+absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
+                                                 const Weights& weights,
+                                                 Gradients* gradients) {
+  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  if (gradients == nullptr) {
+    return absl::InvalidArgumentError("GpuBackend: gradients are required");
+  }
+  std::vector<Tensor*> outputs;
+  for (const VariableDef& def : spec_.variables) {
+    auto it = gradients->find(def.name());
+    Tensor* tensor = it == gradients->end() ? nullptr : it->second;
+    PSTRAIN_RETURN_IF_ERROR(CheckVariable("gradient", def, tensor));
+    outputs.push_back(tensor);
+  }
+  PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::vector<BatchSlice> slices,
+      gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
+  StepResult result;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        StepResult part, RunSlice(replicas_[i], input, slices[i], /*train=*/true));
+    result.loss_sum += part.loss_sum;
+    result.correct += part.correct;
+    result.examples += part.examples;
+  }
+  // L2: the penalty once, its gradient batch times (backend.h).
+  PSTRAIN_ASSIGN_OR_RETURN(result.l2_loss, L2Penalty(input.batch));
+  if (reducer_ != nullptr) {
+    std::vector<float*> buffers;
+    for (Replica& replica : replicas_) {
+      buffers.push_back(replica.gradients.floats());
+    }
+    PSTRAIN_RETURN_IF_ERROR(reducer_->AllReduceSum(buffers, total_floats_));
+  }
+  Replica& first = replicas_.front();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    PSTRAIN_RETURN_IF_ERROR(first.device->CopyToHost(
+        first.gradient_ptrs[i], variable_sizes_[i] * sizeof(float),
+        outputs[i]->data<float>()));
+  }
+  return result;
+}
+
+absl::StatusOr<StepResult> GpuBackend::Evaluate(const StepInput& input,
+                                                const Weights& weights) {
+  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::vector<BatchSlice> slices,
+      gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
+  StepResult result;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    PSTRAIN_ASSIGN_OR_RETURN(StepResult part, RunSlice(replicas_[i], input,
+                                                       slices[i],
+                                                       /*train=*/false));
+    result.loss_sum += part.loss_sum;
+    result.correct += part.correct;
+    result.examples += part.examples;
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(result.l2_loss, L2Penalty(/*gradient_batch=*/0));
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
+    const ModelSpec& spec, const GpuBackendOptions& options) {
+  if (options.devices.empty() || options.max_batch < 0 || options.replica < 0) {
+    return absl::InvalidArgumentError(
+        "GpuBackend: at least one device is required, and max_batch and "
+        "replica must be >= 0");
+  }
+  std::set<int> seen;
+  for (int index : options.devices) {
+    if (!seen.insert(index).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GpuBackend: GPU ", index, " is listed twice"));
+    }
+  }
+  auto backend = std::make_unique<GpuBackend>(spec, options);
+  PSTRAIN_RETURN_IF_ERROR(backend->Init());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace worker
+}  // namespace pstrain
