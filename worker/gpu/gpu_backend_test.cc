@@ -242,10 +242,13 @@ void CompareTraining(const std::string& what, const ModelSpec& spec,
         w[i] -= scale * g[i];
       }
     }
+    // New weights: a new version (backends may cache per version).
+    StepInput eval_input = input;
+    eval_input.weights_version += 1000;
     absl::StatusOr<StepResult> want_eval =
-        pair.cpu->Evaluate(input, cpu_vars.weight_map);
+        pair.cpu->Evaluate(eval_input, cpu_vars.weight_map);
     absl::StatusOr<StepResult> got_eval =
-        pair.gpu->Evaluate(input, cpu_vars.weight_map);
+        pair.gpu->Evaluate(eval_input, cpu_vars.weight_map);
     ASSERT_TRUE(want_eval.ok()) << want_eval.status();
     ASSERT_TRUE(got_eval.ok()) << got_eval.status();
     EXPECT_EQ(got_eval->correct, want_eval->correct);
