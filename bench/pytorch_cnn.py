@@ -18,6 +18,12 @@ Run with Debian's python (the one with torch) and OpenBLAS:
 
 Prints a final JSON line like bench/train_throughput's, with
 "framework": "pytorch".
+
+--device cuda trains on the GPU with the data, weights and gradients kept
+there (PyTorch's own setup), in full float32 like pstrain's cuDNN path (TF32
+off); it is the twin of `train_throughput --device gpu`, which also moves
+the weights and gradients between host and GPU every step, as a worker
+between the ps and its GPU must.
 """
 
 import argparse
@@ -81,13 +87,17 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--device", default="cpu", choices=["cpu"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--data_dir",
                         default="/usr/share/datasets/fashion-mnist")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(42)
     images = read_idx(
         os.path.join(args.data_dir, "train-images-idx3-ubyte.gz"), 0x803, 3)
@@ -96,15 +106,18 @@ def main():
     x_all = torch.from_numpy(
         images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
     y_all = torch.from_numpy(labels.astype(np.int64))
+    x_all, y_all = x_all.to(device), y_all.to(device)
     batches = len(y_all) // args.batch
 
-    model = Cnn()
+    model = Cnn().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     total = WARMUP_STEPS + args.steps
     start = time.perf_counter()
     loss = None
     for step in range(total):
         if step == WARMUP_STEPS:
+            if args.device == "cuda":
+                torch.cuda.synchronize()
             start = time.perf_counter()
         first = (step % batches) * args.batch
         x = x_all[first:first + args.batch]
@@ -113,6 +126,7 @@ def main():
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+    final_loss = loss.item()  # Waits for the GPU, if any.
     seconds = time.perf_counter() - start
     print(json.dumps({
         "framework": "pytorch",
@@ -122,7 +136,7 @@ def main():
         "batch": args.batch,
         "steps": args.steps,
         "images_per_sec": round(args.steps * args.batch / seconds, 1),
-        "final_loss": round(loss.item(), 4),
+        "final_loss": round(final_loss, 4),
     }, separators=(",", ":")))
 
 
