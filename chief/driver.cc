@@ -439,16 +439,28 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
   std::vector<Tensor> storage;
   storage.reserve(spec_->variables.size());
   std::map<std::string, Tensor*> pull;
+  std::map<std::string, Tensor*> tables;  // Embedding tables: every row.
   worker::Weights weights;
   for (const VariableDef& def : spec_->variables) {
     const std::vector<int64_t> shape(def.shape().dims().begin(),
                                      def.shape().dims().end());
+    if (def.sparse() && (shape.empty() || shape[0] <= 0)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "evaluating: embedding table '", def.name(),
+          "' grows on first touch; only fixed-vocabulary tables are pulled"));
+    }
     PSTRAIN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(DT_FLOAT, shape));
     storage.push_back(std::move(t));
-    pull[def.name()] = &storage.back();
+    (def.sparse() ? tables : pull)[def.name()] = &storage.back();
     weights[def.name()] = &storage.back();
   }
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t version, ps_->PullDense(0, pull));
+  for (const auto& [name, table] : tables) {
+    std::vector<int64_t> ids(table->shape()[0]);
+    for (size_t id = 0; id < ids.size(); ++id) ids[id] = id;
+    PSTRAIN_RETURN_IF_ERROR(
+        ps_->PullSparse(name, ids, 0, table->flat<float>().data()));
+  }
   return EvaluateOnTestSet(evaluator_, *test_, weights, version,
                            options_.eval_batch);
 }

@@ -14,7 +14,10 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
                                              int64_t version, int64_t batch) {
   const int64_t n = test.size();
   const int64_t per_example = test.features.row_elements();
-  std::vector<float> features(batch * per_example);
+  // float32, or int32 ids for a model that starts with an Embedding.
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Tensor features,
+      Tensor::Create(data::FeedDtype(test), {batch, per_example}));
   std::vector<int64_t> indices;
   double loss = 0;
   int64_t correct = 0;
@@ -22,10 +25,9 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
     const int64_t size = std::min(batch, n - begin);
     indices.resize(size);
     for (int64_t i = 0; i < size; ++i) indices[i] = begin + i;
-    data::GatherFeatures(test, indices,
-                         absl::MakeSpan(features.data(), size * per_example));
+    data::GatherExamples(test, indices, features.raw_data());
     worker::StepInput input;
-    input.features = features.data();
+    input.features = features.raw_data();
     input.labels = test.labels.data() + begin;
     input.batch = size;
     input.weights_version = version;

@@ -42,8 +42,9 @@
 #include "grpcpp/grpcpp.h"
 #include "ps/ps_client.h"
 #include "worker/cpu/cpu_backend.h"
-#include "worker/data/idx_reader.h"
+#include "worker/data/data_dir.h"
 #include "worker/model/keras_model.h"
+#include "worker/model_input.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -75,8 +76,9 @@ ABSL_FLAG(int, batch_size, 64, "Examples per worker per step");
 ABSL_FLAG(uint64_t, seed, 42, "Run seed: initial values, data order, dropout");
 ABSL_FLAG(std::string, model_dir, "/tmp/pstrain", "Where summary.json goes");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
-          "Fashion-MNIST IDX files ({train,t10k}-{images-idx3,labels-idx1}-"
-          "ubyte.gz)");
+          "The data: train.csv and test.csv (numeric or id features, then an "
+          "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
+          "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
 ABSL_FLAG(int64_t, print_every_steps, 100, "Progress line every this many steps");
 ABSL_FLAG(int, wait_for_tasks_seconds, 300,
           "How long to wait for every ps and worker to register");
@@ -204,8 +206,7 @@ int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
   }
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<data::Dataset> test =
-      data::ReadIdx(data_dir + "/t10k-images-idx3-ubyte.gz",
-                    data_dir + "/t10k-labels-idx1-ubyte.gz");
+      data::ReadDataDir(data_dir, data::Split::kTest);
   if (!test.ok()) return Fail(test.status().message());
   chief::ChiefClient chief(
       CreatePstrainChannel(chief_address->ToString(), security), tf_config.task,
@@ -222,6 +223,9 @@ int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
   absl::StatusOr<worker::ModelSpec> spec =
       worker::ParseKerasModel(run->config().model_json(), run->config().seed());
   if (!spec.ok()) return Fail(spec.status().message());
+  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
+    return Fail(fit.message());
+  }
   worker::CpuBackendOptions backend_options;
   backend_options.num_threads = absl::GetFlag(FLAGS_threads);
   backend_options.run_seed = run->config().seed();
@@ -328,13 +332,16 @@ int Main() {
 
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<data::Dataset> train =
-      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
-                    data_dir + "/train-labels-idx1-ubyte.gz");
+      data::ReadDataDir(data_dir, data::Split::kTrain);
   if (!train.ok()) return Fail(train.status().message());
   absl::StatusOr<data::Dataset> test =
-      data::ReadIdx(data_dir + "/t10k-images-idx3-ubyte.gz",
-                    data_dir + "/t10k-labels-idx1-ubyte.gz");
+      data::ReadDataDir(data_dir, data::Split::kTest);
   if (!test.ok()) return Fail(test.status().message());
+  // Ids for a model that starts with an Embedding (only the test set is
+  // fed to it here; the training set's size is what counts).
+  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
+    return Fail(fit.message());
+  }
   absl::StatusOr<worker::RunLength> length =
       worker::ComputeRunLength(config, num_workers, train->size());
   if (!length.ok()) return Fail(length.status().message());

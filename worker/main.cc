@@ -24,15 +24,18 @@
 #include "ps/ps_client.h"
 #include "worker/device_backend.h"
 #include "worker/data/idx_reader.h"
+#include "worker/data/data_dir.h"
 #include "worker/model/keras_model.h"
+#include "worker/model_input.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
           "TF_CONFIG environment variable");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
-          "Fashion-MNIST IDX files ({train,t10k}-{images-idx3,labels-idx1}-"
-          "ubyte.gz)");
+          "The training data: train.csv (numeric or id features, then an "
+          "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
+          "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
 ABSL_FLAG(std::string, device, "auto",
           "auto, cpu, gpu or gpu:N: where the model computes; auto uses the "
           "CPU when there is no GPU");
@@ -129,8 +132,7 @@ int Main() {
   // worker within its failure timeout.
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<data::Dataset> train =
-      data::ReadIdx(data_dir + "/train-images-idx3-ubyte.gz",
-                    data_dir + "/train-labels-idx1-ubyte.gz");
+      data::ReadDataDir(data_dir, data::Split::kTrain);
   if (!train.ok()) return Fail(train.status().message());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
@@ -142,6 +144,10 @@ int Main() {
   absl::StatusOr<worker::ModelSpec> spec =
       worker::ParseKerasModel(config.model_json(), config.seed());
   if (!spec.ok()) return Fail(spec.status().message());
+  // Ids for a model that starts with an Embedding.
+  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train); !fit.ok()) {
+    return Fail(fit.message());
+  }
   absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
       MakeBackend(*spec, config, index);
   if (!backend.ok()) return Fail(backend.status().message());
@@ -192,6 +198,7 @@ int Main() {
   options.num_workers = config.update().num_workers();
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
+  options.placement = run->placement();
   worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
                           ps->get(), &chief);
   const absl::Status trained = trainer.Run();

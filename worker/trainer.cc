@@ -81,16 +81,26 @@ Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
       ps_(ps),
       chief_(chief) {}
 
+struct Trainer::CoveredBatch {
+  chief::BatchRef ref;
+  std::vector<int64_t> indices;
+  Tensor features;  // FeedDtype [batch, row elements]
+  std::vector<int32_t> labels;
+};
+
 struct Trainer::Buffers {
   std::vector<Tensor> storage;
   Weights weights;
   Gradients gradients;
+  // What is pulled and pushed whole: the dense variables.
   std::map<std::string, Tensor*> pull;
+  std::map<std::string, Tensor*> push;
+  // Worker-local mirrors of the embedding tables, by name.
+  std::map<std::string, Tensor*> mirrors;
   // For the batches of absent workers: their gradients and examples.
   std::vector<Tensor> covered_storage;
-  Gradients covered;
-  std::vector<float> features;
-  std::vector<int32_t> labels;
+  Gradients covered_gradients;
+  std::vector<CoveredBatch> covered;
 };
 
 void Trainer::SetGeneration(int64_t generation) {
@@ -114,6 +124,16 @@ absl::Status Trainer::Run() {
         "start step ", at.step, " is outside the run's ", length.total_steps,
         " steps"));
   }
+  if (data::FeedDtype(*train_) != spec_->input_dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the training data's features are ",
+        DataTypeName(data::FeedDtype(*train_)), ", but the model takes ",
+        DataTypeName(spec_->input_dtype), " (FitDatasetToModel)"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(
+      sparse_, SparseTables::Create(
+                   *spec_, options_.placement, ps_,
+                   config_->update().mode() == UpdateConfig::SYNC));
   Buffers buffers;
   buffers.storage.reserve(2 * spec_->variables.size());
   for (const VariableDef& def : spec_->variables) {
@@ -121,11 +141,14 @@ absl::Status Trainer::Run() {
                                      def.shape().dims().end());
     PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
     PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
+    const bool sparse = sparse_->Holds(def.name());
     buffers.storage.push_back(std::move(w));
-    buffers.pull[def.name()] = &buffers.storage.back();
+    (sparse ? buffers.mirrors : buffers.pull)[def.name()] =
+        &buffers.storage.back();
     buffers.weights[def.name()] = &buffers.storage.back();
     buffers.storage.push_back(std::move(g));
     buffers.gradients[def.name()] = &buffers.storage.back();
+    if (!sparse) buffers.push[def.name()] = &buffers.storage.back();
   }
 
   // Heartbeats that carry no step: the chief hears from this worker while
@@ -194,6 +217,8 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   }
 
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
+  // Never a pulled version: those stay far below 2^63.
+  constexpr uint64_t kSparseVersionBit = uint64_t{1} << 63;
   int64_t stale_pushes = 0;
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
@@ -213,22 +238,44 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       batches->Release(*batch);
       return may_start;
     }
+    if (absl::Status covered = GatherCoveredBatches(*step, length, buffers);
+        !covered.ok()) {
+      batches->Release(*batch);
+      return covered;
+    }
+    if (absl::Status pulled = PullSparse(*step, **batch, buffers);
+        !pulled.ok()) {
+      batches->Release(*batch);
+      return pulled;
+    }
     StepInput input;
     input.features = (*batch)->features.raw_data();
     input.labels = (*batch)->labels.data<int32_t>();
     input.batch = (*batch)->size();
     input.step = *step;
     input.example_offset = options_.worker_index * input.batch;
-    input.weights_version = *version;
+    // The version keys a backend's caches of the weights; the mirrors of
+    // embedding tables change every step (other rows), so then every step
+    // gets a version of its own.
+    input.weights_version =
+        sparse_->empty() ? *version : kSparseVersionBit | ++mirror_versions_;
     absl::StatusOr<StepResult> result =
         backend_->TrainStep(input, buffers.weights, &buffers.gradients);
     batches->Release(*batch);
     if (!result.ok()) return AtStep(*step, "computing", result.status());
-    PSTRAIN_RETURN_IF_ERROR(
-        TrainCoveredBatches(*step, length, buffers, &*result));
+    PSTRAIN_RETURN_IF_ERROR(TrainCoveredBatches(*step, buffers, &*result));
     absl::SleepFor(options_.push_delay);
-    absl::Status pushed = ps_->PushDense(sync ? *step : *version,
-                                         result->examples, buffers.gradients);
+    // The tables' rows, then the dense variables. Either order would do in
+    // sync mode: the next step's pulls wait for this one on every piece.
+    absl::Status pushed =
+        sparse_->Push(*step, result->examples, buffers.gradients);
+    if (pushed.ok() || (!sync && ps::IsStaleGradient(pushed))) {
+      absl::Status dense = ps_->PushDense(sync ? *step : *version,
+                                          result->examples, buffers.push);
+      if (!dense.ok() && (pushed.ok() || !ps::IsStaleGradient(dense))) {
+        pushed = dense;
+      }
+    }
     if (!sync && ps::IsStaleGradient(pushed)) {
       // Other workers moved the variables too far meanwhile: this step's
       // gradient is dropped (the ps refused it whole) and the next step
@@ -272,28 +319,34 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::TrainCoveredBatches(int64_t step,
-                                          const RunLength& length,
-                                          Buffers& buffers,
-                                          StepResult* result) {
+absl::Status Trainer::GatherCoveredBatches(int64_t step,
+                                           const RunLength& length,
+                                           Buffers& buffers) {
   const std::vector<chief::BatchRef> covered = chief::CoveredBatches(
       membership_, options_.worker_index, step, options_.num_workers);
+  buffers.covered.resize(covered.size());
   if (covered.empty()) return absl::OkStatus();
-  if (buffers.covered.empty()) {
+  if (buffers.covered_gradients.empty()) {
     buffers.covered_storage.reserve(spec_->variables.size());
     for (const VariableDef& def : spec_->variables) {
       const std::vector<int64_t> shape(def.shape().dims().begin(),
                                        def.shape().dims().end());
       PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
       buffers.covered_storage.push_back(std::move(g));
-      buffers.covered[def.name()] = &buffers.covered_storage.back();
+      buffers.covered_gradients[def.name()] = &buffers.covered_storage.back();
     }
   }
   const int64_t batch = config_->batch_size_per_worker();
   const int64_t per_example = train_->features.row_elements();
-  buffers.features.resize(batch * per_example);
-  buffers.labels.resize(batch);
-  for (const chief::BatchRef& ref : covered) {
+  for (size_t c = 0; c < covered.size(); ++c) {
+    const chief::BatchRef& ref = covered[c];
+    CoveredBatch& out = buffers.covered[c];
+    out.ref = ref;
+    if (out.features.num_elements() != batch * per_example) {
+      PSTRAIN_ASSIGN_OR_RETURN(
+          out.features,
+          Tensor::Create(data::FeedDtype(*train_), {batch, per_example}));
+    }
     auto plan = plans_.find(ref.worker);
     if (plan == plans_.end()) {
       PSTRAIN_ASSIGN_OR_RETURN(
@@ -308,20 +361,46 @@ absl::Status Trainer::TrainCoveredBatches(int64_t step,
     const std::vector<int64_t> order =
         plan->second.WorkerOrder(ref.step / length.steps_per_epoch);
     const int64_t begin = (ref.step % length.steps_per_epoch) * batch;
-    const absl::Span<const int64_t> indices =
-        absl::MakeConstSpan(order).subspan(begin, batch);
-    data::GatherFeatures(*train_, indices, absl::MakeSpan(buffers.features));
+    out.indices.assign(order.begin() + begin, order.begin() + begin + batch);
+    data::GatherExamples(*train_, out.indices, out.features.raw_data());
+    out.labels.resize(batch);
     for (int64_t i = 0; i < batch; ++i) {
-      buffers.labels[i] = train_->labels[indices[i]];
+      out.labels[i] = train_->labels[out.indices[i]];
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::PullSparse(int64_t step, const data::Batch& batch,
+                                 Buffers& buffers) {
+  if (sparse_->empty()) return absl::OkStatus();
+  sparse_->Clear();
+  absl::Status touched = sparse_->Touch(batch.features.data<int32_t>(),
+                                        batch.size(), batch.indices);
+  for (const CoveredBatch& covered : buffers.covered) {
+    if (!touched.ok()) break;
+    touched = sparse_->Touch(covered.features.data<int32_t>(),
+                             covered.indices.size(), covered.indices);
+  }
+  if (!touched.ok()) return AtStep(step, "reading the data", touched);
+  const bool sync = config_->update().mode() == UpdateConfig::SYNC;
+  absl::Status pulled = sparse_->Pull(sync ? step : 0, buffers.mirrors);
+  if (!pulled.ok()) return AtStep(step, "pulling embedding rows", pulled);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TrainCoveredBatches(int64_t step, Buffers& buffers,
+                                          StepResult* result) {
+  for (const CoveredBatch& covered : buffers.covered) {
+    const chief::BatchRef& ref = covered.ref;
     StepInput input;
-    input.features = buffers.features.data();
-    input.labels = buffers.labels.data();
-    input.batch = batch;
+    input.features = covered.features.raw_data();
+    input.labels = covered.labels.data();
+    input.batch = static_cast<int64_t>(covered.indices.size());
     input.step = ref.step;
-    input.example_offset = ref.worker * batch;
-    absl::StatusOr<StepResult> extra =
-        backend_->TrainStep(input, buffers.weights, &buffers.covered);
+    input.example_offset = ref.worker * input.batch;
+    absl::StatusOr<StepResult> extra = backend_->TrainStep(
+        input, buffers.weights, &buffers.covered_gradients);
     if (!extra.ok()) {
       return AtStep(step, absl::StrCat("computing worker ", ref.worker,
                                        "'s batch of step ", ref.step),
@@ -329,7 +408,8 @@ absl::Status Trainer::TrainCoveredBatches(int64_t step,
     }
     for (const auto& [name, sum] : buffers.gradients) {
       float* out = sum->flat<float>().data();
-      const float* add = buffers.covered.at(name)->flat<float>().data();
+      const float* add =
+          buffers.covered_gradients.at(name)->flat<float>().data();
       for (int64_t i = 0; i < sum->num_elements(); ++i) out[i] += add[i];
     }
     result->examples += extra->examples;

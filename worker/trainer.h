@@ -2,7 +2,9 @@
 //
 // Each step: take the next batch of this worker's shard of the data, pull the
 // variables from the ps tasks (in sync mode, as of this step), compute the
-// gradients with the Backend, push them. Every few steps it reports loss,
+// gradients with the Backend, push them. Dense variables are pulled and
+// pushed whole; an embedding table (a model starting with a Keras
+// Embedding) only in the rows the step's ids touch (worker/sparse_tables.h). Every few steps it reports loss,
 // accuracy and throughput to the chief; at the end it tells the chief it has
 // finished. The model, placement and run settings come from the chief
 // (RegisterResponse).
@@ -30,7 +32,9 @@
 #define PSTRAIN_WORKER_TRAINER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -38,8 +42,10 @@
 #include "ps/ps_client.h"
 #include "worker/backend.h"
 #include "worker/data/dataset.h"
+#include "worker/data/prefetcher.h"
 #include "worker/data/shard_plan.h"
 #include "worker/model/keras_model.h"
+#include "worker/sparse_tables.h"
 
 namespace pstrain {
 namespace worker {
@@ -62,6 +68,9 @@ struct TrainerOptions {
   // Sleep this long before each push: a straggler on purpose, to see backup
   // workers at work (tests, demonstrations).
   absl::Duration push_delay = absl::ZeroDuration();
+  // The run's placement (RegisterResponse.placement): where the rows of
+  // embedding tables live. Needed only by a model with one.
+  Placement placement;
 };
 
 // Steps per epoch and total steps of a run over `num_examples` training
@@ -93,6 +102,8 @@ class Trainer {
   };
   // Weights and gradients of every variable, allocated once.
   struct Buffers;
+  // One absent worker's batch that this worker trains (chief/membership.h).
+  struct CoveredBatch;
 
   // Trains steps *step.. to the end of the run, advancing *step.
   absl::Status TrainFrom(const data::ShardPlan& plan, const RunLength& length,
@@ -103,10 +114,17 @@ class Trainer {
   // another generation (or restarted) or this worker is absent,
   // FAILED_PRECONDITION when it failed the run.
   absl::Status WaitUntilMayStart(int64_t step);
-  // Adds to `buffers.gradients` and `*result` the gradients of the absent
-  // workers' batches this worker trains at `step` (chief/membership.h).
-  absl::Status TrainCoveredBatches(int64_t step, const RunLength& length,
-                                   Buffers& buffers, StepResult* result);
+  // Gathers into `buffers.covered` the batches of absent workers this
+  // worker trains at `step` (chief/membership.h), as they would have.
+  absl::Status GatherCoveredBatches(int64_t step, const RunLength& length,
+                                    Buffers& buffers);
+  // Pulls the embedding rows the step's batch and covered batches touch.
+  absl::Status PullSparse(int64_t step, const data::Batch& batch,
+                          Buffers& buffers);
+  // Adds to `buffers.gradients` and `*result` the gradients of the
+  // gathered covered batches.
+  absl::Status TrainCoveredBatches(int64_t step, Buffers& buffers,
+                                   StepResult* result);
   // After a peer failure at `at`: where to go on, per the chief (registering
   // again if the chief restarted). `length.total_steps` if the run is over.
   absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
@@ -121,6 +139,11 @@ class Trainer {
   chief::ChiefClient* const chief_;
   int64_t generation_ = 0;
   Membership membership_;
+  // The model's embedding tables; empty for a model without any.
+  std::unique_ptr<SparseTables> sparse_;
+  // Steps computed on mirrors of the tables: their weights_version, which
+  // never repeats within the run (not even after a resync).
+  uint64_t mirror_versions_ = 0;
   // Data plans of the other workers, for the batches of absent ones.
   std::map<int, data::ShardPlan> plans_;
 };
