@@ -17,11 +17,14 @@
 // safetensors file instead (no TF_CONFIG needed). With a TF_CONFIG task of
 // type "evaluator" (listed in the chief's TF_CONFIG too), it runs the
 // evaluator task (chief/evaluator.h) with the chief's --model_dir.
+#include <signal.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -255,6 +258,17 @@ std::string NewRunId() {
 
 int Main() {
   BlockTerminationSignals();
+  // SIGTERM (Kubernetes deleting the pod) or Ctrl-C ends the chief at once,
+  // whatever it is waiting for. Its state is in the checkpoints, written
+  // atomically: the ps tasks and workers wait (--chief_patience) for a chief
+  // started again, which resumes the run from the newest one.
+  std::thread([] {
+    const std::string signal = WaitForTerminationSignal();
+    LogInfo(absl::StrCat("chief: ", signal, ": exiting; a chief started "
+                         "again with the same --model_dir resumes the run "
+                         "from its newest checkpoint"));
+    std::_Exit(signal == "SIGTERM" ? 128 + SIGTERM : 128 + SIGINT);
+  }).detach();
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {

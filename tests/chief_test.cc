@@ -1,7 +1,8 @@
 // The chief's RPCs refuse bad requests through real gRPC, naming the
 // problem, and the run's state does not change: another run's id, a task
 // that is not in TF_CONFIG, a task that never registered, impossible
-// metrics, a ps saying it finished training.
+// metrics, a ps saying it finished training. And SIGTERM ends a chief
+// promptly whatever it waits for.
 #include <signal.h>
 
 #include <memory>
@@ -122,6 +123,20 @@ TEST_F(ChiefTest, RefusesBadRequestsAndChangesNothing) {
   EXPECT_EQ(state->run_id(), run_id);
   EXPECT_EQ(state->step(), 0);
   EXPECT_EQ(state->generation(), 0);
+}
+
+TEST_F(ChiefTest, SigtermEndsAChiefStillWaitingForItsTasks) {
+  // Nothing else of the cluster runs: the chief waits for its ps and worker
+  // (--wait_for_tasks_seconds=60).
+  // Any answer says the chief is up (the call waits until it serves).
+  const absl::Status answer = RawHeartbeat("no-such-run", JOB_WORKER, 0);
+  ASSERT_NE(answer.code(), absl::StatusCode::kDeadlineExceeded) << answer;
+  const int code = chief_->Stop(SIGTERM, /*timeout_seconds=*/10);
+  EXPECT_EQ(code, 128 + SIGTERM);
+  EXPECT_TRUE(Contains(ReadFile(chief_->log_path()),
+                       "chief: SIGTERM: exiting"))
+      << ReadFile(chief_->log_path());
+  chief_.reset();
 }
 
 }  // namespace
