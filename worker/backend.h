@@ -5,7 +5,8 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
 //                            CreateCpuBackend(spec, options));
 //   StepInput in{features, labels, batch, /*step=*/k, /*example_offset=*/o};
-//   PSTRAIN_ASSIGN_OR_RETURN(StepResult r, backend->TrainStep(in, weights, &grads));
+//   PSTRAIN_ASSIGN_OR_RETURN(StepResult r, backend->TrainStep(in, weights,
+//   &grads));
 //   // grads hold sums over the batch; push them with r.examples.
 //
 // Gradient convention (what the ps expects): every gradient is the SUM over
@@ -23,8 +24,11 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/tensor.h"
+#include "proto/training.pb.h"
 
 namespace pstrain {
 namespace worker {
@@ -78,6 +82,18 @@ class Backend {
   virtual absl::StatusOr<StepResult> Evaluate(const StepInput& input,
                                               const Weights& weights) = 0;
 };
+
+// The checks every Backend makes before it computes; `backend` names it in
+// the message.
+// INVALID_ARGUMENT for a negative batch, one over max_batch (> 0), a batch
+// without features or labels, or a negative step or example_offset.
+absl::Status CheckStepInput(absl::string_view backend, const StepInput& input,
+                            int64_t max_batch);
+// INVALID_ARGUMENT unless `tensor` is a float32 tensor of `def`'s shape;
+// `what` is "weight" or "gradient".
+absl::Status CheckVariableTensor(absl::string_view backend,
+                                 absl::string_view what, const VariableDef& def,
+                                 const Tensor* tensor);
 
 }  // namespace worker
 }  // namespace pstrain

@@ -57,7 +57,6 @@ class CpuBackend : public Backend {
     uint64_t last_use = 0;
   };
 
-  absl::Status CheckInput(const StepInput& input) const;
   // Fills weight_ptrs_ from `weights`, checking every variable is there in
   // its shape.
   absl::Status ResolveWeights(const Weights& weights);
@@ -111,52 +110,13 @@ absl::Status CpuBackend::Init() {
   return absl::OkStatus();
 }
 
-absl::Status CpuBackend::CheckInput(const StepInput& input) const {
-  if (input.batch < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CpuBackend: batch must be >= 0, got ", input.batch));
-  }
-  if (options_.max_batch > 0 && input.batch > options_.max_batch) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CpuBackend: batch ", input.batch, " exceeds max_batch ",
-                     options_.max_batch));
-  }
-  if (input.batch > 0 &&
-      (input.features == nullptr || input.labels == nullptr)) {
-    return absl::InvalidArgumentError(
-        "CpuBackend: features and labels are required");
-  }
-  if (input.example_offset < 0 || input.step < 0) {
-    return absl::InvalidArgumentError(
-        "CpuBackend: step and example_offset must be >= 0");
-  }
-  return absl::OkStatus();
-}
-
-// INVALID_ARGUMENT unless `tensor` is a float32 tensor of `def`'s shape.
-absl::Status CheckVariable(const char* what, const VariableDef& def,
-                           const Tensor* tensor) {
-  if (tensor == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CpuBackend: ", what, " '", def.name(), "' is missing"));
-  }
-  const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                   def.shape().dims().end());
-  if (tensor->dtype() != DT_FLOAT || tensor->shape() != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CpuBackend: ", what, " '", def.name(), "' is ",
-        DataTypeName(tensor->dtype()), " ", ShapeString(tensor->shape()),
-        ", expected float32 ", ShapeString(shape)));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CpuBackend::ResolveWeights(const Weights& weights) {
   for (size_t i = 0; i < spec_.variables.size(); ++i) {
     const VariableDef& def = spec_.variables[i];
     auto it = weights.find(def.name());
     const Tensor* tensor = it == weights.end() ? nullptr : it->second;
-    PSTRAIN_RETURN_IF_ERROR(CheckVariable("weight", def, tensor));
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckVariableTensor("CpuBackend", "weight", def, tensor));
     weight_ptrs_[i] = tensor->data<float>();
   }
   return absl::OkStatus();
@@ -170,7 +130,8 @@ absl::Status CpuBackend::ResolveGradients(Gradients* gradients) {
     const VariableDef& def = spec_.variables[i];
     auto it = gradients->find(def.name());
     Tensor* tensor = it == gradients->end() ? nullptr : it->second;
-    PSTRAIN_RETURN_IF_ERROR(CheckVariable("gradient", def, tensor));
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckVariableTensor("CpuBackend", "gradient", def, tensor));
     gradient_ptrs_[i] = tensor->data<float>();
   }
   return absl::OkStatus();
@@ -269,7 +230,8 @@ double CpuBackend::L2Penalty(int64_t gradient_batch) {
 absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
                                                  const Weights& weights,
                                                  Gradients* gradients) {
-  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInput("CpuBackend", input, options_.max_batch));
   PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
   PSTRAIN_RETURN_IF_ERROR(ResolveGradients(gradients));
   StepResult result;
@@ -293,7 +255,8 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
 
 absl::StatusOr<StepResult> CpuBackend::Evaluate(const StepInput& input,
                                                 const Weights& weights) {
-  PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInput("CpuBackend", input, options_.max_batch));
   PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
   StepResult result;
   if (input.batch > 0) {

@@ -20,27 +20,21 @@ namespace worker {
 namespace cpu {
 namespace {
 
-enum class StageKind {
-  kEmbedding,
-  kConv2D,
-  kMaxPool2D,
-  kDense,
-  kRelu,
-  kSoftmax,
-  kDropout,
-};
-
-int64_t Product(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // `status` with the layer named in front of its message.
 absl::Status InLayer(const std::string& layer, const absl::Status& status) {
   if (status.ok()) return status;
   return absl::Status(status.code(),
                       absl::StrCat("layer '", layer, "': ", status.message()));
+}
+
+// The op an op factory made, or its error with the layer named.
+template <typename Op>
+absl::Status Take(const std::string& layer,
+                  absl::StatusOr<std::unique_ptr<Op>> op,
+                  std::unique_ptr<Op>* into) {
+  if (!op.ok()) return InLayer(layer, op.status());
+  *into = std::move(*op);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> Buffer(int64_t floats) {
@@ -51,28 +45,17 @@ absl::StatusOr<Tensor> Buffer(int64_t floats) {
 
 }  // namespace
 
-// One op of the chain and the buffers it owns.
+// One stage of the plan with its op and the buffers it owns.
 struct LayerChain::Stage {
-  StageKind kind = StageKind::kRelu;
-  std::string layer;     // The Keras layer it computes (part of).
-  int64_t in_size = 0;   // Elements per example of its input.
-  int64_t out_size = 0;  // ... and of its output.
-  int kernel = -1;       // Indices into the weights; -1: none.
-  int bias = -1;
-  // The output overwrites the input (a ReLU after Conv2D or Dense).
-  bool in_place = false;
-  // Backward must produce the gradient of the input (into dx, or into its
-  // dy for in-place gradients).
-  bool needs_dx = false;
+  StagePlan plan;
 
   std::unique_ptr<Conv2DOp> conv;
   std::unique_ptr<MaxPool2DOp> pool;
   std::unique_ptr<DenseOp> dense;
-  std::unique_ptr<ReluOp> relu;
+  std::unique_ptr<ReluOp> relu;  // Also a Conv2D's fused ReLU's backward.
   std::unique_ptr<SoftmaxOp> softmax;
   std::unique_ptr<DropoutOp> dropout;
   EmbeddingShape embedding;
-  uint64_t dropout_seed = 0;
 
   Tensor y;   // [batch, out_size] unless in_place.
   Tensor dx;  // [batch, in_size] when a separate input gradient is needed.
@@ -80,8 +63,6 @@ struct LayerChain::Stage {
   // Set by Forward: what this stage read and wrote.
   const void* x = nullptr;
   float* out = nullptr;
-
-  bool has_variables() const { return kernel >= 0; }
 };
 
 LayerChain::LayerChain(int64_t batch, Engine* engine)
@@ -96,222 +77,86 @@ absl::StatusOr<std::unique_ptr<LayerChain>> LayerChain::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "LayerChain: batch must be positive, got ", options.batch));
   }
+  LayerPlanOptions plan_options;
+  plan_options.drop_final_softmax = options.drop_final_softmax;
+  plan_options.fuse_conv_relu = true;  // oneDNN's post-op.
+  PSTRAIN_ASSIGN_OR_RETURN(LayerPlan plan, PlanLayers(spec, plan_options, rng));
   std::unique_ptr<LayerChain> chain(new LayerChain(options.batch, engine));
-  chain->output_size_ = Product(spec.output_shape);
-  PSTRAIN_RETURN_IF_ERROR(
-      chain->AddLayers(spec, options.drop_final_softmax, rng));
+  chain->output_size_ = plan.output_size;
+  chain->first_trainable_ = plan.first_trainable;
+  for (StagePlan& stage_plan : plan.stages) {
+    PSTRAIN_RETURN_IF_ERROR(chain->AddStage(std::move(stage_plan)));
+  }
   PSTRAIN_RETURN_IF_ERROR(chain->AllocateBuffers());
   return chain;
 }
 
-absl::Status LayerChain::AddLayers(const ModelSpec& spec,
-                                   bool drop_final_softmax,
-                                   const RngTracker& rng) {
-  std::map<std::string, int> variable_index;
-  for (size_t i = 0; i < spec.variables.size(); ++i) {
-    variable_index[spec.variables[i].name()] = static_cast<int>(i);
-  }
-  auto find_variable = [&](const LayerSpec& layer,
-                           size_t which) -> absl::StatusOr<int> {
-    if (which >= layer.variables.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("layer '", layer.name, "' lacks variable ", which));
-    }
-    auto it = variable_index.find(layer.variables[which]);
-    if (it == variable_index.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer '", layer.name, "': variable '", layer.variables[which],
-          "' is not among the model's variables"));
-    }
-    return it->second;
-  };
-
-  for (size_t li = 0; li < spec.layers.size(); ++li) {
-    const LayerSpec& layer = spec.layers[li];
-    const bool is_last = li + 1 == spec.layers.size();
-    const int64_t in_size = Product(layer.input_shape);
-    const int64_t out_size = Product(layer.output_shape);
-    const bool trainable_before = first_trainable_ >= 0;
-    auto stage = std::make_unique<Stage>();
-    stage->layer = layer.name;
-    stage->in_size = in_size;
-    stage->out_size = out_size;
-    switch (layer.kind) {
-      case LayerKind::kFlatten:
-        continue;  // No op: see window.h.
-      case LayerKind::kEmbedding: {
-        if (li != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "layer '", layer.name, "': Embedding must be the first layer"));
-        }
-        stage->kind = StageKind::kEmbedding;
-        PSTRAIN_ASSIGN_OR_RETURN(stage->kernel, find_variable(layer, 0));
-        stage->embedding.ids = batch_ * in_size;
-        stage->embedding.input_dim = layer.input_dim;
-        stage->embedding.output_dim = layer.output_dim;
-        break;
-      }
-      case LayerKind::kConv2D: {
-        if (layer.input_shape.size() != 3) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "layer '", layer.name, "': Conv2D needs a rank-3 input"));
-        }
-        stage->kind = StageKind::kConv2D;
-        PSTRAIN_ASSIGN_OR_RETURN(stage->kernel, find_variable(layer, 0));
-        if (layer.use_bias) {
-          PSTRAIN_ASSIGN_OR_RETURN(stage->bias, find_variable(layer, 1));
-        }
-        Conv2DShape shape;
-        shape.batch = batch_;
-        shape.height = layer.input_shape[0];
-        shape.width = layer.input_shape[1];
-        shape.in_channels = layer.input_shape[2];
-        shape.out_channels = layer.filters;
-        shape.kernel_h = layer.kernel_h;
-        shape.kernel_w = layer.kernel_w;
-        shape.stride_h = layer.stride_h;
-        shape.stride_w = layer.stride_w;
-        shape.padding = layer.same_padding ? Padding::kSame : Padding::kValid;
-        shape.use_bias = layer.use_bias;
-        shape.compute_dx = trainable_before;
-        shape.fuse_relu = layer.activation == Activation::kRelu;
-        absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
-            Conv2DOp::Create(shape, engine_);
-        if (!conv.ok()) return InLayer(layer.name, conv.status());
-        stage->conv = std::move(*conv);
-        if (shape.fuse_relu) {
-          // The convolution applies the ReLU; its backward runs here.
-          absl::StatusOr<std::unique_ptr<ReluOp>> relu =
-              ReluOp::Create(batch_ * out_size, engine_);
-          if (!relu.ok()) return InLayer(layer.name, relu.status());
-          stage->relu = std::move(*relu);
-        }
-        break;
-      }
-      case LayerKind::kMaxPool2D: {
-        if (layer.input_shape.size() != 3) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "layer '", layer.name, "': MaxPooling2D needs a rank-3 input"));
-        }
-        stage->kind = StageKind::kMaxPool2D;
-        MaxPool2DShape shape;
-        shape.batch = batch_;
-        shape.height = layer.input_shape[0];
-        shape.width = layer.input_shape[1];
-        shape.channels = layer.input_shape[2];
-        shape.pool_h = layer.kernel_h;
-        shape.pool_w = layer.kernel_w;
-        shape.stride_h = layer.stride_h;
-        shape.stride_w = layer.stride_w;
-        shape.padding = layer.same_padding ? Padding::kSame : Padding::kValid;
-        absl::StatusOr<std::unique_ptr<MaxPool2DOp>> pool =
-            MaxPool2DOp::Create(shape, engine_);
-        if (!pool.ok()) return InLayer(layer.name, pool.status());
-        stage->pool = std::move(*pool);
-        break;
-      }
-      case LayerKind::kDense: {
-        stage->kind = StageKind::kDense;
-        PSTRAIN_ASSIGN_OR_RETURN(stage->kernel, find_variable(layer, 0));
-        if (layer.use_bias) {
-          PSTRAIN_ASSIGN_OR_RETURN(stage->bias, find_variable(layer, 1));
-        }
-        DenseShape shape;
-        shape.batch = batch_;
-        shape.in = in_size;
-        shape.out = out_size;
-        shape.use_bias = layer.use_bias;
-        shape.compute_dx = trainable_before;
-        absl::StatusOr<std::unique_ptr<DenseOp>> dense =
-            DenseOp::Create(shape, engine_);
-        if (!dense.ok()) return InLayer(layer.name, dense.status());
-        stage->dense = std::move(*dense);
-        break;
-      }
-      case LayerKind::kDropout: {
-        if (layer.rate == 0) continue;  // The identity, training or not.
-        stage->kind = StageKind::kDropout;
-        stage->dropout_seed = rng.GlobalSeed(layer.name);
-        absl::StatusOr<std::unique_ptr<DropoutOp>> dropout =
-            DropoutOp::Create(batch_ * in_size, layer.rate);
-        if (!dropout.ok()) return InLayer(layer.name, dropout.status());
-        stage->dropout = std::move(*dropout);
-        break;
-      }
-      case LayerKind::kActivation:
-        PSTRAIN_RETURN_IF_ERROR(AddActivation(layer, layer.activation, in_size,
-                                              is_last, drop_final_softmax,
-                                              /*fused=*/false));
-        continue;
-    }
-    stage->needs_dx = trainable_before;
-    const bool has_variables = stage->has_variables();
-    stages_.push_back(std::move(stage));
-    if (has_variables && first_trainable_ < 0) {
-      first_trainable_ = static_cast<int>(stages_.size()) - 1;
-    }
-    // Conv2D fuses its ReLU; its other activations, and Dense's, follow as
-    // stages of their own.
-    const bool conv_relu = layer.kind == LayerKind::kConv2D &&
-                           layer.activation == Activation::kRelu;
-    if ((layer.kind == LayerKind::kConv2D || layer.kind == LayerKind::kDense) &&
-        !conv_relu) {
-      PSTRAIN_RETURN_IF_ERROR(AddActivation(layer, layer.activation, out_size,
-                                            is_last, drop_final_softmax,
-                                            /*fused=*/true));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status LayerChain::AddActivation(const LayerSpec& layer,
-                                       Activation activation, int64_t size,
-                                       bool is_last, bool drop_final_softmax,
-                                       bool fused) {
-  if (activation == Activation::kLinear) return absl::OkStatus();
-  if (activation == Activation::kSoftmax && is_last && drop_final_softmax) {
-    return absl::OkStatus();
-  }
+absl::Status LayerChain::AddStage(StagePlan plan) {
   auto stage = std::make_unique<Stage>();
-  stage->layer = layer.name;
-  stage->in_size = size;
-  stage->out_size = size;
-  stage->needs_dx = first_trainable_ >= 0;
-  if (activation == Activation::kRelu) {
-    stage->kind = StageKind::kRelu;
-    // After Conv2D or Dense the pre-activation is needed by no one: ReLU
-    // overwrites it. ReLU's backward reads only its output.
-    stage->in_place = fused;
-    absl::StatusOr<std::unique_ptr<ReluOp>> relu =
-        ReluOp::Create(batch_ * size, engine_);
-    if (!relu.ok()) return InLayer(layer.name, relu.status());
-    stage->relu = std::move(*relu);
-  } else {
-    const int64_t classes =
-        layer.output_shape.empty() ? 1 : layer.output_shape.back();
-    stage->kind = StageKind::kSoftmax;
-    SoftmaxShape shape;
-    shape.batch = batch_ * (size / classes);
-    shape.classes = classes;
-    absl::StatusOr<std::unique_ptr<SoftmaxOp>> softmax =
-        SoftmaxOp::Create(shape, engine_);
-    if (!softmax.ok()) return InLayer(layer.name, softmax.status());
-    stage->softmax = std::move(*softmax);
+  Stage& s = *stage;
+  s.plan = std::move(plan);
+  const StagePlan& p = s.plan;
+  const std::string& layer = p.layer;
+  absl::Status status;
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+      s.embedding = p.embedding;
+      s.embedding.ids *= batch_;
+      break;
+    case StageKind::kConv2D: {
+      Conv2DShape shape = p.conv;
+      shape.batch = batch_;
+      status = Take(layer, Conv2DOp::Create(shape, engine_), &s.conv);
+      if (status.ok() && shape.fuse_relu) {
+        // The convolution applies the ReLU; its backward runs here.
+        status =
+            Take(layer, ReluOp::Create(batch_ * p.out_size, engine_), &s.relu);
+      }
+      break;
+    }
+    case StageKind::kMaxPool2D: {
+      MaxPool2DShape shape = p.pool;
+      shape.batch = batch_;
+      status = Take(layer, MaxPool2DOp::Create(shape, engine_), &s.pool);
+      break;
+    }
+    case StageKind::kDense: {
+      DenseShape shape = p.dense;
+      shape.batch = batch_;
+      status = Take(layer, DenseOp::Create(shape, engine_), &s.dense);
+      break;
+    }
+    case StageKind::kRelu:
+      status =
+          Take(layer, ReluOp::Create(batch_ * p.in_size, engine_), &s.relu);
+      break;
+    case StageKind::kSoftmax: {
+      SoftmaxShape shape = p.softmax;
+      shape.batch *= batch_;
+      status = Take(layer, SoftmaxOp::Create(shape, engine_), &s.softmax);
+      break;
+    }
+    case StageKind::kDropout:
+      status =
+          Take(layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate),
+               &s.dropout);
+      break;
   }
+  PSTRAIN_RETURN_IF_ERROR(status);
   stages_.push_back(std::move(stage));
   return absl::OkStatus();
 }
 
 absl::Status LayerChain::AllocateBuffers() {
   for (const std::unique_ptr<Stage>& stage : stages_) {
-    if (!stage->in_place) {
-      PSTRAIN_ASSIGN_OR_RETURN(stage->y, Buffer(batch_ * stage->out_size));
+    if (!stage->plan.in_place) {
+      PSTRAIN_ASSIGN_OR_RETURN(stage->y, Buffer(batch_ * stage->plan.out_size));
     }
     // ReLU and Dropout compute their input gradient in place.
-    const bool separate_dx =
-        stage->kind != StageKind::kRelu && stage->kind != StageKind::kDropout;
-    if (stage->needs_dx && separate_dx) {
-      PSTRAIN_ASSIGN_OR_RETURN(stage->dx, Buffer(batch_ * stage->in_size));
+    const bool separate_dx = stage->plan.kind != StageKind::kRelu &&
+                             stage->plan.kind != StageKind::kDropout;
+    if (stage->plan.needs_dx && separate_dx) {
+      PSTRAIN_ASSIGN_OR_RETURN(stage->dx, Buffer(batch_ * stage->plan.in_size));
     }
   }
   PSTRAIN_ASSIGN_OR_RETURN(output_gradient_, Buffer(batch_ * output_size_));
@@ -335,23 +180,24 @@ absl::Status LayerChain::Forward(const void* features,
   for (const std::unique_ptr<Stage>& stage_ptr : stages_) {
     Stage& s = *stage_ptr;
     const float* x = static_cast<const float*>(current);
-    float* y = s.in_place ? mutable_current : s.y.data<float>();
+    float* y = s.plan.in_place ? mutable_current : s.y.data<float>();
     absl::Status status;
-    switch (s.kind) {
+    switch (s.plan.kind) {
       case StageKind::kEmbedding:
         status =
             EmbeddingForward(s.embedding, static_cast<const int32_t*>(current),
-                             weight(s.kernel), y);
+                             weight(s.plan.kernel), y);
         break;
       case StageKind::kConv2D:
-        status = s.conv->Forward(x, weight(s.kernel), weights_version,
-                                 weight(s.bias), y);
+        status = s.conv->Forward(x, weight(s.plan.kernel), weights_version,
+                                 weight(s.plan.bias), y);
         break;
       case StageKind::kMaxPool2D:
         status = s.pool->Forward(x, y);
         break;
       case StageKind::kDense:
-        status = s.dense->Forward(x, weight(s.kernel), weight(s.bias), y);
+        status =
+            s.dense->Forward(x, weight(s.plan.kernel), weight(s.plan.bias), y);
         break;
       case StageKind::kRelu:
         status = s.relu->Forward(x, y);
@@ -367,14 +213,15 @@ absl::Status LayerChain::Forward(const void* features,
           continue;
         } else {
           DropoutKey key;
-          key.seed = s.dropout_seed;
+          key.seed = s.plan.dropout_seed;
           key.step = static_cast<uint64_t>(dropout->step);
-          key.offset = DropoutElementOffset(dropout->example_offset, s.in_size);
+          key.offset =
+              DropoutElementOffset(dropout->example_offset, s.plan.in_size);
           status = s.dropout->Forward(x, key, y);
         }
         break;
     }
-    if (!status.ok()) return InLayer(s.layer, status);
+    if (!status.ok()) return InLayer(s.plan.layer, status);
     s.x = current;
     s.out = y;
     current = y;
@@ -406,27 +253,29 @@ absl::Status LayerChain::Backward(absl::Span<const float* const> weights,
        --i) {
     Stage& s = *stages_[i];
     const float* x = static_cast<const float*>(s.x);
-    float* dx =
-        s.needs_dx && s.dx.num_elements() > 0 ? s.dx.data<float>() : nullptr;
+    float* dx = s.plan.needs_dx && s.dx.num_elements() > 0 ? s.dx.data<float>()
+                                                           : nullptr;
     absl::Status status;
-    switch (s.kind) {
+    switch (s.plan.kind) {
       case StageKind::kEmbedding:
         status =
             EmbeddingBackward(s.embedding, static_cast<const int32_t*>(s.x), g,
-                              gradient(s.kernel));
+                              gradient(s.plan.kernel));
         break;
       case StageKind::kConv2D:
         if (s.relu != nullptr) status = s.relu->Backward(s.out, g, g);
         if (!status.ok()) break;
-        status = s.conv->Backward(x, weight(s.kernel), weights_version, g, dx,
-                                  gradient(s.kernel), gradient(s.bias));
+        status =
+            s.conv->Backward(x, weight(s.plan.kernel), weights_version, g, dx,
+                             gradient(s.plan.kernel), gradient(s.plan.bias));
         break;
       case StageKind::kMaxPool2D:
         status = s.pool->Backward(g, dx);
         break;
       case StageKind::kDense:
-        status = s.dense->Backward(x, weight(s.kernel), g, dx,
-                                   gradient(s.kernel), gradient(s.bias));
+        status =
+            s.dense->Backward(x, weight(s.plan.kernel), g, dx,
+                              gradient(s.plan.kernel), gradient(s.plan.bias));
         break;
       case StageKind::kRelu:
         status = s.relu->Backward(s.out, g, g);
@@ -440,7 +289,7 @@ absl::Status LayerChain::Backward(absl::Span<const float* const> weights,
         dx = g;
         break;
     }
-    if (!status.ok()) return InLayer(s.layer, status);
+    if (!status.ok()) return InLayer(s.plan.layer, status);
     g = dx;
   }
   return absl::OkStatus();

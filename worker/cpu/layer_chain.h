@@ -12,18 +12,9 @@
 //   ... loss on chain->output(), its gradient into chain->output_gradient()
 //   PSTRAIN_RETURN_IF_ERROR(chain->Backward(weights, version, gradients));
 //
-// Layers map to ops as follows: Conv2D to Conv2DOp (its ReLU fused into the
-// convolution as a oneDNN post-op), MaxPooling2D to MaxPool2DOp, Dense to
-// DenseOp (+ ReluOp in place), Dropout to DropoutOp (training only),
-// Embedding to EmbeddingForward/Backward, Activation/ReLU layers to ReluOp or
-// SoftmaxOp. Flatten and linear activations are no ops at all: an NHWC
-// activation already is the flattened matrix (window.h), and the input of a
-// model declared [28, 28, 1] may be given as [28, 28]: only the number of
-// elements per example matters.
-//
-// With `drop_final_softmax` a softmax that ends the model (a last Dense's or
-// Conv2D's activation, or a final Activation layer) is left out: output()
-// is then its input, the logits, for a loss computed from logits.
+// The stages are worker/layer_plan.h's, with each Conv2D's ReLU fused into
+// the convolution as a oneDNN post-op; Embedding stages run
+// EmbeddingForward/Backward.
 //
 // Dropout draws its mask from the layer's GLOBAL stream
 // (rng.GlobalSeed(layer name), see worker/rng_tracker.h) at Philox offset
@@ -43,6 +34,7 @@
 #include "absl/types/span.h"
 #include "common/tensor.h"
 #include "worker/cpu/engine.h"
+#include "worker/layer_plan.h"
 #include "worker/model/keras_model.h"
 #include "worker/rng_tracker.h"
 
@@ -110,11 +102,8 @@ class LayerChain {
 
   LayerChain(int64_t batch, Engine* engine);
 
-  absl::Status AddLayers(const ModelSpec& spec, bool drop_final_softmax,
-                         const RngTracker& rng);
-  absl::Status AddActivation(const LayerSpec& layer, Activation activation,
-                             int64_t size, bool is_last,
-                             bool drop_final_softmax, bool fused);
+  // Makes the op of `plan` for this chain's batch size.
+  absl::Status AddStage(StagePlan plan);
   absl::Status AllocateBuffers();
 
   const int64_t batch_;

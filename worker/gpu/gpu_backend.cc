@@ -96,9 +96,9 @@ class GpuBackend : public Backend {
   const ModelSpec spec_;
   const GpuBackendOptions options_;
   const RngTracker rng_;
-  int64_t outputs_ = 0;        // Floats per example of the model's output.
-  int64_t input_elements_ = 0;  // Elements per example of the input.
-  bool ids_input_ = false;      // The model starts with an Embedding.
+  int64_t outputs_ = 0;            // Floats per example of the model's output.
+  int64_t input_elements_ = 0;     // Elements per example of the input.
+  bool ids_input_ = false;         // The model starts with an Embedding.
   gpu::EmbeddingShape embedding_;  // Its shape, per example (ids = length).
   std::vector<int64_t> variable_sizes_;
   std::vector<int64_t> variable_offsets_;
@@ -171,47 +171,13 @@ absl::Status GpuBackend::Init() {
 }
 
 absl::Status GpuBackend::CheckInput(const StepInput& input) const {
-  if (input.batch < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GpuBackend: batch must be >= 0, got ", input.batch));
-  }
-  if (options_.max_batch > 0 && input.batch > options_.max_batch) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GpuBackend: batch ", input.batch, " exceeds max_batch ",
-                     options_.max_batch));
-  }
-  if (input.batch > 0 &&
-      (input.features == nullptr || input.labels == nullptr)) {
-    return absl::InvalidArgumentError(
-        "GpuBackend: features and labels are required");
-  }
-  if (input.example_offset < 0 || input.step < 0) {
-    return absl::InvalidArgumentError(
-        "GpuBackend: step and example_offset must be >= 0");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckStepInput("GpuBackend", input, options_.max_batch));
   if (ids_input_ && input.batch > 0) {
     gpu::EmbeddingShape all = embedding_;
     all.ids = embedding_.ids * input.batch;
     PSTRAIN_RETURN_IF_ERROR(gpu::CheckEmbeddingIds(
         all, static_cast<const int32_t*>(input.features)));
-  }
-  return absl::OkStatus();
-}
-
-// INVALID_ARGUMENT unless `tensor` is a float32 tensor of `def`'s shape.
-absl::Status CheckVariable(const char* what, const VariableDef& def,
-                           const Tensor* tensor) {
-  if (tensor == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GpuBackend: ", what, " '", def.name(), "' is missing"));
-  }
-  const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                   def.shape().dims().end());
-  if (tensor->dtype() != DT_FLOAT || tensor->shape() != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GpuBackend: ", what, " '", def.name(), "' is ",
-        DataTypeName(tensor->dtype()), " ", ShapeString(tensor->shape()),
-        ", expected float32 ", ShapeString(shape)));
   }
   return absl::OkStatus();
 }
@@ -222,7 +188,8 @@ absl::Status GpuBackend::UploadWeights(const Weights& weights,
   for (const VariableDef& def : spec_.variables) {
     auto it = weights.find(def.name());
     const Tensor* tensor = it == weights.end() ? nullptr : it->second;
-    PSTRAIN_RETURN_IF_ERROR(CheckVariable("weight", def, tensor));
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckVariableTensor("GpuBackend", "weight", def, tensor));
     sources.push_back(tensor->data<float>());
   }
   if (weights_uploaded_ && version == uploaded_version_ &&
@@ -261,10 +228,9 @@ absl::StatusOr<LayerChain*> GpuBackend::ChainFor(Replica& replica,
     }
   }
   if (replica.chains.size() >= kMaxCachedChains) {
-    const size_t oldest =
-        std::min_element(replica.chain_last_use.begin(),
-                         replica.chain_last_use.end()) -
-        replica.chain_last_use.begin();
+    const size_t oldest = std::min_element(replica.chain_last_use.begin(),
+                                           replica.chain_last_use.end()) -
+                          replica.chain_last_use.begin();
     replica.chains.erase(replica.chains.begin() + oldest);
     replica.chain_last_use.erase(replica.chain_last_use.begin() + oldest);
   }
@@ -299,17 +265,16 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
   Device& device = *replica.device;
   // Features are 4 bytes per element, float32 or int32 ids alike.
   const int64_t feature_bytes = n * input_elements_ * 4;
-  const char* features =
-      static_cast<const char*>(input.features) +
-      slice.offset * input_elements_ * 4;
+  const char* features = static_cast<const char*>(input.features) +
+                         slice.offset * input_elements_ * 4;
   const int32_t* labels = input.labels + slice.offset;
   PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.features, feature_bytes));
   PSTRAIN_RETURN_IF_ERROR(
       Reserve(replica, replica.labels, n * sizeof(int32_t)));
   PSTRAIN_RETURN_IF_ERROR(
       device.CopyToDevice(features, feature_bytes, replica.features.data()));
-  PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(labels, n * sizeof(int32_t),
-                                              replica.labels.data()));
+  PSTRAIN_RETURN_IF_ERROR(
+      device.CopyToDevice(labels, n * sizeof(int32_t), replica.labels.data()));
   if (replica.losses == nullptr || replica.losses->max_batch() < n) {
     replica.losses.reset();
     PSTRAIN_ASSIGN_OR_RETURN(replica.losses, gpu::Losses::Create(n, &device));
@@ -319,18 +284,16 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
   DropoutStep key;
   key.step = input.step;
   key.example_offset = input.example_offset + slice.offset;
-  PSTRAIN_RETURN_IF_ERROR(chain->Forward(replica.features.data(),
-                                         replica.weight_ptrs,
-                                         input.weights_version,
-                                         train ? &key : nullptr));
+  PSTRAIN_RETURN_IF_ERROR(
+      chain->Forward(replica.features.data(), replica.weight_ptrs,
+                     input.weights_version, train ? &key : nullptr));
   const float* output = chain->output();
   float* doutput = train ? chain->output_gradient() : nullptr;
   const int32_t* device_labels = replica.labels.as<int32_t>();
   if (options_.loss == LossKind::kSparseCrossEntropy) {
     PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum,
-        replica.losses->SparseSoftmaxCrossEntropyFromLogits(
-            output, device_labels, n, outputs_, doutput));
+        result.loss_sum, replica.losses->SparseSoftmaxCrossEntropyFromLogits(
+                             output, device_labels, n, outputs_, doutput));
   } else {
     host_targets_.assign(n * outputs_, 0.0f);
     for (int64_t i = 0; i < n; ++i) {
@@ -340,15 +303,15 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
       } else if (label >= 0 && label < outputs_) {
         host_targets_[i * outputs_ + label] = 1.0f;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "GpuBackend: label ", label, " of example ", slice.offset + i,
-            " is outside [0, ", outputs_, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("GpuBackend: label ", label, " of example ",
+                         slice.offset + i, " is outside [0, ", outputs_, ")"));
       }
     }
     const int64_t bytes = n * outputs_ * sizeof(float);
     PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
-    PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(
-        host_targets_.data(), bytes, replica.targets.data()));
+    PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(host_targets_.data(), bytes,
+                                                replica.targets.data()));
     PSTRAIN_ASSIGN_OR_RETURN(
         result.loss_sum,
         replica.losses->MeanSquaredErrorSum(output, replica.targets.floats(), n,
@@ -363,9 +326,9 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
       if (std::lround(host_outputs_[i]) == labels[i]) ++result.correct;
     }
   } else {
-    PSTRAIN_ASSIGN_OR_RETURN(result.correct,
-                             replica.losses->CountCorrect(
-                                 output, device_labels, n, outputs_));
+    PSTRAIN_ASSIGN_OR_RETURN(
+        result.correct,
+        replica.losses->CountCorrect(output, device_labels, n, outputs_));
   }
   if (train) {
     PSTRAIN_RETURN_IF_ERROR(chain->Backward(
@@ -409,7 +372,8 @@ absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
   for (const VariableDef& def : spec_.variables) {
     auto it = gradients->find(def.name());
     Tensor* tensor = it == gradients->end() ? nullptr : it->second;
-    PSTRAIN_RETURN_IF_ERROR(CheckVariable("gradient", def, tensor));
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckVariableTensor("GpuBackend", "gradient", def, tensor));
     outputs.push_back(tensor);
   }
   PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
@@ -419,7 +383,8 @@ absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
   StepResult result;
   for (size_t i = 0; i < replicas_.size(); ++i) {
     PSTRAIN_ASSIGN_OR_RETURN(
-        StepResult part, RunSlice(replicas_[i], input, slices[i], /*train=*/true));
+        StepResult part,
+        RunSlice(replicas_[i], input, slices[i], /*train=*/true));
     result.loss_sum += part.loss_sum;
     result.correct += part.correct;
     result.examples += part.examples;
@@ -451,9 +416,9 @@ absl::StatusOr<StepResult> GpuBackend::Evaluate(const StepInput& input,
       gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
   StepResult result;
   for (size_t i = 0; i < replicas_.size(); ++i) {
-    PSTRAIN_ASSIGN_OR_RETURN(StepResult part, RunSlice(replicas_[i], input,
-                                                       slices[i],
-                                                       /*train=*/false));
+    PSTRAIN_ASSIGN_OR_RETURN(StepResult part,
+                             RunSlice(replicas_[i], input, slices[i],
+                                      /*train=*/false));
     result.loss_sum += part.loss_sum;
     result.correct += part.correct;
     result.examples += part.examples;

@@ -13,14 +13,9 @@
 //   ... loss on chain->output(), its gradient into chain->output_gradient()
 //   PSTRAIN_RETURN_IF_ERROR(chain->Backward(weights, version, gradients));
 //
-// Every pointer is a device pointer on the chain's GPU. Layers map to ops as
-// on the CPU (Conv2D to Conv2DOp, MaxPooling2D to MaxPool2DOp, Dense to
-// DenseOp, Dropout to DropoutOp, Embedding to EmbeddingOp, ReLU and softmax
-// activations to ReluOp and SoftmaxOp), except that a Conv2D's ReLU is a
-// ReLU stage of its own run in place (cuDNN's fused forward has no fused
-// backward to pair with). Flatten and linear activations are no ops, and
-// with `drop_final_softmax` a softmax that ends the model is left out, as on
-// the CPU.
+// Every pointer is a device pointer on the chain's GPU. The stages are
+// worker/layer_plan.h's, with each Conv2D's ReLU as a ReLU stage of its own
+// run in place (cuDNN's fused forward has no fused backward to pair with).
 //
 // Embedding ids are not checked here (see embedding.h): the caller checks
 // them on the host before copying them to the device.
@@ -38,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "worker/gpu/device.h"
+#include "worker/layer_plan.h"
 #include "worker/model/keras_model.h"
 #include "worker/rng_tracker.h"
 
@@ -102,11 +98,8 @@ class LayerChain {
 
   LayerChain(int64_t batch, Device* device);
 
-  absl::Status AddLayers(const ModelSpec& spec, bool drop_final_softmax,
-                         const RngTracker& rng);
-  absl::Status AddActivation(const LayerSpec& layer, Activation activation,
-                             int64_t size, bool is_last,
-                             bool drop_final_softmax, bool in_place);
+  // Makes the op of `plan` for this chain's batch size.
+  absl::Status AddStage(StagePlan plan);
   absl::Status AllocateBuffers();
 
   const int64_t batch_;

@@ -1,0 +1,97 @@
+// How a Keras Sequential model maps onto ops: the stages that the CPU and
+// GPU LayerChains (worker/cpu/layer_chain.h, worker/gpu/layer_chain.h) each
+// turn into their own ops, so that both compute the same model the same way.
+//
+//   LayerPlanOptions options;
+//   options.drop_final_softmax = true;  // A loss from logits.
+//   options.fuse_conv_relu = true;      // oneDNN runs a Conv2D's ReLU.
+//   PSTRAIN_ASSIGN_OR_RETURN(LayerPlan plan, PlanLayers(spec, options, rng));
+//   for (const StagePlan& stage : plan.stages) { ... make its op ... }
+//
+// Layers map to stages as follows: Conv2D to kConv2D (its ReLU fused into
+// the convolution with fuse_conv_relu, else a ReLU stage in place after it),
+// MaxPooling2D to kMaxPool2D, Dense to kDense (+ an in-place ReLU stage),
+// Dropout to kDropout (none for rate 0), Embedding to kEmbedding (first
+// layer only), Activation/ReLU layers and the activations of Conv2D and
+// Dense to kRelu or kSoftmax. Flatten and linear activations are no stages
+// at all: an NHWC activation already is the flattened matrix (window.h),
+// and only the number of elements per example matters. With
+// drop_final_softmax a softmax that ends the model is left out, so that the
+// chain's output is its input, the logits.
+//
+// Shapes in a plan are per example: their `batch` (and the embedding's
+// `ids`, the softmax's `batch`) count one example; a chain multiplies them
+// by its batch size.
+#ifndef PSTRAIN_WORKER_LAYER_PLAN_H_
+#define PSTRAIN_WORKER_LAYER_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/cpu/op_shapes.h"
+#include "worker/model/keras_model.h"
+#include "worker/rng_tracker.h"
+
+namespace pstrain {
+namespace worker {
+
+enum class StageKind {
+  kEmbedding,
+  kConv2D,
+  kMaxPool2D,
+  kDense,
+  kRelu,
+  kSoftmax,
+  kDropout,
+};
+
+struct StagePlan {
+  StageKind kind = StageKind::kRelu;
+  std::string layer;     // The Keras layer it computes (part of).
+  int64_t in_size = 0;   // Elements per example of its input.
+  int64_t out_size = 0;  // ... and of its output.
+  int kernel = -1;       // Indices into the model's variables; -1: none.
+  int bias = -1;
+  // The output overwrites the input (a ReLU after Conv2D or Dense).
+  bool in_place = false;
+  // Backward must produce the gradient of the input.
+  bool needs_dx = false;
+
+  // The shape of the stage's op, for one example.
+  cpu::EmbeddingShape embedding;
+  cpu::Conv2DShape conv;  // fuse_relu: the stage applies its layer's ReLU.
+  cpu::MaxPool2DShape pool;
+  cpu::DenseShape dense;
+  cpu::SoftmaxShape softmax;
+  float dropout_rate = 0;
+  uint64_t dropout_seed = 0;  // The layer's global stream (rng_tracker.h).
+
+  bool has_variables() const { return kernel >= 0; }
+};
+
+struct LayerPlan {
+  std::vector<StagePlan> stages;
+  // The first stage with variables (Backward stops there); -1: none.
+  int first_trainable = -1;
+  // Elements per example of the last stage's output.
+  int64_t output_size = 0;
+};
+
+struct LayerPlanOptions {
+  bool drop_final_softmax = true;
+  bool fuse_conv_relu = false;
+};
+
+// INVALID_ARGUMENT naming the layer for what no stage can compute (an
+// Embedding that is not first, a Conv2D or MaxPooling2D on an input that is
+// not rank 3, a variable the spec lacks).
+absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
+                                     const LayerPlanOptions& options,
+                                     const RngTracker& rng);
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_LAYER_PLAN_H_
