@@ -120,10 +120,13 @@ void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
     }
   }
   version_ = version;
+  ++interruptions_;
+  interruption_ = "it was restored from a checkpoint";
   sums_.clear();
   contributions_ = 0;
   batch_sum_ = 0;
   skip_update_ = false;
+  contributors_.clear();
 }
 
 absl::Status EmbeddingTable::CheckIds(absl::Span<const int64_t> ids) const {
@@ -192,11 +195,26 @@ int64_t EmbeddingTable::RowIndex(int64_t id) {
 absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
                                              int64_t min_version,
                                              absl::Time deadline, float* out) {
-  auto ready = [this, min_version]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return version_ >= min_version;
+  int64_t interruptions = 0;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    interruptions = interruptions_;
+  }
+  auto ready = [this, min_version,
+                interruptions]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version || interruptions_ != interruptions;
   };
   // Exclusive: reading may create rows of a growing table.
-  if (!mu_.LockWhenWithDeadline(absl::Condition(&ready), deadline)) {
+  const bool done =
+      mu_.LockWhenWithDeadline(absl::Condition(&ready), deadline);
+  if (interruptions_ != interruptions) {
+    const std::string why = interruption_;
+    mu_.Unlock();
+    return absl::AbortedError(absl::StrCat(
+        "variable '", name(), "': a pull waiting for version ", min_version,
+        " gave up: ", why));
+  }
+  if (!done) {
     const int64_t version = version_;
     mu_.Unlock();
     return absl::DeadlineExceededError(absl::StrCat(
@@ -238,9 +256,17 @@ int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,
 bool EmbeddingTable::AccumulateSync(int64_t version,
                                     absl::Span<const int64_t> ids,
                                     const float* g, int64_t batch_size,
-                                    int needed, bool skip_update) {
+                                    int needed, bool skip_update,
+                                    int sender) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return false;
+  if (sender >= 0) {
+    if (std::find(contributors_.begin(), contributors_.end(), sender) !=
+        contributors_.end()) {
+      return true;
+    }
+    contributors_.push_back(sender);
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::vector<float>& sum = sums_[ids[i]];
     if (sum.empty()) sum.assign(width_, 0.0f);
@@ -251,6 +277,12 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
   skip_update_ = skip_update_ || skip_update;
   if (contributions_ >= needed) CompleteStepLocked();
   return true;
+}
+
+void EmbeddingTable::Interrupt(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  ++interruptions_;
+  interruption_ = why;
 }
 
 void EmbeddingTable::CompleteIfReady(int needed) {
@@ -281,6 +313,7 @@ void EmbeddingTable::CompleteStepLocked() {
   contributions_ = 0;
   batch_sum_ = 0;
   skip_update_ = false;
+  contributors_.clear();
 }
 
 }  // namespace ps

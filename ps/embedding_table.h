@@ -62,8 +62,9 @@ class EmbeddingTable {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces every row with the given ones (as Snapshot returns them) and
-  // the version; a growing table forgets rows not given. REQUIRES: ids owned
-  // (growing) or exactly the piece's rows (fixed).
+  // the version, and drops any partial sync step; a growing table forgets
+  // rows not given. Reads waiting for a version give up (ABORTED).
+  // REQUIRES: ids owned (growing) or exactly the piece's rows (fixed).
   void Restore(const std::vector<int64_t>& ids,
                const std::vector<std::vector<float>>& arrays, int64_t version)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
@@ -79,7 +80,8 @@ class EmbeddingTable {
   // Waits (until `deadline`) for version() >= min_version, then copies the
   // rows of `ids` (distinct, checked) into `out` ([ids.size(), width]),
   // creating missing rows of a growing table. Returns the version read, or
-  // DEADLINE_EXCEEDED naming the table and step.
+  // DEADLINE_EXCEEDED naming the table and step, or ABORTED naming the table
+  // and why if the table is restored or interrupted meanwhile.
   absl::StatusOr<int64_t> Read(absl::Span<const int64_t> ids,
                                int64_t min_version, absl::Time deadline,
                                float* out) ABSL_LOCKS_EXCLUDED(mu_);
@@ -89,12 +91,18 @@ class EmbeddingTable {
   int64_t ApplyAsync(absl::Span<const int64_t> ids, const float* g,
                      int64_t batch_size) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
-  // Sync: adds the rows to step `version`'s sums (as
-  // DenseVariable::AccumulateSync); the `needed`-th contribution applies the
-  // step to the touched rows. Returns false if dropped as late.
+  // Sync: adds the rows to step `version`'s sums unless worker `sender`
+  // (>= 0) already contributed to it (a retried push, or a restarted worker
+  // redoing the step: counted once), as DenseVariable::AccumulateSync; the
+  // `needed`-th contribution applies the step to the touched rows. Returns
+  // false if dropped as late.
   bool AccumulateSync(int64_t version, absl::Span<const int64_t> ids,
                       const float* g, int64_t batch_size, int needed,
-                      bool skip_update) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+                      bool skip_update, int sender)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // Wakes every Read waiting for a version: they return ABORTED saying
+  // `why` (the ps is shutting down).
+  void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // As DenseVariable::CompleteIfReady.
   void CompleteIfReady(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
@@ -137,12 +145,18 @@ class EmbeddingTable {
   // blocks_[b][a]: block b of array a, kRowsPerBlock rows.
   std::vector<std::vector<std::unique_ptr<float[]>>> blocks_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, int64_t> index_ ABSL_GUARDED_BY(mu_);
+  // Restore() and Interrupt() calls so far: a waiting Read gives up when it
+  // changes, saying why the last one happened.
+  int64_t interruptions_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string interruption_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::flat_hash_map<int64_t, std::vector<float>> sums_ ABSL_GUARDED_BY(sum_mu_);
   int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
   int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
   bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
+  // The workers whose gradients are in the current step's sums.
+  std::vector<int> contributors_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

@@ -540,8 +540,8 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   absl::Status generation_ok = CheckGeneration(request.header());
   if (!generation_ok.ok()) return Refuse(generation_ok);
   const TaskRef& sender = request.header().sender();
-  absl::Status present =
-      CheckPresent(run, sender.job() == JOB_WORKER ? sender.index() : -1);
+  const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
+  absl::Status present = CheckPresent(run, worker);
   if (!present.ok()) return Refuse(present);
   absl::StatusOr<EmbeddingTable*> found =
       FindTable(run.tables, request.name(), options_.ps_task);
@@ -594,11 +594,34 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
       for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
     }
   }
+  // As PushDense: async, a repeated request id is answered from the record
+  // (entered before applying, so a retry racing the original is answered
+  // as applied rather than applied twice); sync, AccumulateSync counts each
+  // worker once per step.
+  const uint64_t request_id = request.header().request_id();
+  const bool remember =
+      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+  if (remember) {
+    absl::MutexLock lock(&recent_mu_);
+    auto& recent = recent_sparse_[worker];
+    for (const auto& [id, earlier] : recent) {
+      if (id == request_id) {
+        *response = earlier;
+        return absl::OkStatus();
+      }
+    }
+    PushSparseResponse pending;
+    pending.set_version(request.version() + 1);
+    pending.set_applied(true);
+    if (recent.size() >= 16) recent.erase(recent.begin());
+    recent.emplace_back(request_id, pending);
+  }
   bool applied = true;
   if (run.update.mode() == UpdateConfig::SYNC) {
     applied = table->AccumulateSync(request.version(), ids, sums.data(),
                                     request.batch_size(),
-                                    run.replicas_to_aggregate.load(), skip_update);
+                                    run.replicas_to_aggregate.load(),
+                                    skip_update, worker);
     response->set_version(request.version() + 1);
   } else if (skip_update) {
     applied = false;
@@ -610,6 +633,12 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   response->set_applied(applied);
   (applied ? pushes_applied_ : pushes_dropped_stale_)
       .fetch_add(1, std::memory_order_relaxed);
+  if (remember) {
+    absl::MutexLock lock(&recent_mu_);
+    for (auto& [id, earlier] : recent_sparse_[worker]) {
+      if (id == request_id) earlier = *response;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -621,6 +650,7 @@ void Shard::InterruptPulls(const std::string& why) {
   }
   if (run == nullptr) return;
   for (const auto& [name, v] : run->dense) v->Interrupt(why);
+  for (const auto& [name, t] : run->tables) t->Interrupt(why);
 }
 
 absl::Status Shard::SetWorkers(const SetWorkersRequest& request,

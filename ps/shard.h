@@ -88,7 +88,10 @@ class Shard {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Row gradients of an embedding table; rows of duplicate ids are summed,
-  // and only the touched rows are updated. Checked like PushDense.
+  // and only the touched rows are updated. Checked like PushDense, and as
+  // idempotent (see Restore): sync, a worker counts once per step and
+  // table; async, a retried push (same sender and request id) is answered
+  // with the recorded response instead of being applied again.
   absl::Status PushSparse(const PushSparseRequest& request,
                           PushSparseResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -187,9 +190,13 @@ class Shard {
 
   // Async pushes lately applied, by sending worker: a retried push (same
   // request id) is answered from here instead of being applied again.
+  // Dense and sparse pushes have a record each (the 16 latest of each);
+  // a PsClient's request ids count both kinds of call.
   absl::Mutex recent_mu_;
   std::map<int, std::vector<std::pair<uint64_t, PushDenseResponse>>> recent_
       ABSL_GUARDED_BY(recent_mu_);
+  std::map<int, std::vector<std::pair<uint64_t, PushSparseResponse>>>
+      recent_sparse_ ABSL_GUARDED_BY(recent_mu_);
 
   std::atomic<int64_t> pushes_applied_{0};
   std::atomic<int64_t> pushes_dropped_stale_{0};

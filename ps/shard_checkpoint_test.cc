@@ -207,6 +207,38 @@ TEST(ShardCheckpoint, RestoreStartsANewGenerationAndWakesWaitingPulls) {
   EXPECT_EQ(status.generation(), 2);
 }
 
+TEST(ShardCheckpoint, RestoreWakesWaitingSparsePulls) {
+  // Steps time out after 10 s.
+  ShardOptions options;
+  options.default_step_timeout = absl::Seconds(10);
+  auto shard = std::make_unique<Shard>(options);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard->CreateVariables(Create(1, 0), &created).ok());
+  const std::string dir = Dir("ckpt-sparse-gen");
+  const std::vector<SavedSlice> slices = Slices(Save(shard.get(), dir));
+  // A pull of table rows waiting for a step that will never come in this
+  // generation.
+  absl::Status waited;
+  const absl::Time start = absl::Now();
+  std::thread waiter([&] {
+    PullSparseRequest r;
+    r.mutable_header()->set_run_id(kRun);
+    r.set_name("emb");
+    r.add_ids(2);
+    r.set_min_version(5);
+    PullSparseResponse response;
+    waited = shard->PullSparse(r, &response);
+  });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(Restore(shard.get(), dir, slices, /*generation=*/2).ok());
+  waiter.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(waited.code(), absl::StatusCode::kAborted) << waited;
+  EXPECT_EQ(waited.message(),
+            "variable 'emb': a pull waiting for version 5 gave up: it was "
+            "restored from a checkpoint");
+}
+
 TEST(ShardCheckpoint, RestoresIntoAnotherNumberOfPsTasks) {
   // Written by two ps tasks: w rows [0, 1) and [1, 4), emb even and odd ids.
   auto ps0 = MakeShard(2, 0), ps1 = MakeShard(2, 1);

@@ -622,6 +622,99 @@ TEST(ShardSparse, RefusesBadIdsAndGradientsWithoutChangingAnything) {
   EXPECT_EQ(pulled.version(), 0);
 }
 
+// A sparse push from worker `worker` with request id `id`.
+PushSparseRequest From(int worker, uint64_t id, PushSparseRequest push) {
+  push.mutable_header()->mutable_sender()->set_job(JOB_WORKER);
+  push.mutable_header()->mutable_sender()->set_index(worker);
+  push.mutable_header()->set_request_id(id);
+  return push;
+}
+
+TEST(ShardSparse, SyncCountsAWorkersRowsOncePerStep) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::SYNC, 2), &created).ok());
+  // Worker 0 pushes step 0 three times: a retry (same request id) and a
+  // restarted worker redoing the step (a new one). The step still waits for
+  // worker 1.
+  const PushSparseRequest push = From(0, 1, SparsePush("vocab", {1}, {3, 1}, 0, 1));
+  PushSparseResponse r;
+  ASSERT_TRUE(shard.PushSparse(push, &r).ok());
+  for (const PushSparseRequest& again : {push, From(0, 7, push)}) {
+    absl::Status status = shard.PushSparse(again, &r);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_TRUE(r.applied());
+    EXPECT_EQ(r.version(), 1);
+  }
+  PullSparseResponse pulled;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {1}), &pulled).ok());
+  EXPECT_EQ(pulled.version(), 0);
+  EXPECT_EQ(Rows(pulled), (std::vector<float>{1.0f, 1.0f}));
+  ASSERT_TRUE(
+      shard.PushSparse(From(1, 1, SparsePush("vocab", {1}, {1, 1}, 0, 3)), &r).ok());
+  ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {1}, 1), &pulled).ok());
+  EXPECT_EQ(pulled.version(), 1);
+  // One gradient of each worker: sum (4, 2) over the global batch 4, lr 0.5
+  // (worker 0 counted twice would be (7, 3) over 5).
+  EXPECT_EQ(Rows(pulled), (std::vector<float>{0.5f, 0.75f}));
+}
+
+TEST(ShardSparse, AsyncAppliesARetriedPushOnce) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 2), &created).ok());
+  const PushSparseRequest push = From(1, 42, SparsePush("emb", {4}, {1, 1}, 0, 2));
+  PushSparseResponse first, retried;
+  ASSERT_TRUE(shard.PushSparse(push, &first).ok());
+  ASSERT_TRUE(shard.PushSparse(push, &retried).ok());
+  EXPECT_TRUE(retried.applied());
+  EXPECT_EQ(retried.version(), first.version());
+  EXPECT_EQ(retried.version(), 1);
+  PullSparseResponse pulled;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4}), &pulled).ok());
+  EXPECT_EQ(Rows(pulled), std::vector<float>(2, 0.75f));
+  EXPECT_EQ(pulled.version(), 1);
+  GetShardStatusRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  ASSERT_TRUE(shard.GetShardStatus(request, &status).ok());
+  EXPECT_EQ(status.pushes_applied(), 1);
+  // Another request id is another gradient.
+  PushSparseResponse next;
+  ASSERT_TRUE(
+      shard.PushSparse(From(1, 43, SparsePush("emb", {4}, {1, 1}, 1, 2)), &next).ok());
+  EXPECT_EQ(next.version(), 2);
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4}), &pulled).ok());
+  EXPECT_EQ(Rows(pulled), std::vector<float>(2, 0.5f));
+}
+
+TEST(ShardSparse, InterruptPullsWakesPullsWaitingForAStep) {
+  Shard shard{ShardOptions()};
+  CreateVariablesResponse created;
+  // Steps time out after 5 s.
+  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::SYNC, 2), &created).ok());
+  absl::Status waited[2];
+  const std::string names[2] = {"vocab", "emb"};
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 2; ++i) {
+    waiters.emplace_back([&, i] {
+      PullSparseResponse r;
+      waited[i] = shard.PullSparse(SparsePull(names[i], {2}, 1), &r);
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  shard.InterruptPulls("the ps is shutting down");
+  for (std::thread& t : waiters) t.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(waited[i].code(), absl::StatusCode::kAborted) << waited[i];
+    EXPECT_EQ(waited[i].message(),
+              "variable '" + names[i] + "': a pull waiting for version 1 gave "
+              "up: the ps is shutting down");
+  }
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain
