@@ -33,11 +33,17 @@ const Tuning kTuning[] = {
     {GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20},
     {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20},
     {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20},
-    // A fixed flow-control window large enough for a whole chunk: on
-    // loopback or a LAN the bandwidth-delay estimate keeps it tiny, and each
-    // window update costs a round of thread wake-ups.
-    {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20},
-    {GRPC_ARG_HTTP2_BDP_PROBE, 0},
+    // Flow control is left to gRPC's BDP probing, which must stay on. In
+    // gRPC 1.51 it is the only thing that ever raises the connection-level
+    // window above HTTP/2's initial 64 KB: with memory pressure low it sets
+    // both the connection and the stream windows to at least 4 MB from the
+    // first exchange of settings, then pings rarely (the interval grows
+    // from 50 ms). With probing off, GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES
+    // enlarges only the stream windows: a 1 MB pull reply then stalled
+    // about seven times on the 64 KB connection window, each stall a round
+    // trip of thread wake-ups for a WINDOW_UPDATE (GRPC_TRACE=flowctl logs
+    // "moved to stalled list by transport"), and pulls ran at half the
+    // speed of pushes at 4 MB per round.
 };
 
 template <typename Args>
