@@ -8,6 +8,7 @@
 // of all of them (--mb / 2 MB) and pulls them all back (--mb / 2 MB), in
 // async mode with SGD, so the ps applies every push. Prints a final JSON line
 // with each worker's median push_mb_per_s, pull_mb_per_s and round_ms.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,6 +96,9 @@ double Median(std::vector<double> v) {
 
 int RunWorker() {
   TuneMallocForLargeBuffers();
+  // As ps/main.cc does (see there): gRPC's read buffers are otherwise
+  // page-faulted afresh, on the worker's side of every pull.
+  mallopt(M_ARENA_MAX, 1);
   DisableMutexDeadlockDetection();
   const std::vector<std::string> addresses =
       absl::StrSplit(absl::GetFlag(FLAGS_addresses), ',');
