@@ -258,6 +258,7 @@ std::string NewRunId() {
 
 int Main() {
   BlockTerminationSignals();
+  TuneMallocForLargeBuffers();
   // SIGTERM (Kubernetes deleting the pod) or Ctrl-C ends the chief at once,
   // whatever it is waiting for. Its state is in the checkpoints, written
   // atomically: the ps tasks and workers wait (--chief_patience) for a chief
@@ -269,7 +270,6 @@ int Main() {
                          "from its newest checkpoint"));
     std::_Exit(signal == "SIGTERM" ? 128 + SIGTERM : 128 + SIGINT);
   }).detach();
-  TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));

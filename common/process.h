@@ -20,7 +20,9 @@ std::string BuildInfo();
 // Keeps freed buffers of up to 32 MB in the heap instead of returning them to
 // the kernel: on these machines each first touch of a fresh 4 KB page costs
 // about 10 us, so a server that frees and reallocates its message buffers
-// would measure page faults, not the network.
+// would measure page faults, not the network. Also keeps every thread's
+// allocations in one arena (see process.cc). Call first in main(), before
+// any thread starts.
 void TuneMallocForLargeBuffers();
 
 // Debian's Abseil is built with Mutex deadlock detection on, which records

@@ -5,7 +5,6 @@
 // Serves the ParameterServer service (and gRPC's health service) at its
 // TF_CONFIG address. Exits 0 on SIGTERM or SIGINT once in-flight requests are
 // done, 2 on a bad TF_CONFIG or flag (with one line saying what is wrong).
-#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -77,18 +76,6 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
 int Main() {
   BlockTerminationSignals();
   TuneMallocForLargeBuffers();
-  // One malloc arena for all threads, set before any thread starts. gRPC
-  // reads sockets into buffers of up to 4 MB (common/grpc_options.cc) on
-  // whichever of its threads polls; spread over per-thread arenas, those
-  // buffers kept landing on fresh pages (about 10 us per 4 KB here) long
-  // after warm-up, most likely because glibc unmaps an emptied extra heap of
-  // a thread arena whatever M_TRIM_THRESHOLD says. In bench/ps_throughput
-  // --mb 40 one arena cut steady-state page faults from ~4,300/s to ~200/s
-  // and raised push and pull about 5%; at --mb 4 it mattered more, as part
-  // of the 20 measured rounds is warm-up. Small allocations still go
-  // through each thread's own cache (tcache), so the shared arena is seldom
-  // contended.
-  mallopt(M_ARENA_MAX, 1);
   DisableMutexDeadlockDetection();
 
   absl::StatusOr<TfConfig> config = ReadTfConfig(

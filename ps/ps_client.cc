@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -44,7 +45,12 @@ PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
       pull_method_name_(
           absl::StrCat("/", ParameterServer::service_full_name(), "/PullDense")),
       pull_method_(pull_method_name_.c_str(),
-                   grpc::internal::RpcMethod::SERVER_STREAMING, channel) {}
+                   grpc::internal::RpcMethod::SERVER_STREAMING, channel) {
+  std::random_device random;
+  next_request_id_ =
+      ((uint64_t{random()} << 32) | random()) & ~(uint64_t{1} << 63);
+  if (next_request_id_ == 0) next_request_id_ = 1;
+}
 
 void PsClient::FillHeader(RequestHeader* header) {
   header->set_run_id(options_.run_id);

@@ -136,7 +136,10 @@ class PsClient {
   const grpc::internal::RpcMethod push_method_;
   const std::string pull_method_name_;
   const grpc::internal::RpcMethod pull_method_;
-  uint64_t next_request_id_ = 1;
+  // Starts at a random value, so that a restarted worker's new client does
+  // not repeat the ids of its predecessor's last pushes, which the ps would
+  // answer from its record without applying them (0 means "no id").
+  uint64_t next_request_id_;
   int64_t generation_ = 0;
   // Reused across pull messages, so its header is allocated once.
   PullDenseView pull_view_;
