@@ -12,14 +12,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
+
 namespace pstrain {
 namespace testing {
 
-int PickFreePort() {
+namespace {
+
+int KernelChosenPort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -33,6 +38,20 @@ int PickFreePort() {
   }
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int PickFreePort() {
+  // The kernel may hand a just-released port out again (seen: a cluster's
+  // ps got its chief's port), so a process never gets one port twice here.
+  ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
+  static std::set<int>* const given = new std::set<int>();
+  absl::MutexLock lock(&mu);
+  while (true) {
+    const int port = KernelChosenPort();
+    if (given->insert(port).second) return port;
+  }
 }
 
 std::string RunfilePath(const std::string& workspace_path) {

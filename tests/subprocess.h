@@ -16,7 +16,8 @@
 namespace pstrain {
 namespace testing {
 
-// A free TCP port on 127.0.0.1, chosen by the kernel (bound, then released).
+// A free TCP port on 127.0.0.1, chosen by the kernel (bound, then released),
+// never one this process was given before.
 int PickFreePort();
 
 // The path of a binary of this workspace in the test's runfiles
