@@ -142,12 +142,13 @@ own_host=${own_host%]}
 wait_seconds=$(count PSTRAIN_WAIT_SECONDS 300)
 start=$SECONDS
 until getent hosts "$own_host" >/dev/null; do
+  # Said first: one slow lookup may already use up the wait.
+  [ -z "${waiting:-}" ] && echo "pstrain-launch: waiting for $own_host to resolve" >&2
+  waiting=1
   if [ $((SECONDS - start)) -ge "$wait_seconds" ]; then
     echo "pstrain-launch: $own_host does not resolve after ${wait_seconds}s; starting anyway" >&2
     break
   fi
-  [ -z "${waiting:-}" ] && echo "pstrain-launch: waiting for $own_host to resolve" >&2
-  waiting=1
   sleep 1
 done
 
