@@ -31,6 +31,42 @@ void DescribePiece(const DensePiece& piece, TensorProto* t) {
   }
 }
 
+// Copies one pulled chunk, `value` read at `version` with `content`
+// (`size` bytes) as its content, into the piece it belongs to, after
+// checking that it is one: a variable asked for, bytes inside the piece, the
+// same version as the variable's other chunks.
+absl::Status TakeChunk(const NamedTensor& value, int64_t version,
+                       absl::Span<const absl::string_view> content,
+                       int64_t size,
+                       const std::map<std::string, const DensePiece*>& by_name,
+                       std::map<std::string, int64_t>* received,
+                       std::map<std::string, int64_t>* versions) {
+  auto it = by_name.find(value.name());
+  if (it == by_name.end()) {
+    return Unexpected(absl::StrCat("variable '", value.name(),
+                                   "' that was not asked for"));
+  }
+  const DensePiece& piece = *it->second;
+  const int64_t offset = value.tensor().content_offset();
+  if (offset < 0 || offset > piece.size - size) {
+    return Unexpected(absl::StrCat("a chunk of '", piece.name, "' at byte ",
+                                   offset, " beyond its ", piece.size,
+                                   " bytes"));
+  }
+  auto [seen, first] = versions->emplace(piece.name, version);
+  if (!first && seen->second != version) {
+    return Unexpected(
+        absl::StrCat("chunks of '", piece.name, "' from two versions"));
+  }
+  char* out = piece.data + offset;
+  for (absl::string_view part : content) {
+    std::memcpy(out, part.data(), part.size());
+    out += part.size();
+  }
+  (*received)[piece.name] += size;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
@@ -203,35 +239,15 @@ absl::StatusOr<int64_t> PsClient::PullDenseOnce(
       continue;
     }
     const PullDenseResponse& message = pull_view_.header;
-    const NamedTensor& value = message.value();
-    auto it = by_name.find(value.name());
-    const TensorProto& t = value.tensor();
-    if (it == by_name.end()) {
-      problem = Unexpected(absl::StrCat("variable '", value.name(),
-                                        "' that was not asked for"));
+    if (message.values().empty()) {
+      problem = Unexpected("a PullDenseResponse with no values");
       continue;
     }
-    const DensePiece& piece = *it->second;
-    const int64_t offset = t.content_offset();
-    const int64_t n = pull_view_.content_size;
-    if (offset < 0 || offset > piece.size - n) {
-      problem = Unexpected(absl::StrCat("a chunk of '", piece.name, "' at byte ",
-                                        offset, " beyond its ", piece.size,
-                                        " bytes"));
-      continue;
+    for (int i = 0; i < message.values_size() && problem.ok(); ++i) {
+      problem = TakeChunk(message.values(i), message.version(),
+                          pull_view_.Content(i), pull_view_.ContentSize(i),
+                          by_name, &received, &versions);
     }
-    auto [seen, first] = versions.emplace(piece.name, message.version());
-    if (!first && seen->second != message.version()) {
-      problem = Unexpected(absl::StrCat("chunks of '", piece.name,
-                                        "' from two versions"));
-      continue;
-    }
-    char* out = piece.data + offset;
-    for (absl::string_view part : pull_view_.content) {
-      std::memcpy(out, part.data(), part.size());
-      out += part.size();
-    }
-    received[piece.name] += n;
   }
   absl::Status status = FromGrpcStatus(reader->Finish());
   if (!status.ok()) return status;

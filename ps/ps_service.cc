@@ -35,11 +35,14 @@ class Refusal : public Reactor {
 
 // Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
 // (ps/tensor_encoding.h): each chunk is copied once, from the variable (under
-// its lock) into the buffer gRPC sends. A pull that may wait for a sync step
+// its lock) into the buffer gRPC sends. A message carries chunks of up to
+// `chunk` bytes of content in all: a variable larger than that is split over
+// several messages, several smaller ones share one (each message costs a
+// write and a wake-up on both sides). A pull that may wait for a sync step
 // (min_version > 0) is served on a pull thread; one that returns at once is
 // served inline, saving a thread hand-off (it blocks only on the variables'
-// locks, as a push applied on gRPC's threads does). The last chunk is written
-// together with the status.
+// locks, as a push applied on gRPC's threads does). The last message is
+// written together with the status.
 class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   PullReactor(PsService* service, const grpc::ByteBuffer* raw_request) {
@@ -88,11 +91,13 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   void Pull(PsService* service, const PullDenseRequest& request,
             int64_t chunk) {
+    room_ = chunk;
     absl::Status status = service->shard()->PullDense(
         request, [this, chunk](const DenseVariable& v, int64_t version,
                                const char* data, int64_t size) {
           AddChunks(v, version, data, size, chunk);
         });
+    if (status.ok()) Flush(chunk);
     if (!status.ok() || messages_.empty()) {
       Finish(ToGrpcStatus(status));
       return;
@@ -109,13 +114,21 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
   }
 
+  // Adds the chunks of `v` to the pending message, starting a new message
+  // when it holds `chunk` bytes of content or chunks of another version. A
+  // variable that does not fit in what is left of the pending message starts
+  // a new one rather than fill it: a variable is split only where it must
+  // be (it is larger than `chunk`), into chunks of `chunk` bytes.
   void AddChunks(const DenseVariable& v, int64_t version, const char* data,
                  int64_t size, int64_t chunk) {
-    PullDenseResponse header;
-    header.set_version(version);
-    NamedTensor* value = header.mutable_value();
-    value->set_name(v.name());
-    TensorProto* t = value->mutable_tensor();
+    if (!pending_.empty() &&
+        (version != pending_version_ || size > room_)) {
+      Flush(chunk);
+    }
+    pending_version_ = version;
+    NamedTensor value;
+    value.set_name(v.name());
+    TensorProto* t = value.mutable_tensor();
     t->set_dtype(DT_FLOAT);
     *t->mutable_shape() = v.def().shape();
     if (v.def().shape().dims_size() > 0) {
@@ -124,15 +137,33 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     int64_t offset = 0;
     do {
-      const int64_t n = std::min(chunk, size - offset);
+      if (room_ == 0) Flush(chunk);
+      const int64_t n = std::min(room_, size - offset);
       t->set_content_offset(offset);
-      messages_.push_back(EncodePullDenseResponse(header, data + offset, n));
+      pending_.push_back(EncodePullDenseValue(value, data + offset, n));
       offset += n;
+      room_ -= n;
     } while (offset < size);
+  }
+
+  // Makes the pending chunks a message.
+  void Flush(int64_t chunk) {
+    if (!pending_.empty()) {
+      PullDenseResponse header;
+      header.set_version(pending_version_);
+      messages_.push_back(EncodePullDenseResponse(header, pending_));
+      pending_.clear();
+    }
+    room_ = chunk;
   }
 
   std::vector<grpc::ByteBuffer> messages_;
   size_t next_ = 0;
+  // The message being filled: its chunks, their version, and the content
+  // bytes it has room for.
+  std::vector<grpc::Slice> pending_;
+  int64_t pending_version_ = 0;
+  int64_t room_ = 0;
 };
 
 // Collects a push stream's messages, then hands them to the Shard at once.

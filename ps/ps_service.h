@@ -6,8 +6,9 @@
 // pool of the service's own: a sync pull may wait for its step, a save or
 // restore does file I/O, and gRPC's callback threads must not block. A pull
 // with min_version 0 never waits for a step and is served inline.
-// Pulls are streamed in chunks of at most max_chunk_bytes (request's value,
-// else the default), so no message approaches protobuf's 2 GB limit. Push
+// Pulls are streamed in messages of at most max_chunk_bytes of content
+// (request's value, else the default), so no message approaches protobuf's
+// 2 GB limit; small variables share a message. Push
 // stream messages are parsed into pooled message objects whose buffers are
 // reused across pushes.
 #ifndef PSTRAIN_PS_PS_SERVICE_H_

@@ -18,7 +18,7 @@
 // cleared, followed by that nested field's tag and length, and so on down to
 // the content's tag, length and bytes. Every other field, including fields
 // added to these messages later, is written by protobuf itself. Only the
-// nesting path (PullDenseResponse.value or PushDenseRequest.gradients ->
+// nesting path (PullDenseResponse.values or PushDenseRequest.gradients ->
 // NamedTensor.tensor -> TensorProto.content) is spelled out here, by field
 // number constants from the generated code.
 
@@ -149,14 +149,15 @@ class SliceReader {
   size_t offset_ = 0;  // in it
 };
 
-// Decoding follows the same path: level 0 is the PullDenseResponse, 1 its
-// `value` NamedTensor, 2 that one's `tensor` TensorProto. Every field off the
-// path to the content is copied, as it is on the wire, into rest[level] and
-// parsed by protobuf afterwards; a repeated occurrence of a nested message
-// is merged, and the last `content` wins, as protobuf's parser does.
+// Decoding follows the same path: level 0 is the PullDenseResponse, 1 one
+// of its `values` NamedTensors, 2 that one's `tensor` TensorProto. Every
+// field off the path to the content is copied, as it is on the wire, into
+// rest[level] and parsed by protobuf afterwards. Each occurrence of `values`
+// is a new element; within one, a repeated occurrence of `tensor` is merged,
+// and the last `content` wins, as protobuf's parser does.
 bool DecodeLevel(SliceReader* in, int64_t end, int level,
                  std::string rest[3], PullDenseView* view) {
-  static constexpr int kPath[] = {PullDenseResponse::kValueFieldNumber,
+  static constexpr int kPath[] = {PullDenseResponse::kValuesFieldNumber,
                                   NamedTensor::kTensorFieldNumber,
                                   TensorProto::kContentFieldNumber};
   auto append = [&rest, level](const char* p, size_t n) {
@@ -177,16 +178,38 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
           length > static_cast<uint64_t>(end - in->position())) {
         return false;
       }
-      if (level < 2) {
-        if (!DecodeLevel(in, in->position() + length, level + 1, rest, view)) {
+      if (level == 0) {
+        // A new element of `values`: its fields are collected afresh and
+        // parsed once it ends.
+        rest[1].clear();
+        rest[2].clear();
+        PullDenseView::ValueContent& content = view->contents.emplace_back();
+        content.first_piece = view->pieces.size();
+        if (!DecodeLevel(in, in->position() + length, 1, rest, view)) {
+          return false;
+        }
+        NamedTensor* value = view->header.add_values();
+        if (!value->ParseFromString(rest[1]) ||
+            !value->mutable_tensor()->MergeFromString(rest[2])) {
           return false;
         }
         continue;
       }
-      view->content.clear();
-      view->content_size = length;
-      if (!in->Read(length, [view](const char* p, size_t n) {
-            view->content.emplace_back(p, n);
+      if (level == 1) {
+        if (!DecodeLevel(in, in->position() + length, 2, rest, view)) {
+          return false;
+        }
+        continue;
+      }
+      // The current element's pieces are the last ones: a later content
+      // replaces them.
+      PullDenseView::ValueContent& content = view->contents.back();
+      view->pieces.resize(content.first_piece);
+      content.num_pieces = 0;
+      content.size = length;
+      if (!in->Read(length, [view, &content](const char* p, size_t n) {
+            view->pieces.emplace_back(p, n);
+            ++content.num_pieces;
           })) {
         return false;
       }
@@ -224,33 +247,43 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
 
 bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
                              PullDenseView* view) {
-  view->content.clear();
-  view->content_size = 0;
+  view->header.Clear();
+  view->contents.clear();
+  view->pieces.clear();
   SliceReader in(slices);
   std::string rest[3];
   if (!DecodeLevel(&in, in.size(), 0, rest, view)) return false;
-  view->header.Clear();
-  return view->header.ParseFromString(rest[0]) &&
-         view->header.mutable_value()->MergeFromString(rest[1]) &&
-         view->header.mutable_value()->mutable_tensor()->MergeFromString(
-             rest[2]);
+  // rest[0] holds no `values` (they were parsed above): merging keeps them.
+  return view->header.MergeFromString(rest[0]);
+}
+
+grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
+                                 int64_t size) {
+  //   [values tag, length] [NamedTensor prefix] content
+  std::string named_prefix;
+  AppendNamedTensorPrefix(value, size, &named_prefix);
+  std::string prefix;
+  AppendBytesField(PullDenseResponse::kValuesFieldNumber,
+                   named_prefix.size() + size, &prefix);
+  prefix.append(named_prefix);
+  grpc_slice slice = grpc_slice_malloc(prefix.size() + size);
+  char* out = reinterpret_cast<char*>(GRPC_SLICE_START_PTR(slice));
+  std::memcpy(out, prefix.data(), prefix.size());
+  if (size > 0) std::memcpy(out + prefix.size(), content, size);
+  return grpc::Slice(slice, grpc::Slice::STEAL_REF);
 }
 
 grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
-                                         const char* content, int64_t size) {
-  //   [header without value] [value tag, length] [NamedTensor prefix] content
-  std::string named_prefix;
-  AppendNamedTensorPrefix(header.value(), size, &named_prefix);
+                                         absl::Span<const grpc::Slice> values) {
+  //   [header without values] [value 0] [value 1] ...
   PullDenseResponse outer = header;
-  outer.clear_value();
-  std::string prefix;
-  outer.AppendToString(&prefix);
-  AppendBytesField(PullDenseResponse::kValueFieldNumber,
-                   named_prefix.size() + size, &prefix);
-  prefix.append(named_prefix);
-  return Concatenate({{prefix.data(), static_cast<int64_t>(prefix.size())},
-                      {content, size}},
-                     {false, false}, nullptr);
+  outer.clear_values();
+  std::vector<grpc::Slice> slices;
+  slices.reserve(values.size() + 1);
+  const std::string prefix = outer.SerializeAsString();
+  if (!prefix.empty()) slices.emplace_back(prefix);
+  slices.insert(slices.end(), values.begin(), values.end());
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 grpc::Slice BorrowedContent::Lend(const char* data, size_t size) {

@@ -8,9 +8,12 @@
 // The bytes are a valid protobuf serialization of the message with the
 // content set, so any peer, generated stubs included, reads them as usual.
 //
-//   PullDenseResponse header;   // everything but value.tensor.content
+//   NamedTensor value;   // everything but tensor.content
 //   ...
-//   grpc::ByteBuffer message = EncodePullDenseResponse(header, data, size);
+//   std::vector<grpc::Slice> values;
+//   values.push_back(EncodePullDenseValue(value, data, size));  // copies data
+//   ...
+//   grpc::ByteBuffer message = EncodePullDenseResponse(header, values);
 #ifndef PSTRAIN_PS_TENSOR_ENCODING_H_
 #define PSTRAIN_PS_TENSOR_ENCODING_H_
 
@@ -27,11 +30,17 @@
 namespace pstrain {
 namespace ps {
 
-// `header` with value.tensor.content replaced by the `size` bytes at
-// `content`, serialized into one slice. header.value.tensor.content is
-// ignored (it should be empty).
+// One element of PullDenseResponse.values, serialized with its field tag and
+// length into one slice: `value` with tensor.content replaced by the `size`
+// bytes at `content` (copied). value.tensor.content is ignored (it should be
+// empty).
+grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
+                                 int64_t size);
+
+// `header` (its values ignored) with `values` (slices from
+// EncodePullDenseValue) as its values, in order. The slices are not copied.
 grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
-                                         const char* content, int64_t size);
+                                         absl::Span<const grpc::Slice> values);
 
 // A gradient chunk of a push: `gradient` (tensor.content ignored) with the
 // `size` bytes at `content` as its content.
@@ -75,15 +84,29 @@ grpc::ByteBuffer EncodePushDenseRequest(const PushDenseRequest& header,
                                         absl::Span<const GradientChunk> gradients,
                                         BorrowedContent* borrowed = nullptr);
 
-// A PullDenseResponse read from its serialized bytes, its content left in
-// place: `header` holds every field but value.tensor.content, whose bytes
-// are `content`, in order (views into the buffer's slices, valid while those
-// slices live). This saves parsing the content into a string only to copy it
-// again into the destination tensor.
+// A PullDenseResponse read from its serialized bytes, its contents left in
+// place: `header` holds every field but values' tensor.content; the bytes of
+// header.values(i)'s content are Content(i), in order (views into the
+// buffer's slices, valid while those slices live), ContentSize(i) in all.
+// This saves parsing the content into a string only to copy it again into
+// the destination tensor.
 struct PullDenseView {
+  // Where one value's content lies in `pieces`.
+  struct ValueContent {
+    size_t first_piece = 0;
+    size_t num_pieces = 0;
+    int64_t size = 0;
+  };
+
+  absl::Span<const absl::string_view> Content(int i) const {
+    return absl::MakeConstSpan(pieces).subspan(contents[i].first_piece,
+                                               contents[i].num_pieces);
+  }
+  int64_t ContentSize(int i) const { return contents[i].size; }
+
   PullDenseResponse header;
-  std::vector<absl::string_view> content;
-  int64_t content_size = 0;
+  std::vector<ValueContent> contents;  // one per header.values
+  std::vector<absl::string_view> pieces;
 };
 
 // Reads `slices` (a serialized PullDenseResponse) into *view. False if the

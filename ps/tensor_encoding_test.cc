@@ -22,7 +22,7 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 PullDenseResponse Header() {
   PullDenseResponse header;
   header.set_version(42);
-  NamedTensor* value = header.mutable_value();
+  NamedTensor* value = header.add_values();
   value->set_name("dense/kernel");
   TensorProto* t = value->mutable_tensor();
   t->set_dtype(DT_FLOAT);
@@ -34,41 +34,78 @@ PullDenseResponse Header() {
   return header;
 }
 
+// One message of `header`'s values (content ignored) with `contents`.
+grpc::ByteBuffer Encode(const PullDenseResponse& header,
+                        const std::vector<std::string>& contents) {
+  std::vector<grpc::Slice> values;
+  for (int i = 0; i < header.values_size(); ++i) {
+    values.push_back(EncodePullDenseValue(header.values(i), contents[i].data(),
+                                          contents[i].size()));
+  }
+  return EncodePullDenseResponse(header, values);
+}
+
+// `header` with `contents` as its values' contents.
+PullDenseResponse WithContents(PullDenseResponse header,
+                               const std::vector<std::string>& contents) {
+  for (int i = 0; i < header.values_size(); ++i) {
+    header.mutable_values(i)->mutable_tensor()->set_content(contents[i]);
+  }
+  return header;
+}
+
+// Header() with a second, small value of another variable.
+PullDenseResponse TwoValues() {
+  PullDenseResponse header = Header();
+  NamedTensor* bias = header.add_values();
+  bias->set_name("dense/bias");
+  bias->mutable_tensor()->set_dtype(DT_FLOAT);
+  bias->mutable_tensor()->mutable_shape()->add_dims(64);
+  return header;
+}
+
 TEST(EncodePullDenseResponse, ParsesAsTheMessageWithContent) {
   // Large enough that every length takes a multi-byte varint.
   std::string content(300000, '\0');
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
   const PullDenseResponse header = Header();
   PullDenseResponse parsed;
-  ASSERT_TRUE(parsed.ParseFromString(Flatten(
-      EncodePullDenseResponse(header, content.data(), content.size()))));
-  PullDenseResponse expected = header;
-  expected.mutable_value()->mutable_tensor()->set_content(content);
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(Encode(header, {content}))));
+  const PullDenseResponse expected = WithContents(header, {content});
   EXPECT_EQ(parsed.SerializeAsString(), expected.SerializeAsString());
-  EXPECT_EQ(parsed.value().tensor().content(), content);
+  EXPECT_EQ(parsed.values(0).tensor().content(), content);
+}
+
+TEST(EncodePullDenseResponse, SeveralValuesInOrder) {
+  const std::vector<std::string> contents = {std::string(200000, 'k'),
+                                             "bias bytes"};
+  PullDenseResponse parsed;
+  ASSERT_TRUE(
+      parsed.ParseFromString(Flatten(Encode(TwoValues(), contents))));
+  EXPECT_EQ(parsed.SerializeAsString(),
+            WithContents(TwoValues(), contents).SerializeAsString());
+  ASSERT_EQ(parsed.values_size(), 2);
+  EXPECT_EQ(parsed.values(1).name(), "dense/bias");
+  EXPECT_EQ(parsed.version(), 42);
 }
 
 TEST(EncodePullDenseResponse, HasTheSizeProtobufComputes) {
-  const std::string content = "abc";
-  PullDenseResponse expected = Header();
-  expected.mutable_value()->mutable_tensor()->set_content(content);
-  EXPECT_EQ(Flatten(EncodePullDenseResponse(Header(), content.data(),
-                                            content.size()))
-                .size(),
-            expected.ByteSizeLong());
+  const std::vector<std::string> contents = {"abc", "de"};
+  EXPECT_EQ(Flatten(Encode(TwoValues(), contents)).size(),
+            WithContents(TwoValues(), contents).ByteSizeLong());
 }
 
 TEST(EncodePullDenseResponse, EmptyContentAndScalar) {
   PullDenseResponse header;
-  header.mutable_value()->set_name("bias");
-  header.mutable_value()->mutable_tensor()->set_dtype(DT_FLOAT);
+  header.add_values()->set_name("bias");
+  header.mutable_values(0)->mutable_tensor()->set_dtype(DT_FLOAT);
   PullDenseResponse parsed;
-  ASSERT_TRUE(parsed.ParseFromString(
-      Flatten(EncodePullDenseResponse(header, nullptr, 0))));
-  EXPECT_EQ(parsed.value().name(), "bias");
-  EXPECT_EQ(parsed.value().tensor().dtype(), DT_FLOAT);
-  EXPECT_TRUE(parsed.value().tensor().content().empty());
-  EXPECT_TRUE(parsed.value().has_tensor());
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(Encode(header, {""}))));
+  ASSERT_EQ(parsed.values_size(), 1);
+  EXPECT_EQ(parsed.values(0).name(), "bias");
+  EXPECT_EQ(parsed.values(0).tensor().dtype(), DT_FLOAT);
+  EXPECT_TRUE(parsed.values(0).tensor().content().empty());
+  EXPECT_TRUE(parsed.values(0).has_tensor());
 }
 
 TEST(EncodePushDenseRequest, ParsesAsTheMessageWithGradients) {
@@ -78,8 +115,8 @@ TEST(EncodePushDenseRequest, ParsesAsTheMessageWithGradients) {
   header.set_version(3);
   header.set_batch_size(128);
   const PullDenseResponse pull = Header();
-  NamedTensor a = pull.value();
-  NamedTensor b = pull.value();
+  NamedTensor a = pull.values(0);
+  NamedTensor b = pull.values(0);
   b.set_name("other");
   b.mutable_tensor()->set_content_offset(0);
   const std::string ca(200000, 'a');
@@ -102,7 +139,7 @@ TEST(EncodePushDenseRequest, ParsesAsTheMessageWithGradients) {
 TEST(EncodePushDenseRequest, LentContentIsTheSameBytesNotCopied) {
   PushDenseRequest header;
   header.set_version(3);
-  NamedTensor a = Header().value();
+  NamedTensor a = Header().values(0);
   NamedTensor b = a;
   b.set_name("small");
   const std::string ca(200000, 'a');  // lent
@@ -146,51 +183,76 @@ std::vector<grpc::Slice> Cut(const std::string& bytes, size_t piece) {
   return slices;
 }
 
-std::string Join(const PullDenseView& view) {
+std::string Join(const PullDenseView& view, int i) {
   std::string out;
-  for (absl::string_view piece : view.content) {
+  for (absl::string_view piece : view.Content(i)) {
     out.append(piece.data(), piece.size());
   }
   return out;
 }
 
+// `message` less its values' contents.
+PullDenseResponse WithoutContents(PullDenseResponse message) {
+  for (NamedTensor& value : *message.mutable_values()) {
+    value.mutable_tensor()->clear_content();
+  }
+  return message;
+}
+
 TEST(DecodePullDenseResponse, ReadsWhatProtobufWrites) {
-  PullDenseResponse message = Header();
   std::string content(100000, '\0');
   for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 13);
-  message.mutable_value()->mutable_tensor()->set_content(content);
+  const PullDenseResponse message = WithContents(TwoValues(), {content, "bias"});
   const std::string bytes = message.SerializeAsString();
   for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, bytes.size()}) {
     const std::vector<grpc::Slice> slices = Cut(bytes, piece);  // outlive view
     PullDenseView view;
     ASSERT_TRUE(DecodePullDenseResponse(slices, &view)) << piece;
-    EXPECT_EQ(view.content_size, static_cast<int64_t>(content.size()));
-    EXPECT_EQ(Join(view), content);
-    EXPECT_EQ(view.header.SerializeAsString(), Header().SerializeAsString());
+    ASSERT_EQ(view.header.values_size(), 2);
+    EXPECT_EQ(view.ContentSize(0), static_cast<int64_t>(content.size()));
+    EXPECT_EQ(Join(view, 0), content);
+    EXPECT_EQ(view.ContentSize(1), 4);
+    EXPECT_EQ(Join(view, 1), "bias");
+    EXPECT_EQ(view.header.SerializeAsString(), TwoValues().SerializeAsString());
   }
 }
 
-TEST(DecodePullDenseResponse, MergesRepeatedMessagesLastContentWins) {
-  PullDenseResponse first = Header();
-  first.mutable_value()->mutable_tensor()->set_content("old");
-  PullDenseResponse second;
-  second.mutable_value()->mutable_tensor()->set_content("new");
-  second.mutable_value()->mutable_tensor()->set_content_offset(9);
-  const std::string bytes =
+TEST(DecodePullDenseResponse, MergesRepeatedTensorsLastContentWins) {
+  // Within one value, a second `tensor` merges into the first and its
+  // content replaces the first's, as protobuf's parser does.
+  NamedTensor first = Header().values(0);
+  first.mutable_tensor()->set_content("old");
+  NamedTensor second;
+  second.mutable_tensor()->set_content("new");
+  second.mutable_tensor()->set_content_offset(9);
+  const std::string value_bytes =
       first.SerializeAsString() + second.SerializeAsString();
+  std::string bytes;
+  bytes.push_back(static_cast<char>(
+      (PullDenseResponse::kValuesFieldNumber << 3) | 2));
+  ASSERT_LT(value_bytes.size(), 128u);
+  bytes.push_back(static_cast<char>(value_bytes.size()));
+  bytes += value_bytes;
+  PullDenseResponse other = TwoValues();  // appends a value and the version
+  other.mutable_values()->DeleteSubrange(0, 1);
+  other.mutable_values(0)->mutable_tensor()->set_content("b");
+  bytes += other.SerializeAsString();
   PullDenseResponse expected;
   ASSERT_TRUE(expected.ParseFromString(bytes));
+  ASSERT_EQ(expected.values_size(), 2);
   const std::vector<grpc::Slice> slices = Cut(bytes, 5);
   PullDenseView view;
   ASSERT_TRUE(DecodePullDenseResponse(slices, &view));
-  EXPECT_EQ(Join(view), expected.value().tensor().content());
-  expected.mutable_value()->mutable_tensor()->clear_content();
-  EXPECT_EQ(view.header.SerializeAsString(), expected.SerializeAsString());
+  ASSERT_EQ(view.header.values_size(), 2);
+  EXPECT_EQ(Join(view, 0), expected.values(0).tensor().content());
+  EXPECT_EQ(Join(view, 0), "new");
+  EXPECT_EQ(Join(view, 1), "b");
+  EXPECT_EQ(view.header.SerializeAsString(),
+            WithoutContents(expected).SerializeAsString());
 }
 
 TEST(DecodePullDenseResponse, RefusesTruncatedBytes) {
-  PullDenseResponse message = Header();
-  message.mutable_value()->mutable_tensor()->set_content("content");
+  const PullDenseResponse message = WithContents(TwoValues(), {"content", "b"});
   const std::string bytes = message.SerializeAsString();
   PullDenseView view;
   EXPECT_FALSE(DecodePullDenseResponse(
@@ -199,15 +261,28 @@ TEST(DecodePullDenseResponse, RefusesTruncatedBytes) {
 }
 
 TEST(DecodePullDenseResponse, ReadsTheEncoder) {
-  const std::string content = "0123456789";
+  const std::vector<std::string> contents = {"0123456789", ""};
   std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(EncodePullDenseResponse(Header(), content.data(), content.size())
-                  .Dump(&slices)
-                  .ok());
+  ASSERT_TRUE(Encode(TwoValues(), contents).Dump(&slices).ok());
   PullDenseView view;
   ASSERT_TRUE(DecodePullDenseResponse(slices, &view));
-  EXPECT_EQ(Join(view), content);
+  ASSERT_EQ(view.header.values_size(), 2);
+  EXPECT_EQ(Join(view, 0), contents[0]);
+  EXPECT_EQ(Join(view, 1), contents[1]);
+  EXPECT_EQ(view.ContentSize(1), 0);
   EXPECT_EQ(view.header.version(), 42);
+  EXPECT_EQ(view.header.SerializeAsString(), TwoValues().SerializeAsString());
+}
+
+TEST(DecodePullDenseResponse, NoValues) {
+  PullDenseResponse message;
+  message.set_version(7);
+  const std::string bytes = message.SerializeAsString();
+  PullDenseView view;
+  ASSERT_TRUE(DecodePullDenseResponse(Cut(bytes, 1), &view));
+  EXPECT_EQ(view.header.values_size(), 0);
+  EXPECT_TRUE(view.contents.empty());
+  EXPECT_EQ(view.header.version(), 7);
 }
 
 }  // namespace

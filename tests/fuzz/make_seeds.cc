@@ -459,9 +459,10 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 }
 
 void TensorEncodingSeeds() {
+  // A pull reply packing a chunk of one variable and the whole of another.
   PullDenseResponse header;
   header.set_version(3);
-  NamedTensor* value = header.mutable_value();
+  NamedTensor* value = header.add_values();
   value->set_name("dense/kernel");
   TensorProto* t = value->mutable_tensor();
   t->set_dtype(DT_FLOAT);
@@ -470,9 +471,20 @@ void TensorEncodingSeeds() {
   t->mutable_slice()->set_begin(0);
   t->mutable_slice()->set_end(2);
   t->set_content_offset(8);
+  NamedTensor* bias = header.add_values();
+  bias->set_name("dense/bias");
+  bias->mutable_tensor()->set_dtype(DT_FLOAT);
+  bias->mutable_tensor()->mutable_shape()->add_dims(2);
   const float content[] = {1, 2, 3, 4};
-  const std::string pull = Flatten(ps::EncodePullDenseResponse(
-      header, reinterpret_cast<const char*>(content), sizeof(content)));
+  const float bias_content[] = {5, 6};
+  const grpc::Slice values[] = {
+      ps::EncodePullDenseValue(header.values(0),
+                               reinterpret_cast<const char*>(content),
+                               sizeof(content)),
+      ps::EncodePullDenseValue(header.values(1),
+                               reinterpret_cast<const char*>(bias_content),
+                               sizeof(bias_content))};
+  const std::string pull = Flatten(ps::EncodePullDenseResponse(header, values));
   Write("tensor_encoding", "pull", FuzzWriter().Byte(0).Raw(pull).bytes());
   Write("tensor_encoding", "pull_in_pieces",
         FuzzWriter().Byte(3).Raw(pull).bytes());
@@ -480,7 +492,8 @@ void TensorEncodingSeeds() {
         FuzzWriter().Byte(7).Raw(pull.substr(0, pull.size() - 3)).bytes());
   // Protobuf's own serialization, content first, plus an unknown field.
   PullDenseResponse full = header;
-  full.mutable_value()->mutable_tensor()->set_content(content, 8);
+  full.mutable_values(0)->mutable_tensor()->set_content(content, 8);
+  full.mutable_values(1)->mutable_tensor()->set_content(bias_content, 8);
   Write("tensor_encoding", "pull_protobuf",
         FuzzWriter()
             .Byte(1)

@@ -5,9 +5,10 @@
 // then the bytes. Checks, against protobuf's own parser:
 //   - DecodePullDenseResponse accepts only what protobuf accepts, and reads
 //     the same message;
-//   - EncodePullDenseResponse and EncodePushDenseRequest of any message that
-//     parses write bytes protobuf reads back as that message, and that the
-//     decoder reads back too, unless the message holds groups: the decoder
+//   - EncodePullDenseResponse (of EncodePullDenseValue slices) and
+//     EncodePushDenseRequest of any message that parses write bytes protobuf
+//     reads back as that message, and that the decoder reads back too,
+//     unless the message holds groups: the decoder
 //     refuses those (proto3 never writes them; protobuf still reads them as
 //     unknown fields).
 #include <algorithm>
@@ -48,18 +49,24 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
   return out;
 }
 
-// The message `view` holds: its header with the content put back.
+// The message `view` holds: its header with the contents put back.
 PullDenseResponse Assemble(const PullDenseView& view) {
   PullDenseResponse message = view.header;
-  std::string content;
-  for (absl::string_view piece : view.content) {
-    content.append(piece.data(), piece.size());
-  }
   PSTRAIN_FUZZ_EXPECT(
-      static_cast<int64_t>(content.size()) == view.content_size,
-      content.size(), " content bytes, content_size ", view.content_size);
-  if (!content.empty()) {
-    message.mutable_value()->mutable_tensor()->set_content(content);
+      view.contents.size() == static_cast<size_t>(message.values_size()),
+      view.contents.size(), " contents for ", message.values_size(),
+      " values");
+  for (int i = 0; i < message.values_size(); ++i) {
+    std::string content;
+    for (absl::string_view piece : view.Content(i)) {
+      content.append(piece.data(), piece.size());
+    }
+    PSTRAIN_FUZZ_EXPECT(
+        static_cast<int64_t>(content.size()) == view.ContentSize(i),
+        content.size(), " content bytes, content size ", view.ContentSize(i));
+    if (!content.empty()) {
+      message.mutable_values(i)->mutable_tensor()->set_content(content);
+    }
   }
   return message;
 }
@@ -72,20 +79,18 @@ void ExpectEqual(const google::protobuf::Message& expected,
                       actual.ShortDebugString());
 }
 
-// The decoder and the encoder always make `value` and its `tensor` present
-// (empty messages on the wire): drop them from `other` where `expected` has
+// The decoder and the encoder always make each value's `tensor` present (an
+// empty message on the wire): drop it from `other` where `expected` has
 // none, which is the same message to every reader.
 void MatchPresence(const PullDenseResponse& expected,
                    PullDenseResponse* other) {
-  const bool expect_tensor =
-      expected.has_value() && expected.value().has_tensor();
-  if (!expect_tensor && other->has_value() && other->value().has_tensor() &&
-      other->value().tensor().ByteSizeLong() == 0) {
-    other->mutable_value()->clear_tensor();
-  }
-  if (!expected.has_value() && other->has_value() &&
-      other->value().ByteSizeLong() == 0) {
-    other->clear_value();
+  for (int i = 0; i < expected.values_size() && i < other->values_size();
+       ++i) {
+    NamedTensor* value = other->mutable_values(i);
+    if (!expected.values(i).has_tensor() && value->has_tensor() &&
+        value->tensor().ByteSizeLong() == 0) {
+      value->clear_tensor();
+    }
   }
 }
 
@@ -136,10 +141,14 @@ void CheckPull(absl::string_view bytes, size_t piece) {
   if (!parses) return;
   // What the ps writes for this message, read by protobuf and the decoder.
   PullDenseResponse header = parsed;
-  const std::string content = header.value().tensor().content();
-  header.mutable_value()->mutable_tensor()->clear_content();
-  const std::string encoded =
-      Flatten(EncodePullDenseResponse(header, content.data(), content.size()));
+  std::vector<grpc::Slice> values;
+  for (NamedTensor& value : *header.mutable_values()) {
+    const std::string content = value.tensor().content();
+    value.mutable_tensor()->clear_content();
+    values.push_back(
+        EncodePullDenseValue(value, content.data(), content.size()));
+  }
+  const std::string encoded = Flatten(EncodePullDenseResponse(header, values));
   PullDenseResponse reparsed;
   PSTRAIN_FUZZ_EXPECT(
       reparsed.ParseFromArray(encoded.data(), static_cast<int>(encoded.size())),
