@@ -8,7 +8,7 @@
 // Times --steps steps of --batch images after 10 untimed warm-up steps and
 // prints a final JSON line
 //   {"framework":"pstrain","model":"cnn","device":"cpu",
-//    "compute":"CPU (oneDNN, 1 threads)","threads":1,
+//    "compute":"CPU (oneDNN, 1 thread)","threads":1,
 //    "batch":64,"steps":200,"images_per_sec":...,"final_loss":...}
 #include <cstdio>
 #include <string>

@@ -39,8 +39,9 @@ absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
   PSTRAIN_ASSIGN_OR_RETURN(made.backend, CreateCpuBackend(spec, cpu));
   made.description = absl::StrCat(
       "CPU (oneDNN, ",
-      options.cpu_threads > 0 ? absl::StrCat(options.cpu_threads, " threads")
-                              : std::string("a thread per core"),
+      options.cpu_threads > 1    ? absl::StrCat(options.cpu_threads, " threads")
+      : options.cpu_threads == 1 ? std::string("1 thread")
+                                 : std::string("a thread per core"),
       why.empty() ? "" : "; ", why, ")");
   return made;
 }
@@ -56,10 +57,9 @@ absl::StatusOr<DeviceBackend> OnGpus(const ModelSpec& spec,
   gpu.loss = options.loss;
   DeviceBackend made;
   PSTRAIN_ASSIGN_OR_RETURN(made.backend, CreateGpuBackend(spec, gpu));
-  made.description =
-      absl::StrCat(devices.size() == 1 ? "GPU " : "GPUs ",
-                   absl::StrJoin(devices, ", "), " (cuDNN, cuBLAS",
-                   devices.size() > 1 ? ", NCCL" : "", ")");
+  made.description = absl::StrCat(
+      devices.size() == 1 ? "GPU " : "GPUs ", absl::StrJoin(devices, ", "),
+      " (cuDNN, cuBLAS", devices.size() > 1 ? ", NCCL" : "", ")");
   return made;
 #else
   return absl::FailedPreconditionError("built without CUDA");

@@ -41,7 +41,7 @@ TEST(DeviceBackend, CpuIsTheCpu) {
   absl::StatusOr<DeviceBackend> made = Make("cpu");
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_NE(made->backend, nullptr);
-  EXPECT_EQ(made->description, "CPU (oneDNN, 1 threads)");
+  EXPECT_EQ(made->description, "CPU (oneDNN, 1 thread)");
 }
 
 TEST(DeviceBackend, GpuNamesFollowTheGpusPresent) {

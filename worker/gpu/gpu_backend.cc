@@ -64,11 +64,6 @@ class GpuBackend : public Backend {
         options_(options),
         rng_(options.run_seed, options.replica) {}
 
-  ~GpuBackend() override {
-    // NCCL's communicators go before the devices their streams belong to.
-    reducer_.reset();
-  }
-
   absl::Status Init();
 
   absl::StatusOr<StepResult> TrainStep(const StepInput& input,
@@ -106,6 +101,8 @@ class GpuBackend : public Backend {
   std::vector<Regularized> regularized_;
 
   std::vector<Replica> replicas_;
+  // Declared after replicas_, so destroyed before the devices its
+  // communicators' streams belong to.
   std::unique_ptr<gpu::NcclAllReducer> reducer_;
   uint64_t use_counter_ = 0;
   // What the GPUs' weight buffers hold: the version and host addresses.
