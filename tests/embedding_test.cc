@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -75,28 +74,6 @@ Inputs WriteInputs(const std::string& name) {
   inputs.model = TempPath(name + "-model.json");
   WriteFile(inputs.model, ModelJson());
   return inputs;
-}
-
-// The float32 tensors of a safetensors file, by name.
-std::map<std::string, std::vector<float>> ReadSafetensors(
-    const std::string& path) {
-  const std::string bytes = ReadFile(path);
-  std::map<std::string, std::vector<float>> tensors;
-  if (bytes.size() < 8) return tensors;
-  uint64_t header_size;
-  std::memcpy(&header_size, bytes.data(), 8);
-  const nlohmann::json header =
-      nlohmann::json::parse(bytes.substr(8, header_size), nullptr, false);
-  if (!header.is_object()) return tensors;
-  const size_t data = 8 + header_size;
-  for (const auto& [name, info] : header.items()) {
-    if (name == "__metadata__" || info["dtype"] != "F32") continue;
-    const size_t begin = info["data_offsets"][0], end = info["data_offsets"][1];
-    std::vector<float>& values = tensors[name];
-    values.resize((end - begin) / 4);
-    std::memcpy(values.data(), bytes.data() + data + begin, end - begin);
-  }
-  return tensors;
 }
 
 // Largest |value| in rows [begin, end) of the table.

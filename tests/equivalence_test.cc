@@ -4,14 +4,12 @@
 // the chief's safetensors export. Real processes on 127.0.0.1.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "tests/local_cluster.h"
 
 namespace pstrain {
@@ -28,28 +26,6 @@ std::string Train(int workers, int batch) {
                   "--steps=20", absl::StrCat("--batch_size=", batch),
                   "--model_dir=" + model_dir});
   return ExportSafetensors(model_dir, name);
-}
-
-// The float32 tensors of a safetensors file, by name.
-std::map<std::string, std::vector<float>> ReadSafetensors(
-    const std::string& path) {
-  const std::string bytes = ReadFile(path);
-  std::map<std::string, std::vector<float>> tensors;
-  if (bytes.size() < 8) return tensors;
-  uint64_t header_size;
-  std::memcpy(&header_size, bytes.data(), 8);
-  const nlohmann::json header =
-      nlohmann::json::parse(bytes.substr(8, header_size), nullptr, false);
-  if (!header.is_object()) return tensors;
-  const size_t data = 8 + header_size;
-  for (const auto& [name, info] : header.items()) {
-    if (name == "__metadata__" || info["dtype"] != "F32") continue;
-    const size_t begin = info["data_offsets"][0], end = info["data_offsets"][1];
-    std::vector<float>& values = tensors[name];
-    values.resize((end - begin) / 4);
-    std::memcpy(values.data(), bytes.data() + data + begin, end - begin);
-  }
-  return tensors;
 }
 
 TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {

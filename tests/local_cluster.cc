@@ -2,9 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace pstrain {
 namespace testing {
@@ -35,14 +39,13 @@ void LocalCluster::AddWorker() { workers_.push_back(NewAddress()); }
 void LocalCluster::AddEvaluator() { evaluator_ = NewAddress(); }
 
 std::string LocalCluster::TfConfig(const std::string& type, int index) const {
-  return absl::StrCat("{\"cluster\": {\"chief\": [", chief_, "], \"ps\": [",
-                      absl::StrJoin(ps_, ", "), "], \"worker\": [",
-                      absl::StrJoin(workers_, ", "), "]",
-                      evaluator_.empty()
-                          ? ""
-                          : absl::StrCat(", \"evaluator\": [", evaluator_, "]"),
-                      "}, \"task\": {\"type\": \"", type,
-                      "\", \"index\": ", index, "}}");
+  return absl::StrCat(
+      "{\"cluster\": {\"chief\": [", chief_, "], \"ps\": [",
+      absl::StrJoin(ps_, ", "), "], \"worker\": [",
+      absl::StrJoin(workers_, ", "), "]",
+      evaluator_.empty() ? ""
+                         : absl::StrCat(", \"evaluator\": [", evaluator_, "]"),
+      "}, \"task\": {\"type\": \"", type, "\", \"index\": ", index, "}}");
 }
 
 Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
@@ -78,6 +81,27 @@ std::string ExportSafetensors(const std::string& model_dir,
       TempPath(name + "-export.log"));
   EXPECT_EQ(chief.Wait(60), 0) << Log(chief);
   return path;
+}
+
+std::map<std::string, std::vector<float>> ReadSafetensors(
+    const std::string& path) {
+  const std::string bytes = ReadFile(path);
+  std::map<std::string, std::vector<float>> tensors;
+  if (bytes.size() < 8) return tensors;
+  uint64_t header_size;
+  std::memcpy(&header_size, bytes.data(), 8);
+  const nlohmann::json header =
+      nlohmann::json::parse(bytes.substr(8, header_size), nullptr, false);
+  if (!header.is_object()) return tensors;
+  const size_t data = 8 + header_size;
+  for (const auto& [name, info] : header.items()) {
+    if (name == "__metadata__" || info["dtype"] != "F32") continue;
+    const size_t begin = info["data_offsets"][0], end = info["data_offsets"][1];
+    std::vector<float>& values = tensors[name];
+    values.resize((end - begin) / 4);
+    std::memcpy(values.data(), bytes.data() + data + begin, end - begin);
+  }
+  return tensors;
 }
 
 }  // namespace testing

@@ -7,6 +7,7 @@
 #ifndef PSTRAIN_TESTS_LOCAL_CLUSTER_H_
 #define PSTRAIN_TESTS_LOCAL_CLUSTER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ class LocalCluster {
 // "<name>.safetensors" in the scratch directory; returns its path.
 std::string ExportSafetensors(const std::string& model_dir,
                               const std::string& name);
+
+// The float32 tensors of a safetensors file, by name (empty if it is not
+// one).
+std::map<std::string, std::vector<float>> ReadSafetensors(
+    const std::string& path);
 
 }  // namespace testing
 }  // namespace pstrain

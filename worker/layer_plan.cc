@@ -215,6 +215,12 @@ absl::StatusOr<LayerPlan> Planner::Plan() {
 
 }  // namespace
 
+absl::Status InLayer(const std::string& layer, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat("layer '", layer, "': ", status.message()));
+}
+
 absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
                                      const LayerPlanOptions& options,
                                      const RngTracker& rng) {

@@ -26,9 +26,12 @@
 #define PSTRAIN_WORKER_LAYER_PLAN_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/cpu/op_shapes.h"
 #include "worker/model/keras_model.h"
@@ -90,6 +93,20 @@ struct LayerPlanOptions {
 absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
                                      const LayerPlanOptions& options,
                                      const RngTracker& rng);
+
+// `status` with "layer '<layer>': " in front of its message.
+absl::Status InLayer(const std::string& layer, const absl::Status& status);
+
+// Moves the op an op factory made into *into, or returns its error with the
+// layer named: what both LayerChains do for each stage's op.
+template <typename Op>
+absl::Status TakeOp(const std::string& layer,
+                    absl::StatusOr<std::unique_ptr<Op>> op,
+                    std::unique_ptr<Op>* into) {
+  if (!op.ok()) return InLayer(layer, op.status());
+  *into = std::move(*op);
+  return absl::OkStatus();
+}
 
 }  // namespace worker
 }  // namespace pstrain

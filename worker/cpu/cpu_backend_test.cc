@@ -22,61 +22,44 @@ namespace {
 constexpr double kEps = 1e-3;
 constexpr double kGradientTolerance = 1e-2;
 
-// A tf.keras 2.x Sequential model of `layers` on inputs [null, dims].
-std::string Model(const std::string& dims,
-                  const std::vector<std::string>& layers) {
-  return absl::StrCat(
-      R"({"class_name": "Sequential", "config": {"name": "tiny", "layers": [)",
-      R"({"class_name": "InputLayer", "config": {"name": "input", )",
-      R"("batch_input_shape": [null, )", dims, "]}}, ",
-      absl::StrJoin(layers, ", "), "]}}");
-}
-
-std::string Layer(const std::string& class_name, const std::string& fields) {
-  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "config": {)",
-                      fields, "}}");
-}
-
-constexpr char kL2[] =
-    R"("kernel_regularizer": {"class_name": "L2", "config": {"l2": 0.01}})";
-
 // Conv (same, fused ReLU, L2) -> pool -> conv (valid) -> ReLU layer ->
 // flatten -> dropout -> dense softmax (L2).
 std::string TinyCnn() {
-  return Model(
+  return KerasModel(
       "7, 7, 2",
-      {Layer("Conv2D", absl::StrCat(R"("name": "conv", "filters": 3,
+      {KerasLayer("Conv2D", absl::StrCat(R"("name": "conv", "filters": 3,
              "kernel_size": 3, "padding": "same", "activation": "relu", )",
-                                    kL2)),
-       Layer("MaxPooling2D", R"("name": "pool", "pool_size": 2)"),
-       Layer("Conv2D", R"("name": "conv_1", "filters": 4, "kernel_size": 2)"),
-       Layer("Activation", R"("name": "act", "activation": "relu")"),
-       Layer("Flatten", R"("name": "flatten")"),
-       Layer("Dropout", R"("name": "dropout", "rate": 0.3)"),
-       Layer("Dense", absl::StrCat(R"("name": "dense", "units": 5,
+                                         kL2Field)),
+       KerasLayer("MaxPooling2D", R"("name": "pool", "pool_size": 2)"),
+       KerasLayer("Conv2D",
+                  R"("name": "conv_1", "filters": 4, "kernel_size": 2)"),
+       KerasLayer("Activation", R"("name": "act", "activation": "relu")"),
+       KerasLayer("Flatten", R"("name": "flatten")"),
+       KerasLayer("Dropout", R"("name": "dropout", "rate": 0.3)"),
+       KerasLayer("Dense", absl::StrCat(R"("name": "dense", "units": 5,
              "activation": "softmax", )",
-                                   kL2))});
+                                        kL2Field))});
 }
 
 // Flatten -> dense ReLU (L2) -> dropout -> dense -> softmax layer.
 std::string TinyMlp() {
-  return Model("4, 3",
-               {Layer("Flatten", R"("name": "flatten")"),
-                Layer("Dense", absl::StrCat(R"("name": "dense", "units": 6,
+  return KerasModel(
+      "4, 3", {KerasLayer("Flatten", R"("name": "flatten")"),
+               KerasLayer("Dense", absl::StrCat(R"("name": "dense", "units": 6,
                       "activation": "relu", )",
-                                            kL2)),
-                Layer("Dropout", R"("name": "dropout", "rate": 0.5)"),
-                Layer("Dense", R"("name": "dense_1", "units": 3)"),
-                Layer("Activation", R"("name": "probs",
+                                                kL2Field)),
+               KerasLayer("Dropout", R"("name": "dropout", "rate": 0.5)"),
+               KerasLayer("Dense", R"("name": "dense_1", "units": 3)"),
+               KerasLayer("Activation", R"("name": "probs",
                       "activation": "softmax")")});
 }
 
 // Embedding -> flatten -> dense softmax.
 std::string TinyEmbedding() {
-  return Model("4", {Layer("Embedding", R"("name": "embedding",
+  return KerasModel("4", {KerasLayer("Embedding", R"("name": "embedding",
                            "input_dim": 7, "output_dim": 3)"),
-                     Layer("Flatten", R"("name": "flatten")"),
-                     Layer("Dense", R"("name": "dense", "units": 3,
+                          KerasLayer("Flatten", R"("name": "flatten")"),
+                          KerasLayer("Dense", R"("name": "dense", "units": 3,
                            "activation": "softmax")")});
 }
 
@@ -424,8 +407,8 @@ TEST(CpuBackend, RefusesEmbeddingIdsOutsideTheTable) {
 }
 
 TEST(CpuBackend, RefusesModelsWhoseOutputIsNotAVector) {
-  const ModelSpec spec = MustParse(
-      Model("6, 6, 1", {Layer("Conv2D", R"("name": "conv", "filters": 2,
+  const ModelSpec spec = MustParse(KerasModel(
+      "6, 6, 1", {KerasLayer("Conv2D", R"("name": "conv", "filters": 2,
                                "kernel_size": 3)")}));
   absl::StatusOr<std::unique_ptr<Backend>> backend = CreateCpuBackend(spec, {});
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);

@@ -20,23 +20,6 @@ namespace worker {
 namespace cpu {
 namespace {
 
-// `status` with the layer named in front of its message.
-absl::Status InLayer(const std::string& layer, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat("layer '", layer, "': ", status.message()));
-}
-
-// The op an op factory made, or its error with the layer named.
-template <typename Op>
-absl::Status Take(const std::string& layer,
-                  absl::StatusOr<std::unique_ptr<Op>> op,
-                  std::unique_ptr<Op>* into) {
-  if (!op.ok()) return InLayer(layer, op.status());
-  *into = std::move(*op);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Tensor> Buffer(int64_t floats) {
   // Tensor buffers are 64-byte aligned and zero-filled, so their pages are
   // touched here, once, rather than in the first step.
@@ -106,40 +89,40 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
     case StageKind::kConv2D: {
       Conv2DShape shape = p.conv;
       shape.batch = batch_;
-      status = Take(layer, Conv2DOp::Create(shape, engine_), &s.conv);
+      status = TakeOp(layer, Conv2DOp::Create(shape, engine_), &s.conv);
       if (status.ok() && shape.fuse_relu) {
         // The convolution applies the ReLU; its backward runs here.
-        status =
-            Take(layer, ReluOp::Create(batch_ * p.out_size, engine_), &s.relu);
+        status = TakeOp(layer, ReluOp::Create(batch_ * p.out_size, engine_),
+                        &s.relu);
       }
       break;
     }
     case StageKind::kMaxPool2D: {
       MaxPool2DShape shape = p.pool;
       shape.batch = batch_;
-      status = Take(layer, MaxPool2DOp::Create(shape, engine_), &s.pool);
+      status = TakeOp(layer, MaxPool2DOp::Create(shape, engine_), &s.pool);
       break;
     }
     case StageKind::kDense: {
       DenseShape shape = p.dense;
       shape.batch = batch_;
-      status = Take(layer, DenseOp::Create(shape, engine_), &s.dense);
+      status = TakeOp(layer, DenseOp::Create(shape, engine_), &s.dense);
       break;
     }
     case StageKind::kRelu:
       status =
-          Take(layer, ReluOp::Create(batch_ * p.in_size, engine_), &s.relu);
+          TakeOp(layer, ReluOp::Create(batch_ * p.in_size, engine_), &s.relu);
       break;
     case StageKind::kSoftmax: {
       SoftmaxShape shape = p.softmax;
       shape.batch *= batch_;
-      status = Take(layer, SoftmaxOp::Create(shape, engine_), &s.softmax);
+      status = TakeOp(layer, SoftmaxOp::Create(shape, engine_), &s.softmax);
       break;
     }
     case StageKind::kDropout:
       status =
-          Take(layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate),
-               &s.dropout);
+          TakeOp(layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate),
+                 &s.dropout);
       break;
   }
   PSTRAIN_RETURN_IF_ERROR(status);

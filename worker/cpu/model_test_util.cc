@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "ps/initializer.h"
 #include "worker/cpu/test_util.h"
@@ -49,6 +51,21 @@ bool AllFinite(const std::vector<Tensor>& tensors) {
     }
   }
   return true;
+}
+
+std::string KerasModel(const std::string& dims,
+                       const std::vector<std::string>& layers) {
+  return absl::StrCat(
+      R"({"class_name": "Sequential", "config": {"name": "tiny", "layers": [)",
+      R"({"class_name": "InputLayer", "config": {"name": "input", )",
+      R"("batch_input_shape": [null, )", dims, "]}}, ",
+      absl::StrJoin(layers, ", "), "]}}");
+}
+
+std::string KerasLayer(const std::string& class_name,
+                       const std::string& fields) {
+  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "config": {)",
+                      fields, "}}");
 }
 
 }  // namespace cpu

@@ -38,6 +38,17 @@ ModelVariables MakeVariables(const ModelSpec& spec, Init init,
 // The spec parsed from `json` (ADD_FAILURE on error).
 ModelSpec MustParse(const std::string& json, uint64_t seed = 1);
 
+// Keras JSON for tests: a tf.keras 2.x Sequential model named "tiny" of
+// `layers` on inputs [null, dims] (dims like "7, 7, 2"), and one layer of
+// `class_name` with its config `fields` ("\"name\": \"dense\", ...").
+std::string KerasModel(const std::string& dims,
+                       const std::vector<std::string>& layers);
+std::string KerasLayer(const std::string& class_name,
+                       const std::string& fields);
+// A Dense or Conv2D field: an L2 kernel regularizer of 0.01.
+inline constexpr char kL2Field[] =
+    R"("kernel_regularizer": {"class_name": "L2", "config": {"l2": 0.01}})";
+
 // Whether every element of every gradient is finite.
 bool AllFinite(const std::vector<Tensor>& tensors);
 

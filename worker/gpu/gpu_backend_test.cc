@@ -30,73 +30,60 @@ namespace worker {
 namespace {
 
 using cpu::Init;
+using cpu::KerasLayer;
+using cpu::KerasModel;
+using cpu::kL2Field;
 using cpu::MakeVariables;
 using cpu::ModelVariables;
 using cpu::MustParse;
 
 constexpr double kRelative = 1e-4;
 
-std::string Model(const std::string& dims,
-                  const std::vector<std::string>& layers) {
-  return absl::StrCat(
-      R"({"class_name": "Sequential", "config": {"name": "tiny", "layers": [)",
-      R"({"class_name": "InputLayer", "config": {"name": "input", )",
-      R"("batch_input_shape": [null, )", dims, "]}}, ",
-      absl::StrJoin(layers, ", "), "]}}");
-}
-
-std::string Layer(const std::string& class_name, const std::string& fields) {
-  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "config": {)",
-                      fields, "}}");
-}
-
-constexpr char kL2[] =
-    R"("kernel_regularizer": {"class_name": "L2", "config": {"l2": 0.01}})";
-
 // Conv (same, stride 2, ReLU, L2) -> pool (same) -> conv (valid) -> ReLU
 // layer -> flatten -> dropout -> dense softmax (L2).
 std::string SmallCnn() {
-  return Model(
+  return KerasModel(
       "9, 9, 2",
-      {Layer("Conv2D", absl::StrCat(R"("name": "conv", "filters": 3,
+      {KerasLayer("Conv2D", absl::StrCat(R"("name": "conv", "filters": 3,
              "kernel_size": 3, "strides": 1, "padding": "same",
              "activation": "relu", )",
-                                    kL2)),
-       Layer("MaxPooling2D",
-             R"("name": "pool", "pool_size": 2, "padding": "same")"),
-       Layer("Conv2D", R"("name": "conv_1", "filters": 4, "kernel_size": 2,
+                                         kL2Field)),
+       KerasLayer("MaxPooling2D",
+                  R"("name": "pool", "pool_size": 2, "padding": "same")"),
+       KerasLayer("Conv2D", R"("name": "conv_1", "filters": 4, "kernel_size": 2,
              "use_bias": false)"),
-       Layer("Activation", R"("name": "act", "activation": "relu")"),
-       Layer("Flatten", R"("name": "flatten")"),
-       Layer("Dropout", R"("name": "dropout", "rate": 0.3)"),
-       Layer("Dense", absl::StrCat(R"("name": "dense", "units": 5,
+       KerasLayer("Activation", R"("name": "act", "activation": "relu")"),
+       KerasLayer("Flatten", R"("name": "flatten")"),
+       KerasLayer("Dropout", R"("name": "dropout", "rate": 0.3)"),
+       KerasLayer("Dense", absl::StrCat(R"("name": "dense", "units": 5,
              "activation": "softmax", )",
-                                   kL2))});
+                                        kL2Field))});
 }
 
 // Embedding -> flatten -> dense ReLU -> dense (logits).
 std::string SmallEmbedding() {
-  return Model("6", {Layer("Embedding", R"("name": "embedding",
+  return KerasModel("6",
+                    {KerasLayer("Embedding", R"("name": "embedding",
                            "input_dim": 13, "output_dim": 4)"),
-                     Layer("Flatten", R"("name": "flatten")"),
-                     Layer("Dense", R"("name": "dense", "units": 8,
+                     KerasLayer("Flatten", R"("name": "flatten")"),
+                     KerasLayer("Dense", R"("name": "dense", "units": 8,
                            "activation": "relu")"),
-                     Layer("Dense", R"("name": "dense_1", "units": 3)")});
+                     KerasLayer("Dense", R"("name": "dense_1", "units": 3)")});
 }
 
 // Flatten -> dense ReLU -> dense 4 -> softmax layer (for MSE on the
 // probabilities) and a one-output regression head variant.
 std::string SmallMse(int outputs) {
-  return Model("5",
-               {Layer("Dense", R"("name": "dense", "units": 7,
+  return KerasModel(
+      "5",
+      {KerasLayer("Dense", R"("name": "dense", "units": 7,
                       "activation": "relu")"),
-                Layer("Dense", absl::StrCat(R"("name": "dense_1", "units": )",
-                                            outputs)),
-                Layer("Activation", absl::StrCat(R"("name": "out",
+       KerasLayer("Dense",
+                  absl::StrCat(R"("name": "dense_1", "units": )", outputs)),
+       KerasLayer("Activation",
+                  absl::StrCat(R"("name": "out",
                       "activation": ")",
-                                                 outputs == 1 ? "linear"
-                                                              : "softmax",
-                                                 R"(")"))});
+                               outputs == 1 ? "linear" : "softmax", R"(")"))});
 }
 
 struct Batch {
@@ -156,20 +143,20 @@ StepInput InputOf(const Batch& batch, int64_t n, int64_t step) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure()
-         << "element " << worst_index << ": GPU " << g[worst_index]
-         << ", CPU " << w[worst_index] << " (error " << worst << ", max |CPU| "
-         << scale << ")";
+         << "element " << worst_index << ": GPU " << g[worst_index] << ", CPU "
+         << w[worst_index] << " (error " << worst << ", max |CPU| " << scale
+         << ")";
 }
 
 bool HaveGpu() { return CudaDeviceCount().ok(); }
 
-#define SKIP_WITHOUT_GPU()                                                 \
-  do {                                                                     \
-    absl::StatusOr<int> count = CudaDeviceCount();                         \
-    if (!count.ok()) {                                                     \
+#define SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                       \
+    absl::StatusOr<int> count = CudaDeviceCount();                           \
+    if (!count.ok()) {                                                       \
       GTEST_SKIP() << "skipped: no usable GPU (" << count.status().message() \
-                   << ")";                                                 \
-    }                                                                      \
+                   << ")";                                                   \
+    }                                                                        \
   } while (false)
 
 struct Pair {
@@ -291,9 +278,8 @@ TEST(GpuBackend, BadIdsAndLabelsAreInvalidArgumentNamingThem) {
   ModelVariables vars = MakeVariables(spec, Init::kKeras, 3);
   Batch batch = RandomBatch(spec, 4, 5);
   batch.ids[9] = 13;  // Example 1, position 3: one past the table.
-  absl::StatusOr<StepResult> result =
-      pair.gpu->TrainStep(InputOf(batch, 4, 0), vars.weight_map,
-                          &vars.gradient_map);
+  absl::StatusOr<StepResult> result = pair.gpu->TrainStep(
+      InputOf(batch, 4, 0), vars.weight_map, &vars.gradient_map);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(result.status().message().find("id 13 at position 9"),
             std::string::npos)
@@ -307,10 +293,10 @@ TEST(GpuBackend, BadIdsAndLabelsAreInvalidArgumentNamingThem) {
       << result.status();
   // The backend still works after refusing.
   batch.labels[2] = 0;
-  EXPECT_TRUE(pair.gpu
-                  ->TrainStep(InputOf(batch, 4, 0), vars.weight_map,
-                              &vars.gradient_map)
-                  .ok());
+  EXPECT_TRUE(
+      pair.gpu
+          ->TrainStep(InputOf(batch, 4, 0), vars.weight_map, &vars.gradient_map)
+          .ok());
 }
 
 TEST(GpuBackend, BadOptionsAreInvalidArgument) {

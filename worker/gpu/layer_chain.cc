@@ -16,27 +16,6 @@
 namespace pstrain {
 namespace worker {
 namespace gpu {
-namespace {
-
-// `status` with the layer named in front of its message.
-absl::Status InLayer(const std::string& layer, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat("layer '", layer, "': ", status.message()));
-}
-
-// The op an op factory made, or its error with the layer named.
-template <typename Op>
-absl::Status Take(const std::string& layer,
-                  absl::StatusOr<std::unique_ptr<Op>> op,
-                  std::unique_ptr<Op>* into) {
-  if (!op.ok()) return InLayer(layer, op.status());
-  *into = std::move(*op);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 // One stage of the plan with its op and the device buffers it owns.
 struct LayerChain::Stage {
   StagePlan plan;
@@ -98,39 +77,39 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
     case StageKind::kEmbedding: {
       EmbeddingShape shape = p.embedding;
       shape.ids *= batch_;
-      status = Take(layer, EmbeddingOp::Create(shape, device_), &s.embedding);
+      status = TakeOp(layer, EmbeddingOp::Create(shape, device_), &s.embedding);
       break;
     }
     case StageKind::kConv2D: {
       Conv2DShape shape = p.conv;
       shape.batch = batch_;
-      status = Take(layer, Conv2DOp::Create(shape, device_), &s.conv);
+      status = TakeOp(layer, Conv2DOp::Create(shape, device_), &s.conv);
       break;
     }
     case StageKind::kMaxPool2D: {
       MaxPool2DShape shape = p.pool;
       shape.batch = batch_;
-      status = Take(layer, MaxPool2DOp::Create(shape, device_), &s.pool);
+      status = TakeOp(layer, MaxPool2DOp::Create(shape, device_), &s.pool);
       break;
     }
     case StageKind::kDense: {
       DenseShape shape = p.dense;
       shape.batch = batch_;
-      status = Take(layer, DenseOp::Create(shape, device_), &s.dense);
+      status = TakeOp(layer, DenseOp::Create(shape, device_), &s.dense);
       break;
     }
     case StageKind::kRelu:
       status =
-          Take(layer, ReluOp::Create(batch_ * p.in_size, device_), &s.relu);
+          TakeOp(layer, ReluOp::Create(batch_ * p.in_size, device_), &s.relu);
       break;
     case StageKind::kSoftmax: {
       SoftmaxShape shape = p.softmax;
       shape.batch *= batch_;
-      status = Take(layer, SoftmaxOp::Create(shape, device_), &s.softmax);
+      status = TakeOp(layer, SoftmaxOp::Create(shape, device_), &s.softmax);
       break;
     }
     case StageKind::kDropout:
-      status = Take(
+      status = TakeOp(
           layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate, device_),
           &s.dropout);
       break;
