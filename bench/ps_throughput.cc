@@ -214,6 +214,8 @@ int RunBench() {
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
   }
+  // Idle connections hold a ps's shutdown until its grace period ends.
+  client = absl::UnknownError("done");
   for (pid_t pid : ps) kill(pid, SIGTERM);
   for (pid_t pid : ps) waitpid(pid, nullptr, 0);
   if (rc != 0) return rc;

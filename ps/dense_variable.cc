@@ -11,11 +11,15 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-const float* Floats(const Chunk& chunk) {
-  return reinterpret_cast<const float*>(chunk.data.data());
-}
-
 int64_t NumFloats(const Chunk& chunk) { return chunk.data.size() / 4; }
+
+// Float i of a chunk, read whatever its alignment (loops of these
+// vectorize with unaligned loads).
+float FloatAt(const Chunk& chunk, int64_t i) {
+  float f;
+  std::memcpy(&f, chunk.data.data() + 4 * i, 4);
+  return f;
+}
 
 }  // namespace
 
@@ -160,8 +164,7 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
     const int64_t n = NumFloats(chunk);
     const int64_t first = chunk.offset / 4;
     scaled.resize(n);
-    const float* g = Floats(chunk);
-    for (int64_t i = 0; i < n; ++i) scaled[i] = g[i] * inverse_batch;
+    for (int64_t i = 0; i < n; ++i) scaled[i] = FloatAt(chunk, i) * inverse_batch;
     for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
     optimizer_->Apply(value_.flat<float>().subspan(first, n),
                       absl::MakeConstSpan(scaled.data(), n), slots,
@@ -185,9 +188,8 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
   for (const Chunk& chunk : chunks) {
     float* sum = sum_.data() + chunk.offset / 4;
-    const float* g = Floats(chunk);
     const int64_t n = NumFloats(chunk);
-    for (int64_t i = 0; i < n; ++i) sum[i] += g[i];
+    for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
   }
   ++contributions_;
   batch_sum_ += batch_size;

@@ -34,7 +34,9 @@ namespace ps {
 // A byte range of a piece's data carried by one message.
 struct Chunk {
   int64_t offset = 0;      // Bytes from the start of the piece.
-  absl::string_view data;  // Little-endian floats; size a multiple of 4.
+  // Little-endian floats, size a multiple of 4, at any address: they lie
+  // where they arrived in gRPC's buffers, so floats are not aligned.
+  absl::string_view data;
 };
 
 class DenseVariable {

@@ -12,9 +12,6 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-// Keep at most this many idle push messages (their buffers stay allocated).
-constexpr size_t kMaxFreeMessages = 64;
-
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
                                 const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -166,53 +163,62 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   int64_t room_ = 0;
 };
 
-// Collects a push stream's messages, then hands them to the Shard at once.
-class PushReactor : public grpc::ServerReadReactor<PushDenseRequest> {
+// Collects a push stream's messages as bytes, then decodes them in place
+// (ps/tensor_encoding.h: the gradients are read where gRPC received them,
+// not copied into message strings first) and hands them to the Shard at
+// once.
+class PushReactor : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   PushReactor(PsService* service, grpc::CallbackServerContext* context,
-              PushDenseResponse* response)
+              grpc::ByteBuffer* response)
       : service_(service), context_(context), response_(response) {
-    ReadNext();
+    StartRead(&next_);
   }
 
   void OnReadDone(bool ok) override {
     if (ok) {
-      ReadNext();
+      // An empty message may arrive as no buffer at all.
+      std::vector<grpc::Slice>& slices = messages_.emplace_back();
+      if (next_.Valid() && !next_.Dump(&slices).ok()) unreadable_ = true;
+      next_.Clear();
+      StartRead(&next_);
       return;
     }
-    // End of stream: the last message taken was not filled.
-    service_->ReturnMessage(std::move(messages_.back()));
-    messages_.pop_back();
     if (context_->IsCancelled()) {
       // The stream broke (client gone, message over the limit): nothing of
       // it is applied.
-      for (auto& m : messages_) service_->ReturnMessage(std::move(m));
-      messages_.clear();
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "push stream broken"));
       return;
     }
-    std::vector<const PushDenseRequest*> views;
-    for (const auto& m : messages_) views.push_back(m.get());
+    std::vector<PushDenseView> views(messages_.size());
+    std::vector<const PushDenseView*> pointers;
+    for (size_t i = 0; i < messages_.size(); ++i) {
+      if (unreadable_ || !DecodePushDenseRequest(messages_[i], &views[i])) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "PushDenseRequest does not parse"));
+        return;
+      }
+      pointers.push_back(&views[i]);
+    }
     absl::StatusOr<PushDenseResponse> result =
-        service_->shard()->PushDense(views);
-    if (result.ok()) *response_ = *std::move(result);
-    for (auto& m : messages_) service_->ReturnMessage(std::move(m));
-    messages_.clear();
+        service_->shard()->PushDense(pointers);
+    if (result.ok()) {
+      grpc::Slice bytes(result->SerializeAsString());
+      *response_ = grpc::ByteBuffer(&bytes, 1);
+    }
     Finish(ToGrpcStatus(result.status()));
   }
 
   void OnDone() override { delete this; }
 
  private:
-  void ReadNext() {
-    messages_.push_back(service_->TakeMessage());
-    StartRead(messages_.back().get());
-  }
-
   PsService* const service_;
   grpc::CallbackServerContext* const context_;
-  PushDenseResponse* const response_;
-  std::vector<std::unique_ptr<PushDenseRequest>> messages_;
+  grpc::ByteBuffer* const response_;
+  grpc::ByteBuffer next_;
+  // Each message's bytes, kept until the push is applied.
+  std::vector<std::vector<grpc::Slice>> messages_;
+  bool unreadable_ = false;
 };
 
 }  // namespace
@@ -221,27 +227,6 @@ PsService::PsService(Shard* shard, PsServiceOptions options)
     : shard_(shard), options_(options), pull_pool_(options.pull_threads) {}
 
 PsService::~PsService() = default;
-
-std::unique_ptr<PushDenseRequest> PsService::TakeMessage() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!free_messages_.empty()) {
-      std::unique_ptr<PushDenseRequest> m = std::move(free_messages_.back());
-      free_messages_.pop_back();
-      return m;
-    }
-  }
-  return std::make_unique<PushDenseRequest>();
-}
-
-void PsService::ReturnMessage(std::unique_ptr<PushDenseRequest> message) {
-  // Clear() keeps the gradients' string buffers for the next parse.
-  message->Clear();
-  absl::MutexLock lock(&mu_);
-  if (free_messages_.size() < kMaxFreeMessages) {
-    free_messages_.push_back(std::move(message));
-  }
-}
 
 grpc::ServerUnaryReactor* PsService::CreateVariables(
     grpc::CallbackServerContext* context, const CreateVariablesRequest* request,
@@ -260,11 +245,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* PsService::PullDense(
   return new PullReactor(this, request);
 }
 
-grpc::ServerReadReactor<PushDenseRequest>* PsService::PushDense(
-    grpc::CallbackServerContext* context, PushDenseResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* PsService::PushDense(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   absl::Status auth = CheckAuthToken(*context, options_.auth_token);
   if (!auth.ok()) {
-    return new Refusal<grpc::ServerReadReactor<PushDenseRequest>>(auth);
+    return new Refusal<grpc::ServerReadReactor<grpc::ByteBuffer>>(auth);
   }
   return new PushReactor(this, context, response);
 }

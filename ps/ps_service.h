@@ -8,9 +8,8 @@
 // with min_version 0 never waits for a step and is served inline.
 // Pulls are streamed in messages of at most max_chunk_bytes of content
 // (request's value, else the default), so no message approaches protobuf's
-// 2 GB limit; small variables share a message. Push
-// stream messages are parsed into pooled message objects whose buffers are
-// reused across pushes.
+// 2 GB limit; small variables share a message. Push stream messages are
+// decoded in place: the Shard reads the gradients from gRPC's buffers.
 #ifndef PSTRAIN_PS_PS_SERVICE_H_
 #define PSTRAIN_PS_PS_SERVICE_H_
 
@@ -19,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "common/thread_pool.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps/shard.h"
@@ -38,11 +35,14 @@ struct PsServiceOptions {
   std::string auth_token;
 };
 
-// PullDense is a raw method: its replies are encoded by hand
-// (ps/tensor_encoding.h) to save a copy of every chunk; on the wire they are
-// ordinary PullDenseResponse messages.
-class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
-                            ParameterServer::CallbackService> {
+// PullDense and PushDense are raw methods: pull replies are encoded and
+// push requests decoded by hand (ps/tensor_encoding.h), to save a copy of
+// every chunk; on the wire they are ordinary PullDenseResponse and
+// PushDenseRequest messages.
+class PsService final
+    : public ParameterServer::WithRawCallbackMethod_PullDense<
+          ParameterServer::WithRawCallbackMethod_PushDense<
+              ParameterServer::CallbackService>> {
  public:
   // `shard` must outlive the service.
   PsService(Shard* shard, PsServiceOptions options);
@@ -56,9 +56,10 @@ class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
   grpc::ServerWriteReactor<grpc::ByteBuffer>* PullDense(
       grpc::CallbackServerContext* context,
       const grpc::ByteBuffer* request) override;
-  grpc::ServerReadReactor<PushDenseRequest>* PushDense(
+  // `response` receives a serialized PushDenseResponse.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PushDense(
       grpc::CallbackServerContext* context,
-      PushDenseResponse* response) override;
+      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext* context,
                                        const PullSparseRequest* request,
                                        PullSparseResponse* response) override;
@@ -78,11 +79,6 @@ class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
                                        const SetWorkersRequest* request,
                                        SetWorkersResponse* response) override;
 
-  // A push message from the pool (cleared, buffers kept), and its return.
-  std::unique_ptr<PushDenseRequest> TakeMessage() ABSL_LOCKS_EXCLUDED(mu_);
-  void ReturnMessage(std::unique_ptr<PushDenseRequest> message)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   Shard* shard() const { return shard_; }
   const PsServiceOptions& options() const { return options_; }
   ThreadPool* pull_pool() { return &pull_pool_; }
@@ -90,10 +86,6 @@ class PsService final : public ParameterServer::WithRawCallbackMethod_PullDense<
  private:
   Shard* const shard_;
   const PsServiceOptions options_;
-
-  absl::Mutex mu_;
-  std::vector<std::unique_ptr<PushDenseRequest>> free_messages_
-      ABSL_GUARDED_BY(mu_);
 
   // Last member: destroyed (drained and joined) first.
   ThreadPool pull_pool_;

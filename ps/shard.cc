@@ -1,6 +1,7 @@
 #include "ps/shard.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -19,6 +20,39 @@ namespace {
 absl::Status VariableError(absl::string_view name, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("variable '", name, "': ", problem));
+}
+
+// Appends the content `pieces` of a gradient that starts at byte `offset` of
+// its piece to *chunks, as runs of whole floats. A float split between two
+// pieces (gRPC's buffers end anywhere) is copied into *stitched, which has
+// room reserved for one per piece. The content is whole floats (checked
+// before).
+void AddWholeFloats(int64_t offset, absl::Span<const absl::string_view> pieces,
+                    std::vector<Chunk>* chunks,
+                    std::vector<std::array<char, 4>>* stitched) {
+  std::array<char, 4> partial;
+  size_t partial_size = 0;
+  for (absl::string_view piece : pieces) {
+    if (partial_size > 0) {
+      const size_t n = std::min(4 - partial_size, piece.size());
+      std::memcpy(partial.data() + partial_size, piece.data(), n);
+      partial_size += n;
+      piece.remove_prefix(n);
+      if (partial_size < 4) continue;
+      stitched->push_back(partial);
+      chunks->push_back(
+          Chunk{offset, absl::string_view(stitched->back().data(), 4)});
+      offset += 4;
+      partial_size = 0;
+    }
+    const size_t whole = piece.size() & ~size_t{3};
+    if (whole > 0) {
+      chunks->push_back(Chunk{offset, piece.substr(0, whole)});
+      offset += whole;
+    }
+    partial_size = piece.size() - whole;
+    std::memcpy(partial.data(), piece.data() + whole, partial_size);
+  }
 }
 
 std::vector<int64_t> Dims(const TensorShapeProto& shape) {
@@ -322,26 +356,29 @@ absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
 }
 
 absl::Status Shard::CheckFinite(const Run& run, const std::string& name,
-                                const float* g, int64_t count,
-                                int64_t first_element, bool* skip) {
+                                const Chunk& chunk, bool* skip) {
   // A float is NaN or Inf iff its exponent bits are all ones. This branch-
   // free pass vectorizes; the slow search below runs only on a bad gradient.
+  const char* bytes = chunk.data.data();
+  const int64_t count = chunk.data.size() / 4;
   uint32_t all_ones = 0;
   for (int64_t i = 0; i < count; ++i) {
     uint32_t bits;
-    std::memcpy(&bits, g + i, 4);
+    std::memcpy(&bits, bytes + 4 * i, 4);
     all_ones |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
   }
   if (all_ones == 0) return absl::OkStatus();
   for (int64_t i = 0; i < count; ++i) {
-    if (std::isfinite(g[i])) continue;
+    float g;
+    std::memcpy(&g, bytes + 4 * i, 4);
+    if (std::isfinite(g)) continue;
     if (run.nan_policy == NAN_SKIP_STEP) {
       *skip = true;
       return absl::OkStatus();
     }
     absl::Status status = VariableError(
-        name, absl::StrCat("gradient element ", first_element + i, " is ",
-                           std::isnan(g[i]) ? "NaN" : "Inf", " (nan_policy ",
+        name, absl::StrCat("gradient element ", chunk.offset / 4 + i, " is ",
+                           std::isnan(g) ? "NaN" : "Inf", " (nan_policy ",
                            NanPolicy_Name(run.nan_policy), ")"));
     if (run.nan_policy == NAN_ABORT && options_.on_abort) {
       options_.on_abort(status);
@@ -353,10 +390,22 @@ absl::Status Shard::CheckFinite(const Run& run, const std::string& name,
 
 absl::StatusOr<PushDenseResponse> Shard::PushDense(
     absl::Span<const PushDenseRequest* const> messages) {
+  std::vector<PushDenseView> views;
+  views.reserve(messages.size());
+  for (const PushDenseRequest* message : messages) {
+    views.push_back(ViewOf(*message));
+  }
+  std::vector<const PushDenseView*> pointers;
+  for (const PushDenseView& view : views) pointers.push_back(&view);
+  return PushDense(pointers);
+}
+
+absl::StatusOr<PushDenseResponse> Shard::PushDense(
+    absl::Span<const PushDenseView* const> messages) {
   if (messages.empty()) {
     return Refuse(absl::InvalidArgumentError("push has no messages"));
   }
-  const PushDenseRequest& first = *messages[0];
+  const PushDenseRequest& first = messages[0]->header;
   absl::StatusOr<const Run*> checked = CheckRun(first.header());
   if (!checked.ok()) return Refuse(checked.status());
   const Run* run = *checked;
@@ -381,8 +430,17 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
 
   // Check every gradient chunk before touching anything.
   std::map<DenseVariable*, std::vector<Chunk>> pushed;
-  for (const PushDenseRequest* message : messages) {
-    for (const NamedTensor& gradient : message->gradients()) {
+  size_t num_pieces = 0;
+  for (const PushDenseView* message : messages) {
+    num_pieces += message->pieces.size();
+  }
+  // Floats split between two of gRPC's buffers, copied whole; reserved so
+  // that Chunks may point into it.
+  std::vector<std::array<char, 4>> stitched;
+  stitched.reserve(num_pieces);
+  for (const PushDenseView* message : messages) {
+    for (int i = 0; i < message->header.gradients_size(); ++i) {
+      const NamedTensor& gradient = message->header.gradients(i);
       const std::string& name = gradient.name();
       auto it = run->dense.find(name);
       if (it == run->dense.end()) {
@@ -412,7 +470,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
                                v->row_begin(), ", ", v->row_end(), ")")));
       }
       const int64_t offset = t.content_offset();
-      const int64_t size = t.content().size();
+      const int64_t size = message->ContentSize(i);
       if (offset < 0 || offset % 4 != 0 || size % 4 != 0 ||
           offset > v->num_bytes() - size) {
         return Refuse(VariableError(
@@ -420,7 +478,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
                                offset, " does not fit its ", v->num_bytes(),
                                " bytes in whole floats")));
       }
-      pushed[v].push_back(Chunk{offset, t.content()});
+      AddWholeFloats(offset, message->Content(i), &pushed[v], &stitched);
     }
   }
   bool skip_update = false;
@@ -445,9 +503,8 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     PSTRAIN_RETURN_IF_ERROR(
         CheckPushVersion(*run, v->name(), version, v->version()));
     for (const Chunk& chunk : chunks) {
-      PSTRAIN_RETURN_IF_ERROR(CheckFinite(
-          *run, v->name(), reinterpret_cast<const float*>(chunk.data.data()),
-          chunk.data.size() / 4, chunk.offset / 4, &skip_update));
+      PSTRAIN_RETURN_IF_ERROR(
+          CheckFinite(*run, v->name(), chunk, &skip_update));
     }
   }
 
@@ -575,9 +632,8 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
       CheckPushVersion(run, name, request.version(), table->version()));
   const float* rows = reinterpret_cast<const float*>(g.content().data());
   bool skip_update = false;
-  PSTRAIN_RETURN_IF_ERROR(CheckFinite(run, name, rows,
-                                      request.ids_size() * table->width(), 0,
-                                      &skip_update));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckFinite(run, name, Chunk{0, g.content()}, &skip_update));
 
   // Sum the rows of duplicate ids.
   std::vector<int64_t> ids;

@@ -29,6 +29,7 @@
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
 #include "ps/dense_variable.h"
+#include "ps/dense_view.h"
 #include "ps/embedding_table.h"
 #include "ps/optimizer.h"
 
@@ -77,6 +78,10 @@ class Shard {
   // first message carries the header, version and batch size. The gradients
   // are sums over the worker's batch, in chunks covering each pushed
   // variable's piece exactly once.
+  absl::StatusOr<PushDenseResponse> PushDense(
+      absl::Span<const PushDenseView* const> messages)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The same, from parsed messages.
   absl::StatusOr<PushDenseResponse> PushDense(
       absl::Span<const PushDenseRequest* const> messages)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -169,11 +174,10 @@ class Shard {
   absl::Status CheckPushVersion(const Run& run, const std::string& name,
                                 int64_t version, int64_t current);
 
-  // The policy's verdict on `count` floats at `g`: OK (finite, or skip the
-  // step: *skip set), or the refusal naming `name` and the element.
+  // The policy's verdict on a gradient chunk: OK (finite, or skip the step:
+  // *skip set), or the refusal naming `name` and the element.
   absl::Status CheckFinite(const Run& run, const std::string& name,
-                           const float* g, int64_t count, int64_t first_element,
-                           bool* skip);
+                           const Chunk& chunk, bool* skip);
 
   const ShardOptions options_;
 

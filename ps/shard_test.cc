@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ps/dense_view_testing.h"
 
 namespace pstrain {
 namespace ps {
@@ -292,6 +293,38 @@ TEST_F(ShardTest, AsyncAppliesARetriedPushOnce) {
   ASSERT_TRUE(
       Send(shard_, From(1, 43, Push(1, 2, {1, 1, 1, 1}, {0, 0, 0}))).ok());
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
+}
+
+TEST(Shard, GradientsCutAnywhereApplyAsWhole) {
+  const PushDenseRequest push = Push(0, 2, {1.5, -2, 3.25, 4}, {0.5, 1, -1});
+  for (UpdateConfig::Mode mode : {UpdateConfig::ASYNC, UpdateConfig::SYNC}) {
+    Shard whole(ShardOptions{});
+    CreateVariablesResponse response;
+    ASSERT_TRUE(whole.CreateVariables(Create(mode, 1), &response).ok());
+    ASSERT_TRUE(Send(whole, push).ok());
+    ASSERT_NE(Pull(whole, "w"), std::vector<float>(4, 1.0f));
+    for (size_t cut : {1, 3, 5, 6, 16}) {
+      Shard shard(ShardOptions{});
+      ASSERT_TRUE(shard.CreateVariables(Create(mode, 1), &response).ok());
+      std::string storage;
+      const PushDenseView view = CutContents(push, cut, &storage);
+      const PushDenseView* views[] = {&view};
+      ASSERT_TRUE(shard.PushDense(views).ok()) << cut;
+      EXPECT_EQ(Pull(shard, "w"), Pull(whole, "w")) << cut;
+      EXPECT_EQ(Pull(shard, "b"), Pull(whole, "b")) << cut;
+    }
+  }
+  // A NaN split between two pieces is found.
+  Shard shard(ShardOptions{});
+  CreateVariablesResponse response;
+  ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::ASYNC, 1), &response).ok());
+  std::string storage;
+  const PushDenseView view =
+      CutContents(Push(0, 1, {1, NAN, 1, 1}, {0, 0, 0}), 3, &storage);
+  const PushDenseView* views[] = {&view};
+  EXPECT_EQ(shard.PushDense(views).status().message(),
+            "variable 'w': gradient element 1 is NaN (nan_policy NAN_REJECT)");
+  EXPECT_EQ(Pull(shard, "w"), std::vector<float>(4, 1.0f));
 }
 
 TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {

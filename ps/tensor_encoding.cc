@@ -149,15 +149,27 @@ class SliceReader {
   size_t offset_ = 0;  // in it
 };
 
-// Decoding follows the same path: level 0 is the PullDenseResponse, 1 one
-// of its `values` NamedTensors, 2 that one's `tensor` TensorProto. Every
-// field off the path to the content is copied, as it is on the wire, into
-// rest[level] and parsed by protobuf afterwards. Each occurrence of `values`
-// is a new element; within one, a repeated occurrence of `tensor` is merged,
-// and the last `content` wins, as protobuf's parser does.
-bool DecodeLevel(SliceReader* in, int64_t end, int level,
-                 std::string rest[3], PullDenseView* view) {
-  static constexpr int kPath[] = {PullDenseResponse::kValuesFieldNumber,
+// The repeated field of dense tensors in each message, and adding one.
+constexpr int TensorsField(const PullDenseResponse*) {
+  return PullDenseResponse::kValuesFieldNumber;
+}
+constexpr int TensorsField(const PushDenseRequest*) {
+  return PushDenseRequest::kGradientsFieldNumber;
+}
+NamedTensor* AddTensor(PullDenseResponse* m) { return m->add_values(); }
+NamedTensor* AddTensor(PushDenseRequest* m) { return m->add_gradients(); }
+
+// Decoding follows the same path: level 0 is the message, 1 one of its
+// NamedTensors (`values` or `gradients`), 2 that one's `tensor`
+// TensorProto. Every field off the path to the content is copied, as it is
+// on the wire, into rest[level] and parsed by protobuf afterwards. Each
+// occurrence of the repeated field is a new element; within one, a repeated
+// occurrence of `tensor` is merged, and the last `content` wins, as
+// protobuf's parser does.
+template <typename Message>
+bool DecodeLevel(SliceReader* in, int64_t end, int level, std::string rest[3],
+                 DenseView<Message>* view) {
+  static constexpr int kPath[] = {TensorsField(static_cast<Message*>(nullptr)),
                                   NamedTensor::kTensorFieldNumber,
                                   TensorProto::kContentFieldNumber};
   auto append = [&rest, level](const char* p, size_t n) {
@@ -179,16 +191,16 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
         return false;
       }
       if (level == 0) {
-        // A new element of `values`: its fields are collected afresh and
+        // A new tensor: its fields are collected afresh and
         // parsed once it ends.
         rest[1].clear();
         rest[2].clear();
-        PullDenseView::ValueContent& content = view->contents.emplace_back();
+        auto& content = view->contents.emplace_back();
         content.first_piece = view->pieces.size();
         if (!DecodeLevel(in, in->position() + length, 1, rest, view)) {
           return false;
         }
-        NamedTensor* value = view->header.add_values();
+        NamedTensor* value = AddTensor(&view->header);
         if (!value->ParseFromString(rest[1]) ||
             !value->mutable_tensor()->MergeFromString(rest[2])) {
           return false;
@@ -203,7 +215,7 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
       }
       // The current element's pieces are the last ones: a later content
       // replaces them.
-      PullDenseView::ValueContent& content = view->contents.back();
+      auto& content = view->contents.back();
       view->pieces.resize(content.first_piece);
       content.num_pieces = 0;
       content.size = length;
@@ -243,20 +255,30 @@ bool DecodeLevel(SliceReader* in, int64_t end, int level,
   return in->position() == end;
 }
 
-}  // namespace
-
-bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
-                             PullDenseView* view) {
+template <typename Message>
+bool Decode(const std::vector<grpc::Slice>& slices, DenseView<Message>* view) {
   view->header.Clear();
   view->contents.clear();
   view->pieces.clear();
   SliceReader in(slices);
   std::string rest[3];
   if (!DecodeLevel(&in, in.size(), 0, rest, view)) return false;
-  // rest[0] holds no `values` (they were parsed above): merging keeps them.
+  // rest[0] holds none of the tensors (they were parsed above): merging
+  // keeps them.
   return view->header.MergeFromString(rest[0]);
 }
 
+}  // namespace
+
+bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
+                             PullDenseView* view) {
+  return Decode(slices, view);
+}
+
+bool DecodePushDenseRequest(const std::vector<grpc::Slice>& slices,
+                            PushDenseView* view) {
+  return Decode(slices, view);
+}
 grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
                                  int64_t size) {
   //   [values tag, length] [NamedTensor prefix] content

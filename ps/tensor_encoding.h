@@ -1,5 +1,5 @@
-// Encodes (and decodes) the dense tensor messages of proto/ps_service.proto (pull replies
-// and push requests) straight into gRPC byte buffers, copying each chunk's
+// Encodes (and decodes) the dense tensor messages of proto/ps_service.proto
+// (pull replies and push requests) straight into gRPC byte buffers, copying each chunk's
 // tensor content once, into the buffer gRPC sends, instead of twice (into the
 // message's `content` string, then into gRPC's buffer when it serializes).
 // A push's gradients need not be copied at all: gRPC can send them from the
@@ -26,6 +26,7 @@
 #include "absl/types/span.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.pb.h"
+#include "ps/dense_view.h"
 
 namespace pstrain {
 namespace ps {
@@ -84,35 +85,13 @@ grpc::ByteBuffer EncodePushDenseRequest(const PushDenseRequest& header,
                                         absl::Span<const GradientChunk> gradients,
                                         BorrowedContent* borrowed = nullptr);
 
-// A PullDenseResponse read from its serialized bytes, its contents left in
-// place: `header` holds every field but values' tensor.content; the bytes of
-// header.values(i)'s content are Content(i), in order (views into the
-// buffer's slices, valid while those slices live), ContentSize(i) in all.
-// This saves parsing the content into a string only to copy it again into
-// the destination tensor.
-struct PullDenseView {
-  // Where one value's content lies in `pieces`.
-  struct ValueContent {
-    size_t first_piece = 0;
-    size_t num_pieces = 0;
-    int64_t size = 0;
-  };
-
-  absl::Span<const absl::string_view> Content(int i) const {
-    return absl::MakeConstSpan(pieces).subspan(contents[i].first_piece,
-                                               contents[i].num_pieces);
-  }
-  int64_t ContentSize(int i) const { return contents[i].size; }
-
-  PullDenseResponse header;
-  std::vector<ValueContent> contents;  // one per header.values
-  std::vector<absl::string_view> pieces;
-};
-
-// Reads `slices` (a serialized PullDenseResponse) into *view. False if the
-// bytes are not a valid serialization.
+// Reads `slices` (a serialized PullDenseResponse or PushDenseRequest) into
+// *view, the contents left in the slices. False if the bytes are not a valid
+// serialization.
 bool DecodePullDenseResponse(const std::vector<grpc::Slice>& slices,
                              PullDenseView* view);
+bool DecodePushDenseRequest(const std::vector<grpc::Slice>& slices,
+                            PushDenseView* view);
 
 }  // namespace ps
 }  // namespace pstrain

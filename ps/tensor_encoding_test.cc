@@ -183,7 +183,8 @@ std::vector<grpc::Slice> Cut(const std::string& bytes, size_t piece) {
   return slices;
 }
 
-std::string Join(const PullDenseView& view, int i) {
+template <typename Message>
+std::string Join(const DenseView<Message>& view, int i) {
   std::string out;
   for (absl::string_view piece : view.Content(i)) {
     out.append(piece.data(), piece.size());
@@ -283,6 +284,36 @@ TEST(DecodePullDenseResponse, NoValues) {
   EXPECT_EQ(view.header.values_size(), 0);
   EXPECT_TRUE(view.contents.empty());
   EXPECT_EQ(view.header.version(), 7);
+}
+
+TEST(DecodePushDenseRequest, ReadsWhatProtobufWrites) {
+  PushDenseRequest message;
+  message.mutable_header()->set_run_id("run");
+  message.mutable_header()->set_request_id(77);
+  message.set_version(3);
+  message.set_batch_size(64);
+  *message.mutable_gradients() =
+      WithContents(TwoValues(), {std::string(5000, 'x'), "bias"}).values();
+  PushDenseRequest without = message;
+  for (NamedTensor& g : *without.mutable_gradients()) {
+    g.mutable_tensor()->clear_content();
+  }
+  const std::string bytes = message.SerializeAsString();
+  for (size_t piece : {size_t{1}, size_t{7}, bytes.size()}) {
+    const std::vector<grpc::Slice> slices = Cut(bytes, piece);  // outlive view
+    PushDenseView view;
+    ASSERT_TRUE(DecodePushDenseRequest(slices, &view)) << piece;
+    ASSERT_EQ(view.header.gradients_size(), 2);
+    EXPECT_EQ(view.header.SerializeAsString(), without.SerializeAsString());
+    for (int i = 0; i < 2; ++i) {
+      const std::string& content = message.gradients(i).tensor().content();
+      EXPECT_EQ(Join(view, i), content);
+      EXPECT_EQ(view.ContentSize(i), static_cast<int64_t>(content.size()));
+    }
+  }
+  PushDenseView view;
+  EXPECT_FALSE(DecodePushDenseRequest(
+      Cut(bytes.substr(0, bytes.size() - 1), 3), &view));
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 //     1 CreateVariables on a fresh shard     6 Save (into the temp dir)
 //       (kept when it succeeds)              7 Restore (from the temp dir)
 //     2 PullDense                            8 GetShardStatus
-//     3 PushDense: a count byte (n - 1), then 9 SetWorkers
+//     3 PushDense: a count byte (bits 0-1:   9 SetWorkers
+//       n - 1; bits 2-7: cut contents every
+//       that many bytes, 0 whole), then
 //       n <= 4 messages
 //     4 PullSparse
 //
@@ -32,6 +34,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/tensor.h"
+#include "ps/dense_view_testing.h"
 #include "ps/shard.h"
 #include "tests/fuzz/fixtures.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -194,12 +197,20 @@ class ShardFuzzer {
   }
 
   void PushDense(fuzz::FuzzReader* in) {
-    const int count = 1 + in->Byte() % 4;
+    const uint8_t count_byte = in->Byte();
+    const int count = 1 + count_byte % 4;
+    // Contents cut every `cut` bytes at odd addresses, as gRPC may deliver
+    // them (0: whole).
+    const size_t cut = count_byte / 4;
     std::vector<PushDenseRequest> messages(count);
-    std::vector<const PushDenseRequest*> views;
-    for (PushDenseRequest& message : messages) {
-      if (!Parse(in->Record(), &message)) return;
-      views.push_back(&message);
+    std::vector<std::string> storage(count);
+    std::vector<PushDenseView> cut_views(count);
+    std::vector<const PushDenseView*> views;
+    for (int i = 0; i < count; ++i) {
+      if (!Parse(in->Record(), &messages[i])) return;
+      cut_views[i] = cut == 0 ? ViewOf(messages[i])
+                              : CutContents(messages[i], cut, &storage[i]);
+      views.push_back(&cut_views[i]);
     }
     const std::string before = Snapshot(shard_.get());
     const absl::StatusOr<PushDenseResponse> response =

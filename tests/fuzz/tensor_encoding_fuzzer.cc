@@ -1,10 +1,10 @@
 // Fuzzes the hand-written protobuf coding of ps/tensor_encoding.h, which
 // the worker uses to read every pull reply and the ps to write them (and the
-// worker its pushes). Input: a byte choosing how the bytes are cut into
+// worker to write its pushes, the ps to read them). Input: a byte choosing how the bytes are cut into
 // slices (as gRPC may deliver them: 0 whole, else pieces of that many bytes),
 // then the bytes. Checks, against protobuf's own parser:
-//   - DecodePullDenseResponse accepts only what protobuf accepts, and reads
-//     the same message;
+//   - DecodePullDenseResponse and DecodePushDenseRequest accept only what
+//     protobuf accepts, and read the same message;
 //   - EncodePullDenseResponse (of EncodePullDenseValue slices) and
 //     EncodePushDenseRequest of any message that parses write bytes protobuf
 //     reads back as that message, and that the decoder reads back too,
@@ -49,14 +49,23 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
   return out;
 }
 
+// The dense tensors of each message.
+google::protobuf::RepeatedPtrField<NamedTensor>* Tensors(PullDenseResponse* m) {
+  return m->mutable_values();
+}
+google::protobuf::RepeatedPtrField<NamedTensor>* Tensors(PushDenseRequest* m) {
+  return m->mutable_gradients();
+}
+
 // The message `view` holds: its header with the contents put back.
-PullDenseResponse Assemble(const PullDenseView& view) {
-  PullDenseResponse message = view.header;
-  PSTRAIN_FUZZ_EXPECT(
-      view.contents.size() == static_cast<size_t>(message.values_size()),
-      view.contents.size(), " contents for ", message.values_size(),
-      " values");
-  for (int i = 0; i < message.values_size(); ++i) {
+template <typename Message>
+Message Assemble(const DenseView<Message>& view) {
+  Message message = view.header;
+  auto* tensors = Tensors(&message);
+  PSTRAIN_FUZZ_EXPECT(view.contents.size() == static_cast<size_t>(tensors->size()),
+                      view.contents.size(), " contents for ", tensors->size(),
+                      " tensors");
+  for (int i = 0; i < tensors->size(); ++i) {
     std::string content;
     for (absl::string_view piece : view.Content(i)) {
       content.append(piece.data(), piece.size());
@@ -65,7 +74,7 @@ PullDenseResponse Assemble(const PullDenseView& view) {
         static_cast<int64_t>(content.size()) == view.ContentSize(i),
         content.size(), " content bytes, content size ", view.ContentSize(i));
     if (!content.empty()) {
-      message.mutable_values(i)->mutable_tensor()->set_content(content);
+      tensors->Mutable(i)->mutable_tensor()->set_content(content);
     }
   }
   return message;
@@ -79,15 +88,16 @@ void ExpectEqual(const google::protobuf::Message& expected,
                       actual.ShortDebugString());
 }
 
-// The decoder and the encoder always make each value's `tensor` present (an
-// empty message on the wire): drop it from `other` where `expected` has
+// The decoder and the encoders always make each tensor's `tensor` present
+// (an empty message on the wire): drop it from `other` where `expected` has
 // none, which is the same message to every reader.
-void MatchPresence(const PullDenseResponse& expected,
-                   PullDenseResponse* other) {
-  for (int i = 0; i < expected.values_size() && i < other->values_size();
-       ++i) {
-    NamedTensor* value = other->mutable_values(i);
-    if (!expected.values(i).has_tensor() && value->has_tensor() &&
+template <typename Message>
+void MatchPresence(Message expected, Message* other) {
+  auto* want = Tensors(&expected);
+  auto* got = Tensors(other);
+  for (int i = 0; i < want->size() && i < got->size(); ++i) {
+    NamedTensor* value = got->Mutable(i);
+    if (!want->Get(i).has_tensor() && value->has_tensor() &&
         value->tensor().ByteSizeLong() == 0) {
       value->clear_tensor();
     }
@@ -165,11 +175,21 @@ void CheckPull(absl::string_view bytes, size_t piece) {
   ExpectEqual(parsed, decoded, "encoded and decoded");
 }
 
-void CheckPush(absl::string_view bytes) {
+void CheckPush(absl::string_view bytes, size_t piece) {
   PushDenseRequest parsed;
-  if (!parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return;
+  const bool parses =
+      parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  {
+    const std::vector<grpc::Slice> slices = Cut(bytes, piece);
+    PushDenseView view;
+    if (DecodePushDenseRequest(slices, &view)) {
+      PSTRAIN_FUZZ_EXPECT(parses, "decoded a push protobuf refuses");
+      PushDenseRequest decoded = Assemble(view);
+      MatchPresence(parsed, &decoded);
+      ExpectEqual(parsed, decoded, "push decoded");
+    }
   }
+  if (!parses) return;
   std::vector<NamedTensor> gradients(parsed.gradients().begin(),
                                      parsed.gradients().end());
   std::vector<GradientChunk> chunks;
@@ -183,14 +203,16 @@ void CheckPush(absl::string_view bytes) {
   PSTRAIN_FUZZ_EXPECT(
       reparsed.ParseFromArray(encoded.data(), static_cast<int>(encoded.size())),
       "protobuf refuses the push encoding");
-  // A gradient with no tensor comes back with an empty one.
-  for (int i = 0; i < parsed.gradients_size(); ++i) {
-    if (i < reparsed.gradients_size() && !parsed.gradients(i).has_tensor() &&
-        reparsed.gradients(i).tensor().ByteSizeLong() == 0) {
-      reparsed.mutable_gradients(i)->clear_tensor();
-    }
-  }
+  MatchPresence(parsed, &reparsed);
   ExpectEqual(parsed, reparsed, "push encoded and parsed");
+  if (HasGroups(parsed)) return;
+  const std::vector<grpc::Slice> slices = Cut(encoded, piece);
+  PushDenseView view;
+  PSTRAIN_FUZZ_EXPECT(DecodePushDenseRequest(slices, &view),
+                      "the decoder refuses the push encoding");
+  PushDenseRequest decoded = Assemble(view);
+  MatchPresence(parsed, &decoded);
+  ExpectEqual(parsed, decoded, "push encoded and decoded");
 }
 
 }  // namespace
@@ -202,6 +224,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t piece = in.Byte();
   const absl::string_view bytes = in.Rest();
   pstrain::ps::CheckPull(bytes, piece);
-  pstrain::ps::CheckPush(bytes);
+  pstrain::ps::CheckPush(bytes, piece);
   return 0;
 }
