@@ -11,6 +11,7 @@
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
+#include "grpcpp/impl/client_unary_call.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -78,6 +79,8 @@ PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
           absl::StrCat("/", ParameterServer::service_full_name(), "/PushDense")),
       push_method_(push_method_name_.c_str(),
                    grpc::internal::RpcMethod::CLIENT_STREAMING, channel),
+      push_unary_method_(push_method_name_.c_str(),
+                         grpc::internal::RpcMethod::NORMAL_RPC, channel),
       pull_method_name_(
           absl::StrCat("/", ParameterServer::service_full_name(), "/PullDense")),
       pull_method_(pull_method_name_.c_str(),
@@ -136,40 +139,16 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
   // (ps/tensor_encoding.h). Declared first, so that it is destroyed last:
   // its destructor waits until gRPC, done with the call, has let go of them.
   BorrowedContent borrowed;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  // The call's metadata goes out with the first message, and the half-close
-  // with the last (set_last_message): fewer round trips through gRPC's queues.
-  context.set_initial_metadata_corked(true);
-  PushDenseResponse response;
-  // A stream of PushDenseRequest messages that we serialize ourselves
-  // (ps/tensor_encoding.h): gRPC sends each gradient byte straight from the
-  // caller's tensor. The server sees ordinary PushDenseRequest messages.
-  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
-      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
-          channel_.get(), push_method_, &context, &response));
-
-  // Messages carry chunks up to max_chunk_bytes of content in all and are
-  // written one at a time. Only the first carries the request header.
+  // The push as messages of chunks up to max_chunk_bytes of content in all.
+  // Only the first carries the request header.
+  std::vector<grpc::ByteBuffer> messages;
   PushDenseRequest header = first;
   std::vector<NamedTensor> described;  // the message's chunks, sans content
   std::vector<GradientChunk> chunks;   // and their content
   int64_t room = options_.max_chunk_bytes;
-  bool broken = false;
-  bool half_closed = false;
-  auto flush = [&](bool last) {
+  auto flush = [&] {
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].gradient = &described[i];
-    if (!broken) {
-      grpc::WriteOptions options;
-      if (last) options.set_last_message();
-      // A last write half-closes the stream even when it fails: closing it
-      // again would be an API misuse, which gRPC aborts on.
-      half_closed = last;
-      if (!writer->Write(EncodePushDenseRequest(header, chunks, &borrowed),
-                         options)) {
-        broken = true;
-      }
-    }
+    messages.push_back(EncodePushDenseRequest(header, chunks, &borrowed));
     header.clear_header();
     described.clear();
     chunks.clear();
@@ -178,7 +157,7 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
   for (const DensePiece& piece : gradients) {
     int64_t offset = 0;
     do {
-      if (room == 0) flush(/*last=*/false);
+      if (room == 0) flush();
       const int64_t n = std::min(room, piece.size - offset);
       NamedTensor& g = described.emplace_back();
       g.set_name(piece.name);
@@ -189,9 +168,38 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
       room -= n;
     } while (offset < piece.size);
   }
-  flush(/*last=*/true);
-  if (!half_closed) writer->WritesDone();
-  absl::Status status = FromGrpcStatus(writer->Finish());
+  flush();
+
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  PushDenseResponse response;
+  absl::Status status;
+  if (messages.size() == 1) {
+    // One message: on the wire a client-streaming call of one message is a
+    // unary call, and as one it goes in a single batch of operations (one
+    // wait for this thread instead of one per write, close and finish).
+    status = FromGrpcStatus(
+        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, PushDenseResponse>(
+            channel_.get(), push_unary_method_, &context, messages[0],
+            &response));
+  } else {
+    // The call's metadata goes out with the first message, and the
+    // half-close with the last (set_last_message).
+    context.set_initial_metadata_corked(true);
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+            channel_.get(), push_method_, &context, &response));
+    size_t written = 0;
+    while (written < messages.size()) {
+      grpc::WriteOptions options;
+      // A last write half-closes the stream even when it fails: closing it
+      // again would be an API misuse, which gRPC aborts on.
+      if (written + 1 == messages.size()) options.set_last_message();
+      if (!writer->Write(messages[written++], options)) break;
+    }
+    if (written < messages.size()) writer->WritesDone();
+    status = FromGrpcStatus(writer->Finish());
+  }
   if (!status.ok()) return status;
   return response;
 }

@@ -134,6 +134,8 @@ class PsClient {
   // against Debian's pinned gRPC, so this is checked at every build.
   const std::string push_method_name_;
   const grpc::internal::RpcMethod push_method_;
+  // The same method called as unary, for pushes of one message.
+  const grpc::internal::RpcMethod push_unary_method_;
   const std::string pull_method_name_;
   const grpc::internal::RpcMethod pull_method_;
   // Starts at a random value, so that a restarted worker's new client does

@@ -327,6 +327,56 @@ TEST(Shard, GradientsCutAnywhereApplyAsWhole) {
   EXPECT_EQ(Pull(shard, "w"), std::vector<float>(4, 1.0f));
 }
 
+TEST(Shard, AsyncLargeVariableGetsTheOptimizersUpdate) {
+  // 15000 floats: more than one of the blocks the ps applies at a time.
+  CreateVariablesRequest create;
+  create.mutable_header()->set_run_id(kRun);
+  OptimizerConfig* adam = create.mutable_optimizer();
+  adam->mutable_adam()->set_beta_1(0.9);
+  adam->mutable_adam()->set_beta_2(0.999);
+  adam->mutable_adam()->set_epsilon(1e-7);
+  adam->set_learning_rate(0.01);
+  create.mutable_update()->set_mode(UpdateConfig::ASYNC);
+  create.mutable_update()->set_num_workers(1);
+  create.mutable_update()->set_max_staleness(-1);
+  ShardVariable* v = create.add_variables();
+  v->mutable_def()->set_name("big");
+  v->mutable_def()->set_dtype(DT_FLOAT);
+  v->mutable_def()->mutable_shape()->add_dims(3);
+  v->mutable_def()->mutable_shape()->add_dims(5000);
+  v->mutable_def()->mutable_initializer()->mutable_constant()->set_value(0.25);
+  v->mutable_placement()->set_name("big");
+  v->mutable_placement()->set_partitioning(VariablePlacement::WHOLE);
+  v->mutable_placement()->add_slices()->set_row_end(3);
+  Shard shard(ShardOptions{});
+  CreateVariablesResponse response;
+  ASSERT_TRUE(shard.CreateVariables(create, &response).ok());
+
+  std::vector<float> sums(15000), mean(15000);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    mean[i] = std::sin(static_cast<float>(i + 1));
+    sums[i] = 4 * mean[i];
+  }
+  std::vector<float> w(15000, 0.25f), m(15000), v2(15000);
+  std::unique_ptr<Optimizer> optimizer = *CreateOptimizer(*adam);
+  for (int t = 1; t <= 2; ++t) {
+    PushDenseRequest push;
+    push.mutable_header()->set_run_id(kRun);
+    push.set_version(t - 1);
+    push.set_batch_size(4);
+    NamedTensor* g = push.add_gradients();
+    g->set_name("big");
+    g->mutable_tensor()->set_dtype(DT_FLOAT);
+    g->mutable_tensor()->mutable_shape()->add_dims(3);
+    g->mutable_tensor()->mutable_shape()->add_dims(5000);
+    g->mutable_tensor()->set_content(sums.data(), sums.size() * 4);
+    ASSERT_TRUE(Send(shard, push).ok());
+    float* slots[] = {m.data(), v2.data()};
+    optimizer->Apply(absl::MakeSpan(w), mean, slots, t);
+  }
+  EXPECT_EQ(Pull(shard, "big"), w);
+}
+
 TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {
   Init(Create(UpdateConfig::SYNC, 1));
   PushDenseRequest push = Push(0, 1, {1, 1, 1, 1}, {0, 0, 0});
