@@ -37,7 +37,7 @@
 ABSL_FLAG(int, ps, 2, "Number of ps processes");
 ABSL_FLAG(int, workers, 2, "Number of worker processes");
 ABSL_FLAG(double, mb, 4, "MB moved per round per worker (half pushed, half pulled)");
-ABSL_FLAG(int, rounds, 20, "Measured rounds (after 10 warm-up rounds)");
+ABSL_FLAG(int, rounds, 100, "Measured rounds (after 10 warm-up rounds)");
 ABSL_FLAG(std::string, ps_binary, "ps/ps", "Path of the ps binary");
 ABSL_FLAG(int64_t, chunk_kb, 4096, "Largest tensor chunk per message, KB");
 ABSL_FLAG(int, worker_index, -1, "Internal: run as this worker");

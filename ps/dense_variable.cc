@@ -50,9 +50,10 @@ DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,
       row_begin_(row_begin),
       row_end_(row_end),
       optimizer_(optimizer),
-      value_(std::move(value)) {
+      num_bytes_(value.num_bytes()),
+      value_(std::make_shared<Tensor>(std::move(value))) {
   for (int i = 0; i < optimizer_->NumSlots(); ++i) {
-    Tensor slot = value_.Clone();
+    Tensor slot = value_->Clone();
     std::fill(slot.flat<float>().begin(), slot.flat<float>().end(),
               optimizer_->SlotInitialValue(i));
     slot_data_.push_back(slot.data<float>());
@@ -79,7 +80,7 @@ std::string DenseVariable::ArrayName(int array) const {
 int64_t DenseVariable::ReadArrays(
     const std::function<void(int, const char*, int64_t)>& save) const {
   absl::ReaderMutexLock lock(&mu_);
-  save(0, static_cast<const char*>(value_.raw_data()), value_.num_bytes());
+  save(0, static_cast<const char*>(value_->raw_data()), num_bytes_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     save(1 + i, static_cast<const char*>(slots_[i].raw_data()),
          slots_[i].num_bytes());
@@ -91,7 +92,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
                             int64_t version) {
   absl::MutexLock sum_lock(&sum_mu_);
   absl::MutexLock lock(&mu_);
-  std::memcpy(value_.raw_data(), arrays[0].data(), value_.num_bytes());
+  std::memcpy(MutableValueLocked().data(), arrays[0].data(), num_bytes_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     std::memcpy(slots_[i].raw_data(), arrays[1 + i].data(),
                 slots_[i].num_bytes());
@@ -108,7 +109,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
 
 absl::StatusOr<int64_t> DenseVariable::Read(
     int64_t min_version, absl::Time deadline, int needed,
-    const std::function<void(int64_t, const char*, int64_t)>& read) const {
+    const std::function<void(const ValueView&)>& read) const {
   int64_t interruptions = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -126,8 +127,12 @@ absl::StatusOr<int64_t> DenseVariable::Read(
     const bool interrupted = interruptions_ != interruptions;
     const std::string why = interrupted ? interruption_ : "";
     if (done && !interrupted) {
-      read(version_, static_cast<const char*>(value_.raw_data()),
-           value_.num_bytes());
+      ValueView value;
+      value.version = version_;
+      value.data = static_cast<const char*>(value_->raw_data());
+      value.size = num_bytes_;
+      if (num_bytes_ <= kMaxLentBytes) value.owner = value_;
+      read(value);
     }
     mu_.ReaderUnlock();
     if (interrupted) {
@@ -148,9 +153,17 @@ absl::StatusOr<int64_t> DenseVariable::Read(
       "version ", min_version, ")"));
 }
 
+absl::Span<float> DenseVariable::MutableValueLocked() {
+  // Only Read, under the shared lock, adds owners: with the exclusive lock
+  // held, a count of 1 stays 1. A count above 1 may be stale (a pull just
+  // let go): that costs a needless copy, never a change under a pull.
+  if (value_.use_count() > 1) value_ = std::make_shared<Tensor>(value_->Clone());
+  return value_->flat<float>();
+}
+
 void DenseVariable::ApplyLocked(absl::Span<const float> g) {
   std::vector<float*> slots = slot_data_;
-  optimizer_->Apply(value_.flat<float>(), g, slots, version_ + 1);
+  optimizer_->Apply(MutableValueLocked(), g, slots, version_ + 1);
 }
 
 int64_t DenseVariable::ApplyAsync(int64_t batch_size,
@@ -162,6 +175,7 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
   float scaled[kBlock];
   const float inverse_batch = 1.0f / static_cast<float>(batch_size);
   absl::MutexLock lock(&mu_);
+  const absl::Span<float> value = MutableValueLocked();
   std::vector<float*> slots(slot_data_.size());
   for (const Chunk& chunk : chunks) {
     const int64_t n = NumFloats(chunk);
@@ -172,7 +186,7 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
       }
       const int64_t first = chunk.offset / 4 + begin;
       for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
-      optimizer_->Apply(value_.flat<float>().subspan(first, size),
+      optimizer_->Apply(value.subspan(first, size),
                         absl::MakeConstSpan(scaled, size), slots, version_ + 1);
     }
   }

@@ -39,8 +39,26 @@ struct Chunk {
   absl::string_view data;
 };
 
+// A variable's value as a pull reads it: `size` bytes at `data`, as of
+// `version`. When `owner` is set, the bytes stay as read while it (or a
+// copy of it) lives, after the read returns: updates write into a copy of
+// the value instead.
+struct ValueView {
+  int64_t version = 0;
+  const char* data = nullptr;
+  int64_t size = 0;
+  std::shared_ptr<const void> owner;
+};
+
 class DenseVariable {
  public:
+  // Pieces up to this size are lent to pulls (ValueView::owner), larger ones
+  // only read under the lock: a lent value makes the next update copy it,
+  // and a copy this large would come from fresh pages (malloc maps
+  // allocations of 32 MB and more, common/process.h), which cost more than
+  // the copy a pull saves.
+  static constexpr int64_t kMaxLentBytes = 32 << 20;
+
   // The piece rows [row_begin, row_end) of `def`, initialized (see
   // ps/initializer.h), with zeroed slots for `optimizer`, which must outlive
   // it. INVALID_ARGUMENT for a bad initializer or shape.
@@ -53,7 +71,7 @@ class DenseVariable {
   int64_t row_begin() const { return row_begin_; }
   int64_t row_end() const { return row_end_; }
   // Bytes of the piece's value (the size a full gradient must have).
-  int64_t num_bytes() const { return value_.num_bytes(); }
+  int64_t num_bytes() const { return num_bytes_; }
   // Bytes held: value, slots and the sync sum.
   int64_t bytes_held() const;
 
@@ -77,14 +95,15 @@ class DenseVariable {
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
   // Waits until version() >= min_version or `deadline`, then calls
-  // read(version, data, size) once with the whole value, under the shared
-  // lock (read must copy and must not block). DEADLINE_EXCEEDED naming the
+  // read(value) once with the whole value, under the shared lock (read must
+  // not block; it must copy the bytes unless it keeps value.owner, set for
+  // pieces of at most kMaxLentBytes). DEADLINE_EXCEEDED naming the
   // variable, the step and how many of `needed` gradients arrived, if the
   // wait times out; ABORTED if the variable is restored or interrupted
   // meanwhile.
   absl::StatusOr<int64_t> Read(
       int64_t min_version, absl::Time deadline, int needed,
-      const std::function<void(int64_t, const char*, int64_t)>& read) const
+      const std::function<void(const ValueView&)>& read) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Async: applies the gradient `chunks` (covering the piece exactly once),
@@ -116,6 +135,8 @@ class DenseVariable {
 
   // Applies `g` (already divided by the batch) to the value.
   void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The value, to be updated in place: first copied if a pull holds it.
+  absl::Span<float> MutableValueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sync: applies the step's sum divided by its global batch, once, and
   // starts the next step.
   void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
@@ -125,9 +146,11 @@ class DenseVariable {
   const int64_t row_begin_;
   const int64_t row_end_;
   const Optimizer* const optimizer_;
+  const int64_t num_bytes_;
 
   mutable absl::Mutex mu_;
-  Tensor value_ ABSL_GUARDED_BY(mu_);
+  // Shared with the pulls it was lent to (Read) until they let go.
+  std::shared_ptr<Tensor> value_ ABSL_GUARDED_BY(mu_);
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;

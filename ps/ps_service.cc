@@ -31,8 +31,10 @@ class Refusal : public Reactor {
 };
 
 // Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
-// (ps/tensor_encoding.h): each chunk is copied once, from the variable (under
-// its lock) into the buffer gRPC sends. A message carries chunks of up to
+// (ps/tensor_encoding.h). gRPC sends a variable's value from where it lies
+// when the variable lends it (an update meanwhile writes into a copy);
+// otherwise each chunk is copied once, from the variable (under its lock)
+// into the buffer gRPC sends. A message carries chunks of up to
 // `chunk` bytes of content in all: a variable larger than that is split over
 // several messages, several smaller ones share one (each message costs a
 // write and a wake-up on both sides). A pull that may wait for a sync step
@@ -90,9 +92,8 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
             int64_t chunk) {
     room_ = chunk;
     absl::Status status = service->shard()->PullDense(
-        request, [this, chunk](const DenseVariable& v, int64_t version,
-                               const char* data, int64_t size) {
-          AddChunks(v, version, data, size, chunk);
+        request, [this, chunk](const DenseVariable& v, const ValueView& value) {
+          AddChunks(v, value, chunk);
         });
     if (status.ok()) Flush(chunk);
     if (!status.ok() || messages_.empty()) {
@@ -115,17 +116,19 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   // when it holds `chunk` bytes of content or chunks of another version. A
   // variable that does not fit in what is left of the pending message starts
   // a new one rather than fill it: a variable is split only where it must
-  // be (it is larger than `chunk`), into chunks of `chunk` bytes.
-  void AddChunks(const DenseVariable& v, int64_t version, const char* data,
-                 int64_t size, int64_t chunk) {
+  // be (it is larger than `chunk`), into chunks of `chunk` bytes. A value
+  // lent by the variable (value.owner) is sent from where it lies, else
+  // copied.
+  void AddChunks(const DenseVariable& v, const ValueView& value, int64_t chunk) {
+    const int64_t size = value.size;
     if (!pending_.empty() &&
-        (version != pending_version_ || size > room_)) {
+        (value.version != pending_version_ || size > room_)) {
       Flush(chunk);
     }
-    pending_version_ = version;
-    NamedTensor value;
-    value.set_name(v.name());
-    TensorProto* t = value.mutable_tensor();
+    pending_version_ = value.version;
+    NamedTensor named;
+    named.set_name(v.name());
+    TensorProto* t = named.mutable_tensor();
     t->set_dtype(DT_FLOAT);
     *t->mutable_shape() = v.def().shape();
     if (v.def().shape().dims_size() > 0) {
@@ -137,7 +140,12 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       if (room_ == 0) Flush(chunk);
       const int64_t n = std::min(room_, size - offset);
       t->set_content_offset(offset);
-      pending_.push_back(EncodePullDenseValue(value, data + offset, n));
+      if (value.owner != nullptr) {
+        LendPullDenseValue(named, value.data + offset, n, value.owner,
+                           &pending_);
+      } else {
+        pending_.push_back(EncodePullDenseValue(named, value.data + offset, n));
+      }
       offset += n;
       room_ -= n;
     } while (offset < size);

@@ -274,8 +274,7 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
 
 absl::Status Shard::PullDense(
     const PullDenseRequest& request,
-    const std::function<void(const DenseVariable&, int64_t, const char*,
-                             int64_t)>& emit) {
+    const std::function<void(const DenseVariable&, const ValueView&)>& emit) {
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   PSTRAIN_RETURN_IF_ERROR(CheckGeneration(request.header()));
   if (request.min_version() < 0) {
@@ -303,9 +302,7 @@ absl::Status Shard::PullDense(
   for (const DenseVariable* v : variables) {
     absl::StatusOr<int64_t> version =
         v->Read(request.min_version(), deadline, run->replicas_to_aggregate.load(),
-                [&emit, v](int64_t version, const char* data, int64_t size) {
-                  emit(*v, version, data, size);
-                });
+                [&emit, v](const ValueView& value) { emit(*v, value); });
     if (!version.ok()) return version.status();
   }
   return absl::OkStatus();

@@ -65,13 +65,14 @@ class Shard {
   // Calls `emit` once per requested dense variable (all of them when
   // request.names is empty), in name order, with its value as of a version
   // >= request.min_version, under the variable's shared lock: `emit` must
-  // copy and not block. Sync pulls wait for their step up to the step
+  // not block, and must copy the bytes unless it keeps value.owner
+  // (DenseVariable::Read). Sync pulls wait for their step up to the step
   // timeout (then DEADLINE_EXCEEDED naming the variable and the missing
   // gradients).
   absl::Status PullDense(
       const PullDenseRequest& request,
-      const std::function<void(const DenseVariable& variable, int64_t version,
-                               const char* data, int64_t size)>& emit)
+      const std::function<void(const DenseVariable& variable,
+                               const ValueView& value)>& emit)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Applies one worker's push: the messages of one PushDense stream, whose

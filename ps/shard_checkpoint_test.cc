@@ -110,10 +110,10 @@ std::vector<float> PullW(Shard* shard) {
   r.mutable_header()->set_run_id(kRun);
   r.add_names("w");
   std::vector<float> out;
-  EXPECT_TRUE(shard->PullDense(r, [&](const DenseVariable&, int64_t,
-                                      const char* data, int64_t size) {
-    out.resize(size / 4);
-    std::memcpy(out.data(), data, size);
+  EXPECT_TRUE(shard->PullDense(r, [&](const DenseVariable&,
+                                      const ValueView& value) {
+    out.resize(value.size / 4);
+    std::memcpy(out.data(), value.data, value.size);
   }).ok());
   return out;
 }
@@ -194,7 +194,7 @@ TEST(ShardCheckpoint, RestoreStartsANewGenerationAndWakesWaitingPulls) {
     r.add_names("w");
     r.set_min_version(5);
     waited = shard->PullDense(
-        r, [](const DenseVariable&, int64_t, const char*, int64_t) {});
+        r, [](const DenseVariable&, const ValueView&) {});
   });
   absl::SleepFor(absl::Milliseconds(100));
   ASSERT_TRUE(Restore(shard.get(), dir, slices, /*generation=*/2).ok());

@@ -96,10 +96,10 @@ std::vector<float> Pull(Shard& shard, const std::string& name,
   r.set_min_version(min_version);
   std::vector<float> out;
   absl::Status s = shard.PullDense(
-      r, [&](const DenseVariable&, int64_t v, const char* data, int64_t size) {
-        out.resize(size / 4);
-        std::memcpy(out.data(), data, size);
-        if (version != nullptr) *version = v;
+      r, [&](const DenseVariable&, const ValueView& value) {
+        out.resize(value.size / 4);
+        std::memcpy(out.data(), value.data, value.size);
+        if (version != nullptr) *version = value.version;
       });
   if (status != nullptr) *status = s;
   EXPECT_TRUE(status != nullptr || s.ok()) << s;
@@ -377,6 +377,31 @@ TEST(Shard, AsyncLargeVariableGetsTheOptimizersUpdate) {
   EXPECT_EQ(Pull(shard, "big"), w);
 }
 
+TEST_F(ShardTest, ALentValueStaysAsReadWhileHeld) {
+  Init(Create(UpdateConfig::ASYNC, 1));
+  PullDenseRequest pull;
+  pull.mutable_header()->set_run_id(kRun);
+  pull.add_names("w");
+  ValueView held;
+  ASSERT_TRUE(shard_
+                  .PullDense(pull, [&held](const DenseVariable&,
+                                           const ValueView& value) {
+                    held = value;
+                  })
+                  .ok());
+  ASSERT_NE(held.owner, nullptr);  // a small piece is lent
+  ASSERT_TRUE(Send(shard_, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0})).ok());
+  std::vector<float> read(4);
+  std::memcpy(read.data(), held.data, held.size);
+  EXPECT_EQ(read, std::vector<float>(4, 1.0f));
+  EXPECT_EQ(held.version, 0);
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
+  // Let go, the value is updated in place again.
+  held = ValueView();
+  ASSERT_TRUE(Send(shard_, Push(1, 1, {1, 1, 1, 1}, {0, 0, 0})).ok());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.0f));
+}
+
 TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {
   Init(Create(UpdateConfig::SYNC, 1));
   PushDenseRequest push = Push(0, 1, {1, 1, 1, 1}, {0, 0, 0});
@@ -387,7 +412,7 @@ TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {
   pull.mutable_header()->set_run_id(kRun);
   pull.mutable_header()->set_generation(1);
   absl::Status status = shard_.PullDense(
-      pull, [](const DenseVariable&, int64_t, const char*, int64_t) {});
+      pull, [](const DenseVariable&, const ValueView&) {});
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
 }
 

@@ -1,6 +1,7 @@
 #include "ps/tensor_encoding.h"
 
 #include <algorithm>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -279,20 +280,50 @@ bool DecodePushDenseRequest(const std::vector<grpc::Slice>& slices,
                             PushDenseView* view) {
   return Decode(slices, view);
 }
-grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
-                                 int64_t size) {
-  //   [values tag, length] [NamedTensor prefix] content
+namespace {
+
+// The bytes of one PullDenseResponse.values element up to its content:
+//   [values tag, length] [NamedTensor prefix]
+std::string PullDenseValuePrefix(const NamedTensor& value, int64_t size) {
   std::string named_prefix;
   AppendNamedTensorPrefix(value, size, &named_prefix);
   std::string prefix;
   AppendBytesField(PullDenseResponse::kValuesFieldNumber,
                    named_prefix.size() + size, &prefix);
   prefix.append(named_prefix);
+  return prefix;
+}
+
+void ReleaseOwner(void* owner) {
+  delete static_cast<std::shared_ptr<const void>*>(owner);
+}
+
+}  // namespace
+
+grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
+                                 int64_t size) {
+  const std::string prefix = PullDenseValuePrefix(value, size);
   grpc_slice slice = grpc_slice_malloc(prefix.size() + size);
   char* out = reinterpret_cast<char*>(GRPC_SLICE_START_PTR(slice));
   std::memcpy(out, prefix.data(), prefix.size());
   if (size > 0) std::memcpy(out + prefix.size(), content, size);
   return grpc::Slice(slice, grpc::Slice::STEAL_REF);
+}
+
+void LendPullDenseValue(const NamedTensor& value, const char* content,
+                        int64_t size, std::shared_ptr<const void> owner,
+                        std::vector<grpc::Slice>* out) {
+  if (size < kMinLentBytes) {
+    out->push_back(EncodePullDenseValue(value, content, size));
+    return;
+  }
+  out->emplace_back(PullDenseValuePrefix(value, size));
+  // gRPC never writes through a slice it sends.
+  out->emplace_back(
+      grpc_slice_new_with_user_data(
+          const_cast<char*>(content), size, &ReleaseOwner,
+          new std::shared_ptr<const void>(std::move(owner))),
+      grpc::Slice::STEAL_REF);
 }
 
 grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,

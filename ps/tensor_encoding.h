@@ -18,6 +18,7 @@
 #define PSTRAIN_PS_TENSOR_ENCODING_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -38,8 +39,17 @@ namespace ps {
 grpc::Slice EncodePullDenseValue(const NamedTensor& value, const char* content,
                                  int64_t size);
 
+// The same element as slices appended to *out, its content lent rather than
+// copied when large: a slice pointing at `content` holds a reference to
+// `owner`, which keeps the bytes alive and unchanged, until gRPC lets go of
+// it.
+void LendPullDenseValue(const NamedTensor& value, const char* content,
+                        int64_t size, std::shared_ptr<const void> owner,
+                        std::vector<grpc::Slice>* out);
+
 // `header` (its values ignored) with `values` (slices from
-// EncodePullDenseValue) as its values, in order. The slices are not copied.
+// EncodePullDenseValue or LendPullDenseValue) as its values, in order. The
+// slices are not copied.
 grpc::ByteBuffer EncodePullDenseResponse(const PullDenseResponse& header,
                                          absl::Span<const grpc::Slice> values);
 

@@ -1,5 +1,6 @@
 #include "ps/tensor_encoding.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,31 @@ TEST(EncodePullDenseResponse, EmptyContentAndScalar) {
   EXPECT_EQ(parsed.values(0).tensor().dtype(), DT_FLOAT);
   EXPECT_TRUE(parsed.values(0).tensor().content().empty());
   EXPECT_TRUE(parsed.values(0).has_tensor());
+}
+
+TEST(LendPullDenseValue, WritesWhatEncodeWritesAndHoldsTheOwner) {
+  const PullDenseResponse header = TwoValues();
+  auto big = std::make_shared<std::string>(200000, 'w');  // lent
+  auto small = std::make_shared<std::string>("bias");     // copied
+  std::weak_ptr<std::string> watch = big;
+  {
+    std::vector<grpc::Slice> values;
+    LendPullDenseValue(header.values(0), big->data(), big->size(), big,
+                       &values);
+    LendPullDenseValue(header.values(1), small->data(), small->size(), small,
+                       &values);
+    const grpc::ByteBuffer lent = EncodePullDenseResponse(header, values);
+    EXPECT_EQ(Flatten(lent), Flatten(Encode(header, {*big, *small})));
+    bool points_at_content = false;
+    for (const grpc::Slice& s : values) {
+      points_at_content |=
+          reinterpret_cast<const char*>(s.begin()) == big->data();
+    }
+    EXPECT_TRUE(points_at_content);
+    big.reset();
+    EXPECT_FALSE(watch.expired());  // the slices hold it
+  }
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST(EncodePushDenseRequest, ParsesAsTheMessageWithGradients) {

@@ -73,10 +73,9 @@ std::string Snapshot(Shard* shard) {
   PullDenseRequest pull;
   pull.mutable_header()->set_run_id(fuzz::kRunId);
   const absl::Status status = shard->PullDense(
-      pull, [&out](const DenseVariable& v, int64_t version, const char* data,
-                   int64_t size) {
-        absl::StrAppend(&out, v.name(), "@", version, ":");
-        out.append(data, size);
+      pull, [&out](const DenseVariable& v, const ValueView& value) {
+        absl::StrAppend(&out, v.name(), "@", value.version, ":");
+        out.append(value.data, value.size);
       });
   absl::StrAppend(&out, "|", status.ToString());
   GetShardStatusRequest get;
@@ -188,11 +187,10 @@ class ShardFuzzer {
     if (!Parse(record, &request)) return;
     std::vector<char> copy;
     CheckRefusal(shard_->PullDense(
-        request, [&copy](const DenseVariable& v, int64_t version,
-                         const char* data, int64_t size) {
-          PSTRAIN_FUZZ_EXPECT(size == v.num_bytes(), v.name(), ": ", size,
-                              " bytes of ", v.num_bytes());
-          copy.assign(data, data + size);  // What the service does.
+        request, [&copy](const DenseVariable& v, const ValueView& value) {
+          PSTRAIN_FUZZ_EXPECT(value.size == v.num_bytes(), v.name(), ": ",
+                              value.size, " bytes of ", v.num_bytes());
+          copy.assign(value.data, value.data + value.size);
         }));
   }
 
