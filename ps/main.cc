@@ -183,11 +183,19 @@ int Main() {
   const std::string signal = WaitForTerminationSignal();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": ", signal,
                        ", finishing in-flight requests"));
+  service.RefuseNewCalls();
   // Pulls waiting for a step that will not come must end before the server
   // and the service go away.
   shard.InterruptPulls("the ps is shutting down");
-  (*server)->Shutdown(absl::ToChronoTime(
-      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds))));
+  if (!service.WaitUntilIdle(absl::Now() + absl::Seconds(absl::GetFlag(
+                                               FLAGS_shutdown_grace_seconds)))) {
+    LogError(absl::StrCat("ps ", config->task.index(),
+                          ": calls still in flight after --shutdown_grace_seconds;"
+                          " cancelling them"));
+  }
+  // Nothing in flight: shut down at once, closing the connections clients
+  // keep open (gRPC would wait for those until the deadline).
+  (*server)->Shutdown(absl::ToChronoTime(absl::Now()));
   stopping.Notify();
   if (heartbeat.joinable()) heartbeat.join();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_security.h"
 #include "common/grpc_status.h"
 #include "ps/tensor_encoding.h"
@@ -12,9 +13,33 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
+// Counts a call as in flight (PsService::WaitUntilIdle) while it lives: a
+// member of every call's reactor, which is deleted when the call is done.
+class InFlight {
+ public:
+  explicit InFlight(PsService* service) : service_(service) {
+    service_->CallStarted();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  ~InFlight() { service_->CallDone(); }
+
+ private:
+  PsService* const service_;
+};
+
+class UnaryReactor : public grpc::ServerUnaryReactor {
+ public:
+  explicit UnaryReactor(PsService* service) : in_flight_(service) {}
+  void OnDone() override { delete this; }
+
+ private:
+  InFlight in_flight_;
+};
+
+grpc::ServerUnaryReactor* Reply(PsService* service,
                                 const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryReactor(service);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
@@ -24,10 +49,14 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context,
 template <typename Reactor>
 class Refusal : public Reactor {
  public:
-  explicit Refusal(const absl::Status& status) {
+  Refusal(PsService* service, const absl::Status& status)
+      : in_flight_(service) {
     this->Finish(ToGrpcStatus(status));
   }
   void OnDone() override { delete this; }
+
+ private:
+  InFlight in_flight_;
 };
 
 // Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
@@ -44,7 +73,8 @@ class Refusal : public Reactor {
 // written together with the status.
 class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  PullReactor(PsService* service, const grpc::ByteBuffer* raw_request) {
+  PullReactor(PsService* service, const grpc::ByteBuffer* raw_request)
+      : in_flight_(service) {
     PullDenseRequest request;
     if (!ParseRequest(raw_request, &request)) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -162,6 +192,7 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     room_ = chunk;
   }
 
+  InFlight in_flight_;
   std::vector<grpc::ByteBuffer> messages_;
   size_t next_ = 0;
   // The message being filled: its chunks, their version, and the content
@@ -179,7 +210,10 @@ class PushReactor : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   PushReactor(PsService* service, grpc::CallbackServerContext* context,
               grpc::ByteBuffer* response)
-      : service_(service), context_(context), response_(response) {
+      : in_flight_(service),
+        service_(service),
+        context_(context),
+        response_(response) {
     StartRead(&next_);
   }
 
@@ -220,6 +254,7 @@ class PushReactor : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 
  private:
+  InFlight in_flight_;
   PsService* const service_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_;
@@ -236,28 +271,63 @@ PsService::PsService(Shard* shard, PsServiceOptions options)
 
 PsService::~PsService() = default;
 
+absl::Status PsService::Admit(const grpc::CallbackServerContext& context) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (refusing_) {
+      return absl::UnavailableError(
+          absl::StrCat("ps ", shard_->ps_task(), " is shutting down"));
+    }
+  }
+  return CheckAuthToken(context, options_.auth_token);
+}
+
+void PsService::CallStarted() {
+  absl::MutexLock lock(&mu_);
+  ++calls_;
+}
+
+void PsService::CallDone() {
+  absl::MutexLock lock(&mu_);
+  --calls_;
+}
+
+void PsService::RefuseNewCalls() {
+  absl::MutexLock lock(&mu_);
+  refusing_ = true;
+}
+
+bool PsService::WaitUntilIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(
+      absl::Condition(+[](int* calls) { return *calls == 0; }, &calls_),
+      deadline);
+}
+
 grpc::ServerUnaryReactor* PsService::CreateVariables(
     grpc::CallbackServerContext* context, const CreateVariablesRequest* request,
     CreateVariablesResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
-  return Reply(context, shard_->CreateVariables(*request, response));
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
+  return Reply(this, shard_->CreateVariables(*request, response));
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* PsService::PullDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) {
-    return new Refusal<grpc::ServerWriteReactor<grpc::ByteBuffer>>(auth);
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) {
+    return new Refusal<grpc::ServerWriteReactor<grpc::ByteBuffer>>(this,
+                                                                   admitted);
   }
   return new PullReactor(this, request);
 }
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* PsService::PushDense(
     grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) {
-    return new Refusal<grpc::ServerReadReactor<grpc::ByteBuffer>>(auth);
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) {
+    return new Refusal<grpc::ServerReadReactor<grpc::ByteBuffer>>(this,
+                                                                  admitted);
   }
   return new PushReactor(this, context, response);
 }
@@ -265,10 +335,10 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PsService::PushDense(
 grpc::ServerUnaryReactor* PsService::PullSparse(
     grpc::CallbackServerContext* context, const PullSparseRequest* request,
     PullSparseResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
   // On a pull thread: a sync pull may wait for its step.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
   pull_pool_.Schedule([this, reactor, request, response] {
     reactor->Finish(ToGrpcStatus(shard_->PullSparse(*request, response)));
   });
@@ -278,18 +348,18 @@ grpc::ServerUnaryReactor* PsService::PullSparse(
 grpc::ServerUnaryReactor* PsService::PushSparse(
     grpc::CallbackServerContext* context, const PushSparseRequest* request,
     PushSparseResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
-  return Reply(context, shard_->PushSparse(*request, response));
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
+  return Reply(this, shard_->PushSparse(*request, response));
 }
 
 grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
                                           const SaveRequest* request,
                                           SaveResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
   // File I/O: on a pull thread, not gRPC's.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
   pull_pool_.Schedule([this, reactor, request, response] {
     reactor->Finish(ToGrpcStatus(shard_->Save(*request, response)));
   });
@@ -299,9 +369,9 @@ grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* PsService::Restore(
     grpc::CallbackServerContext* context, const RestoreRequest* request,
     RestoreResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
+  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
   pull_pool_.Schedule([this, reactor, request, response] {
     reactor->Finish(ToGrpcStatus(shard_->Restore(*request, response)));
   });
@@ -311,17 +381,17 @@ grpc::ServerUnaryReactor* PsService::Restore(
 grpc::ServerUnaryReactor* PsService::GetShardStatus(
     grpc::CallbackServerContext* context, const GetShardStatusRequest* request,
     ShardStatus* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
-  return Reply(context, shard_->GetShardStatus(*request, response));
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
+  return Reply(this, shard_->GetShardStatus(*request, response));
 }
 
 grpc::ServerUnaryReactor* PsService::SetWorkers(
     grpc::CallbackServerContext* context, const SetWorkersRequest* request,
     SetWorkersResponse* response) {
-  absl::Status auth = CheckAuthToken(*context, options_.auth_token);
-  if (!auth.ok()) return Reply(context, auth);
-  return Reply(context, shard_->SetWorkers(*request, response));
+  absl::Status admitted = Admit(*context);
+  if (!admitted.ok()) return Reply(this, admitted);
+  return Reply(this, shard_->SetWorkers(*request, response));
 }
 
 }  // namespace ps

@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/thread_pool.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps/shard.h"
@@ -79,13 +83,35 @@ class PsService final
                                        const SetWorkersRequest* request,
                                        SetWorkersResponse* response) override;
 
+  // Shutting down: every call from now on is refused with UNAVAILABLE
+  // (clients try again, another ps or later), and WaitUntilIdle waits for
+  // the calls in flight. gRPC's Server::Shutdown would also wait for them,
+  // but then for every connection a client keeps open too, up to its
+  // deadline: once idle, the server can be shut down at once.
+  void RefuseNewCalls() ABSL_LOCKS_EXCLUDED(mu_);
+  // True once no call is in flight, false at `deadline`.
+  bool WaitUntilIdle(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For the calls' reactors: one starts, one is done (its status sent).
+  void CallStarted() ABSL_LOCKS_EXCLUDED(mu_);
+  void CallDone() ABSL_LOCKS_EXCLUDED(mu_);
+
   Shard* shard() const { return shard_; }
   const PsServiceOptions& options() const { return options_; }
   ThreadPool* pull_pool() { return &pull_pool_; }
 
  private:
+  // OK unless the call must be refused: shutting down, or not carrying the
+  // auth token.
+  absl::Status Admit(const grpc::CallbackServerContext& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   Shard* const shard_;
   const PsServiceOptions options_;
+
+  absl::Mutex mu_;
+  bool refusing_ ABSL_GUARDED_BY(mu_) = false;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;  // in flight
 
   // Last member: destroyed (drained and joined) first.
   ThreadPool pull_pool_;

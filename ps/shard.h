@@ -138,6 +138,8 @@ class Shard {
   absl::Status SetWorkers(const SetWorkersRequest& request,
                           SetWorkersResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
+  int ps_task() const { return options_.ps_task; }
+
  private:
   // The run's immutable state once CreateVariables succeeded.
   struct Run {

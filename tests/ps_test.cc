@@ -65,6 +65,15 @@ TEST(PsBinary, LogsItsRoleAndExitsZeroOnSigterm) {
   EXPECT_TRUE(Contains(log, "SIGTERM, finishing in-flight requests")) << log;
 }
 
+TEST(PsBinary, ExitsAtOnceOnSigtermThoughAClientStaysConnected) {
+  PsCluster cluster;
+  ASSERT_TRUE(cluster.Start(1, {"--shutdown_grace_seconds=120"}).ok());
+  std::unique_ptr<ps::PsClient> client = cluster.Client(0, "run", 0);
+  client->GetShardStatus().IgnoreError();  // leaves an idle connection
+  // gRPC's shutdown alone would wait out the 120 s grace for it.
+  EXPECT_EQ(cluster.process(0).Stop(SIGTERM, /*timeout_seconds=*/30), 0);
+}
+
 // A model of two variables: "dense/kernel" [300, 64] split over both ps
 // tasks, "dense/bias" [64] whole.
 std::vector<VariableDef> Model() {
