@@ -11,7 +11,6 @@
 #include "common/grpc_status.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
-#include "grpcpp/impl/client_unary_call.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -118,29 +117,268 @@ absl::Status PsClient::CreateVariables(CreateVariablesRequest request,
   return Call(&ParameterServer::Stub::CreateVariables, request, response);
 }
 
-absl::StatusOr<PushDenseResponse> PsClient::PushDense(
-    int64_t version, int64_t batch_size,
-    absl::Span<const DensePiece> gradients) {
+// One attempt of a dense push or pull, started on a completion queue that
+// its caller polls (RunCalls): every completion whose tag is the call goes
+// to Proceed, until Proceed returns false, the call over and its result
+// set. A call has at most one operation pending at a time. Several calls
+// share a queue, so one thread drives a push or pull to every ps task: no
+// thread hand-offs, and no thread waiting for another to poll the sockets.
+class PsClient::AsyncCall {
+ public:
+  virtual ~AsyncCall() = default;
+  virtual bool Proceed(bool ok) = 0;
+};
+
+namespace {
+
+// A completion queue, shut down and drained when it goes. Declare it before
+// the calls started on it, so that they go first.
+class CallQueue {
+ public:
+  CallQueue() = default;
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+  ~CallQueue() {
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+  grpc::CompletionQueue* get() { return &cq_; }
+
+ private:
+  grpc::CompletionQueue cq_;
+};
+
+}  // namespace
+
+void PsClient::RunCalls(absl::Span<AsyncCall* const> calls,
+                        grpc::CompletionQueue* cq) {
+  size_t pending = calls.size();
+  void* tag;
+  bool ok;
+  while (pending > 0 && cq->Next(&tag, &ok)) {
+    if (!static_cast<AsyncCall*>(tag)->Proceed(ok)) --pending;
+  }
+}
+
+namespace {
+
+// A push's messages on the wire: unary when it is one message (the usual
+// case: on the wire a client-streaming call of one message is a unary call,
+// and as one it goes in a single batch of operations), else streamed.
+class PushCall : public PsClient::AsyncCall {
+ public:
+  // `borrowed` lends the gradients in `messages` (see EncodePushDenseRequest).
+  PushCall(grpc::ChannelInterface* channel,
+           const grpc::internal::RpcMethod& unary_method,
+           const grpc::internal::RpcMethod& stream_method,
+           std::unique_ptr<BorrowedContent> borrowed,
+           std::vector<grpc::ByteBuffer> messages, absl::Time deadline,
+           grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result)
+      : borrowed_(std::move(borrowed)),
+        messages_(std::move(messages)),
+        result_(result) {
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    if (messages_.size() == 1) {
+      unary_.reset(grpc::internal::ClientAsyncResponseReaderHelper::Create<
+                   PushDenseResponse>(channel, cq, unary_method, &context_,
+                                      messages_[0]));
+      unary_->StartCall();
+      unary_->Finish(&response_, &status_, this);
+      state_ = kFinishing;
+      return;
+    }
+    stream_.reset(grpc::internal::ClientAsyncWriterFactory<grpc::ByteBuffer>::
+                      Create(channel, cq, stream_method, &context_, &response_,
+                             /*start=*/true, this));
+    state_ = kWriting;
+  }
+
+  bool Proceed(bool ok) override {
+    switch (state_) {
+      case kWriting:
+        // The start, or a write before the last, is done.
+        if (ok && written_ < messages_.size()) {
+          grpc::WriteOptions options;
+          // The last write half-closes the stream, even when it fails.
+          if (written_ + 1 == messages_.size()) options.set_last_message();
+          stream_->Write(messages_[written_++], options, this);
+          return true;
+        }
+        if (written_ < messages_.size()) {
+          // Broken before the last message: close, then learn why.
+          stream_->WritesDone(this);
+          state_ = kClosing;
+          return true;
+        }
+        [[fallthrough]];
+      case kClosing:
+        stream_->Finish(&status_, this);
+        state_ = kFinishing;
+        return true;
+      case kFinishing:
+        if (status_.ok()) {
+          *result_ = response_;
+        } else {
+          *result_ = FromGrpcStatus(status_);
+        }
+        return false;
+    }
+    return false;
+  }
+
+ private:
+  enum State { kWriting, kClosing, kFinishing };
+
+  // Destroyed last: waits until gRPC has let go of the lent gradients.
+  std::unique_ptr<BorrowedContent> borrowed_;
+  std::vector<grpc::ByteBuffer> messages_;
+  absl::StatusOr<PushDenseResponse>* const result_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<PushDenseResponse>> unary_;
+  std::unique_ptr<grpc::ClientAsyncWriter<grpc::ByteBuffer>> stream_;
+  PushDenseResponse response_;
+  grpc::Status status_;
+  State state_ = kWriting;
+  size_t written_ = 0;
+};
+
+// A pull's reply messages, decoded in place (ps/tensor_encoding.h): the
+// content is copied once, from gRPC's buffers into the pieces, instead of
+// into a message string first.
+class PullCall : public PsClient::AsyncCall {
+ public:
+  PullCall(grpc::ChannelInterface* channel,
+           const grpc::internal::RpcMethod& method,
+           const PullDenseRequest& request, absl::Span<const DensePiece> values,
+           absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
+           absl::StatusOr<int64_t>* result)
+      : values_(values),
+        min_version_(request.min_version()),
+        view_(view),
+        result_(result) {
+    for (const DensePiece& piece : values) by_name_[piece.name] = &piece;
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    reader_.reset(grpc::internal::ClientAsyncReaderFactory<grpc::ByteBuffer>::
+                      Create(channel, cq, method, &context_, request,
+                             /*start=*/true, this));
+  }
+
+  bool Proceed(bool ok) override {
+    switch (state_) {
+      case kStarting:
+      case kReading:
+        if (ok && state_ == kReading) Take();
+        if (ok) {
+          reader_->Read(&buffer_, this);
+          state_ = kReading;
+          return true;
+        }
+        reader_->Finish(&status_, this);
+        state_ = kFinishing;
+        return true;
+      case kFinishing:
+        *result_ = Result();
+        return false;
+    }
+    return false;
+  }
+
+ private:
+  enum State { kStarting, kReading, kFinishing };
+
+  // Copies the chunks of the message read into the pieces.
+  void Take() {
+    if (!problem_.ok()) return;  // drain, then report
+    slices_.clear();
+    // An empty message may arrive as no buffer at all.
+    if ((buffer_.Valid() && !buffer_.Dump(&slices_).ok()) ||
+        !DecodePullDenseResponse(slices_, view_)) {
+      problem_ = Unexpected("a PullDenseResponse that does not parse");
+      return;
+    }
+    const PullDenseResponse& message = view_->header;
+    if (message.values().empty()) {
+      problem_ = Unexpected("a PullDenseResponse with no values");
+      return;
+    }
+    for (int i = 0; i < message.values_size() && problem_.ok(); ++i) {
+      problem_ = TakeChunk(message.values(i), message.version(),
+                           view_->Content(i), view_->ContentSize(i), by_name_,
+                           &received_, &versions_);
+    }
+  }
+
+  absl::StatusOr<int64_t> Result() {
+    PSTRAIN_RETURN_IF_ERROR(FromGrpcStatus(status_));
+    PSTRAIN_RETURN_IF_ERROR(problem_);
+    for (const DensePiece& piece : values_) {
+      if (received_[piece.name] != piece.size) {
+        return Unexpected(absl::StrCat(received_[piece.name], " of the ",
+                                       piece.size, " bytes of '", piece.name,
+                                       "'"));
+      }
+    }
+    if (versions_.empty()) return min_version_;
+    int64_t version = INT64_MAX;
+    for (const auto& [name, v] : versions_) version = std::min(version, v);
+    return version;
+  }
+
+  const absl::Span<const DensePiece> values_;
+  const int64_t min_version_;
+  PullDenseView* const view_;
+  absl::StatusOr<int64_t>* const result_;
+  std::map<std::string, const DensePiece*> by_name_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientAsyncReader<grpc::ByteBuffer>> reader_;
+  grpc::ByteBuffer buffer_;
+  std::vector<grpc::Slice> slices_;
+  grpc::Status status_;
+  State state_ = kStarting;
+  std::map<std::string, int64_t> received_;
+  std::map<std::string, int64_t> versions_;
+  absl::Status problem_;
+};
+
+}  // namespace
+
+PushDenseRequest PsClient::NewPush(int64_t version, int64_t batch_size) {
   PushDenseRequest first;
   FillHeader(first.mutable_header());
   first.set_version(version);
   first.set_batch_size(batch_size);
+  return first;
+}
+
+absl::StatusOr<PushDenseResponse> PsClient::PushDense(
+    int64_t version, int64_t batch_size,
+    absl::Span<const DensePiece> gradients) {
+  return PushDense(NewPush(version, batch_size), gradients);
+}
+
+absl::StatusOr<PushDenseResponse> PsClient::PushDense(
+    const PushDenseRequest& first, absl::Span<const DensePiece> gradients) {
   absl::StatusOr<PushDenseResponse> response;
   PSTRAIN_RETURN_IF_ERROR(Retry(options_.retry, [&] {
-    response = PushDenseOnce(first, gradients);
+    CallQueue cq;
+    std::unique_ptr<AsyncCall> call =
+        StartPush(first, gradients, cq.get(), &response);
+    RunCalls({call.get()}, cq.get());
     return response.status();
   }));
   return response;
 }
 
-absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
-    const PushDenseRequest& first, absl::Span<const DensePiece> gradients) {
+std::unique_ptr<PsClient::AsyncCall> PsClient::StartPush(
+    const PushDenseRequest& first, absl::Span<const DensePiece> gradients,
+    grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result) {
   // The gradients' bytes are lent to gRPC, not copied
-  // (ps/tensor_encoding.h). Declared first, so that it is destroyed last:
-  // its destructor waits until gRPC, done with the call, has let go of them.
-  BorrowedContent borrowed;
-  // The push as messages of chunks up to max_chunk_bytes of content in all.
-  // Only the first carries the request header.
+  // (ps/tensor_encoding.h), in messages of chunks up to max_chunk_bytes of
+  // content in all. Only the first carries the request header.
+  auto borrowed = std::make_unique<BorrowedContent>();
   std::vector<grpc::ByteBuffer> messages;
   PushDenseRequest header = first;
   std::vector<NamedTensor> described;  // the message's chunks, sans content
@@ -148,7 +386,7 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
   int64_t room = options_.max_chunk_bytes;
   auto flush = [&] {
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].gradient = &described[i];
-    messages.push_back(EncodePushDenseRequest(header, chunks, &borrowed));
+    messages.push_back(EncodePushDenseRequest(header, chunks, borrowed.get()));
     header.clear_header();
     described.clear();
     chunks.clear();
@@ -169,108 +407,45 @@ absl::StatusOr<PushDenseResponse> PsClient::PushDenseOnce(
     } while (offset < piece.size);
   }
   flush();
-
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  PushDenseResponse response;
-  absl::Status status;
-  if (messages.size() == 1) {
-    // One message: on the wire a client-streaming call of one message is a
-    // unary call, and as one it goes in a single batch of operations (one
-    // wait for this thread instead of one per write, close and finish).
-    status = FromGrpcStatus(
-        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, PushDenseResponse>(
-            channel_.get(), push_unary_method_, &context, messages[0],
-            &response));
-  } else {
-    // The call's metadata goes out with the first message, and the
-    // half-close with the last (set_last_message).
-    context.set_initial_metadata_corked(true);
-    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
-        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
-            channel_.get(), push_method_, &context, &response));
-    size_t written = 0;
-    while (written < messages.size()) {
-      grpc::WriteOptions options;
-      // A last write half-closes the stream even when it fails: closing it
-      // again would be an API misuse, which gRPC aborts on.
-      if (written + 1 == messages.size()) options.set_last_message();
-      if (!writer->Write(messages[written++], options)) break;
-    }
-    if (written < messages.size()) writer->WritesDone();
-    status = FromGrpcStatus(writer->Finish());
-  }
-  if (!status.ok()) return status;
-  return response;
+  return std::make_unique<PushCall>(
+      channel_.get(), push_unary_method_, push_method_, std::move(borrowed),
+      std::move(messages), absl::Now() + options_.timeout, cq, result);
 }
 
-absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
-                                            absl::Span<const DensePiece> values) {
+PullDenseRequest PsClient::NewPull(int64_t min_version,
+                                   absl::Span<const DensePiece> values) {
   PullDenseRequest request;
   FillHeader(request.mutable_header());
   request.set_min_version(min_version);
   request.set_max_chunk_bytes(options_.max_chunk_bytes);
   for (const DensePiece& piece : values) request.add_names(piece.name);
+  return request;
+}
+
+absl::StatusOr<int64_t> PsClient::PullDense(int64_t min_version,
+                                            absl::Span<const DensePiece> values) {
+  return PullDense(NewPull(min_version, values), values);
+}
+
+absl::StatusOr<int64_t> PsClient::PullDense(
+    const PullDenseRequest& request, absl::Span<const DensePiece> values) {
   absl::StatusOr<int64_t> version;
   PSTRAIN_RETURN_IF_ERROR(Retry(options_.retry, [&] {
-    version = PullDenseOnce(request, values);
+    CallQueue cq;
+    std::unique_ptr<AsyncCall> call =
+        StartPull(request, values, cq.get(), &version);
+    RunCalls({call.get()}, cq.get());
     return version.status();
   }));
   return version;
 }
 
-absl::StatusOr<int64_t> PsClient::PullDenseOnce(
-    const PullDenseRequest& request, absl::Span<const DensePiece> values) {
-  const int64_t min_version = request.min_version();
-  std::map<std::string, const DensePiece*> by_name;
-  for (const DensePiece& piece : values) by_name[piece.name] = &piece;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  // The replies are read as bytes and decoded in place
-  // (ps/tensor_encoding.h): the content is copied once, from gRPC's buffers
-  // into the piece, instead of into a message string first.
-  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
-      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
-          channel_.get(), pull_method_, &context, request));
-  std::map<std::string, int64_t> received;
-  std::map<std::string, int64_t> versions;
-  absl::Status problem;
-  grpc::ByteBuffer buffer;
-  std::vector<grpc::Slice> slices;
-  while (reader->Read(&buffer)) {
-    if (!problem.ok()) continue;  // drain, then report
-    slices.clear();
-    // An empty message may arrive as no buffer at all.
-    if ((buffer.Valid() && !buffer.Dump(&slices).ok()) ||
-        !DecodePullDenseResponse(slices, &pull_view_)) {
-      problem = Unexpected("a PullDenseResponse that does not parse");
-      continue;
-    }
-    const PullDenseResponse& message = pull_view_.header;
-    if (message.values().empty()) {
-      problem = Unexpected("a PullDenseResponse with no values");
-      continue;
-    }
-    for (int i = 0; i < message.values_size() && problem.ok(); ++i) {
-      problem = TakeChunk(message.values(i), message.version(),
-                          pull_view_.Content(i), pull_view_.ContentSize(i),
-                          by_name, &received, &versions);
-    }
-  }
-  absl::Status status = FromGrpcStatus(reader->Finish());
-  if (!status.ok()) return status;
-  if (!problem.ok()) return problem;
-  for (const DensePiece& piece : values) {
-    if (received[piece.name] != piece.size) {
-      return Unexpected(absl::StrCat(received[piece.name], " of the ",
-                                     piece.size, " bytes of '", piece.name,
-                                     "'"));
-    }
-  }
-  if (versions.empty()) return min_version;
-  int64_t version = versions.begin()->second;
-  for (const auto& [name, v] : versions) version = std::min(version, v);
-  return version;
+std::unique_ptr<PsClient::AsyncCall> PsClient::StartPull(
+    const PullDenseRequest& request, absl::Span<const DensePiece> values,
+    grpc::CompletionQueue* cq, absl::StatusOr<int64_t>* result) {
+  return std::make_unique<PullCall>(channel_.get(), pull_method_, request,
+                                    values, absl::Now() + options_.timeout,
+                                    &pull_view_, cq, result);
 }
 
 absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
@@ -393,6 +568,17 @@ PsClusterClient::PsClusterClient(std::vector<std::unique_ptr<PsClient>> clients,
       defs_(std::move(defs)),
       pool_(std::max<int>(1, clients_.size() - 1)) {}
 
+absl::Status PsClusterClient::FirstError(
+    absl::Span<const absl::Status> results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      return absl::Status(results[i].code(),
+                          absl::StrCat("ps ", i, ": ", results[i].message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PsClusterClient::ForEachPs(
     const std::function<absl::Status(int)>& fn) {
   std::vector<absl::Status> results(clients_.size());
@@ -405,13 +591,7 @@ absl::Status PsClusterClient::ForEachPs(
   }
   results[0] = fn(0);
   done.Wait();
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (!results[i].ok()) {
-      return absl::Status(results[i].code(),
-                          absl::StrCat("ps ", i, ": ", results[i].message()));
-    }
-  }
-  return absl::OkStatus();
+  return FirstError(results);
 }
 
 absl::Status PsClusterClient::CreateVariables(const OptimizerConfig& optimizer,
@@ -543,23 +723,63 @@ absl::Status PsClusterClient::PushDense(
     int64_t version, int64_t batch_size,
     const std::map<std::string, Tensor*>& gradients) {
   PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(gradients));
-  return ForEachPs([&](int task) -> absl::Status {
-    if (pieces[task].empty()) return absl::OkStatus();
-    return clients_[task]->PushDense(version, batch_size, pieces[task]).status();
-  });
+  std::vector<PushDenseRequest> firsts(clients_.size());
+  std::vector<absl::StatusOr<PushDenseResponse>> results(clients_.size());
+  {
+    CallQueue cq;
+    std::vector<std::unique_ptr<PsClient::AsyncCall>> calls;
+    std::vector<PsClient::AsyncCall*> started;
+    for (size_t task = 0; task < clients_.size(); ++task) {
+      if (pieces[task].empty()) continue;
+      firsts[task] = clients_[task]->NewPush(version, batch_size);
+      calls.push_back(clients_[task]->StartPush(firsts[task], pieces[task],
+                                                cq.get(), &results[task]));
+      started.push_back(calls.back().get());
+    }
+    PsClient::RunCalls(started, cq.get());
+  }
+  std::vector<absl::Status> statuses(clients_.size());
+  for (size_t task = 0; task < clients_.size(); ++task) {
+    if (pieces[task].empty()) continue;
+    if (absl::IsUnavailable(results[task].status())) {
+      // Tried again as one call does, with the same request id: the ps
+      // applies it once.
+      results[task] = clients_[task]->PushDense(firsts[task], pieces[task]);
+    }
+    statuses[task] = results[task].status();
+  }
+  return FirstError(statuses);
 }
 
 absl::StatusOr<int64_t> PsClusterClient::PullDense(
     int64_t min_version, const std::map<std::string, Tensor*>& values) {
   PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(values));
-  std::vector<int64_t> versions(clients_.size(), INT64_MAX);
-  PSTRAIN_RETURN_IF_ERROR(ForEachPs([&](int task) -> absl::Status {
-    if (pieces[task].empty()) return absl::OkStatus();
-    PSTRAIN_ASSIGN_OR_RETURN(versions[task],
-                             clients_[task]->PullDense(min_version, pieces[task]));
-    return absl::OkStatus();
-  }));
-  const int64_t lowest = *std::min_element(versions.begin(), versions.end());
+  std::vector<PullDenseRequest> requests(clients_.size());
+  std::vector<absl::StatusOr<int64_t>> results(clients_.size(), INT64_MAX);
+  {
+    CallQueue cq;
+    std::vector<std::unique_ptr<PsClient::AsyncCall>> calls;
+    std::vector<PsClient::AsyncCall*> started;
+    for (size_t task = 0; task < clients_.size(); ++task) {
+      if (pieces[task].empty()) continue;
+      requests[task] = clients_[task]->NewPull(min_version, pieces[task]);
+      calls.push_back(clients_[task]->StartPull(requests[task], pieces[task],
+                                                cq.get(), &results[task]));
+      started.push_back(calls.back().get());
+    }
+    PsClient::RunCalls(started, cq.get());
+  }
+  std::vector<absl::Status> statuses(clients_.size());
+  int64_t lowest = INT64_MAX;
+  for (size_t task = 0; task < clients_.size(); ++task) {
+    if (pieces[task].empty()) continue;
+    if (absl::IsUnavailable(results[task].status())) {
+      results[task] = clients_[task]->PullDense(requests[task], pieces[task]);
+    }
+    statuses[task] = results[task].status();
+    if (results[task].ok()) lowest = std::min(lowest, *results[task]);
+  }
+  PSTRAIN_RETURN_IF_ERROR(FirstError(statuses));
   return lowest == INT64_MAX ? min_version : lowest;
 }
 

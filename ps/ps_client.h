@@ -5,7 +5,9 @@
 // sender, request id), splits dense tensors into chunks of at most
 // max_chunk_bytes, and reassembles pulled chunks straight into the caller's
 // buffers. PsClusterClient routes whole variables to every ps task through
-// the run's Placement, in parallel, one thread per ps task.
+// the run's Placement, in parallel: dense pushes and pulls from the calling
+// thread, driving one call per ps task (gRPC's async API); sparse ones and
+// the rest on a thread per ps task.
 //
 //   PsClusterClient ps(clients, placement, defs);
 //   PSTRAIN_ASSIGN_OR_RETURN(int64_t version, ps.PullDense(step, &weights));
@@ -70,6 +72,12 @@ class PsClient {
   absl::StatusOr<PushDenseResponse> PushDense(
       int64_t version, int64_t batch_size,
       absl::Span<const DensePiece> gradients);
+  // The same, from its first message (NewPush): tried again with the same
+  // request id.
+  absl::StatusOr<PushDenseResponse> PushDense(
+      const PushDenseRequest& first, absl::Span<const DensePiece> gradients);
+  // A push's first message: header (a new request id), version, batch size.
+  PushDenseRequest NewPush(int64_t version, int64_t batch_size);
 
   // Pulls every piece into its data, after the ps reached `min_version`.
   // Returns the lowest version read (each variable has its own). INTERNAL if
@@ -77,6 +85,27 @@ class PsClient {
   // size, one variable's chunks from two versions).
   absl::StatusOr<int64_t> PullDense(int64_t min_version,
                                     absl::Span<const DensePiece> values);
+  // The same, from its request (NewPull).
+  absl::StatusOr<int64_t> PullDense(const PullDenseRequest& request,
+                                    absl::Span<const DensePiece> values);
+  PullDenseRequest NewPull(int64_t min_version,
+                           absl::Span<const DensePiece> values);
+
+  // One attempt of a push or pull, started on `cq` (which must outlive it)
+  // and driven by RunCalls; its outcome goes to *result. The pieces must
+  // outlive it. PsClusterClient drives one per ps task from one thread.
+  class AsyncCall;
+  std::unique_ptr<AsyncCall> StartPush(const PushDenseRequest& first,
+                                       absl::Span<const DensePiece> gradients,
+                                       grpc::CompletionQueue* cq,
+                                       absl::StatusOr<PushDenseResponse>* result);
+  std::unique_ptr<AsyncCall> StartPull(const PullDenseRequest& request,
+                                       absl::Span<const DensePiece> values,
+                                       grpc::CompletionQueue* cq,
+                                       absl::StatusOr<int64_t>* result);
+  // Polls `cq` until every call of `calls`, all started on it, is over.
+  static void RunCalls(absl::Span<AsyncCall* const> calls,
+                       grpc::CompletionQueue* cq);
 
   // Rows of embedding table `name` for `ids` (duplicates allowed), after
   // the table reached `min_version`.
@@ -117,10 +146,6 @@ class PsClient {
   // One attempt of a call of stub_ with a fresh context.
   template <typename Request, typename Response, typename Method>
   absl::Status Call(Method method, const Request& request, Response* response);
-  absl::StatusOr<PushDenseResponse> PushDenseOnce(
-      const PushDenseRequest& first, absl::Span<const DensePiece> gradients);
-  absl::StatusOr<int64_t> PullDenseOnce(const PullDenseRequest& request,
-                                        absl::Span<const DensePiece> values);
 
   const PsClientOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;
@@ -129,9 +154,10 @@ class PsClient {
   // PullDenseResponse messages we serialize and parse ourselves
   // (ps/tensor_encoding.h): what the generated stub does, with
   // grpc::ByteBuffer as the message type. Other methods use stub_.
-  // grpc::internal::RpcMethod is what generated stubs are built on; gRPC
-  // 1.51 has no public synchronous generic streaming call. pstrain builds
-  // against Debian's pinned gRPC, so this is checked at every build.
+  // grpc::internal::RpcMethod and the async factories are what generated
+  // stubs are built on; gRPC 1.51 has no public generic streaming call of
+  // either kind. pstrain builds against Debian's pinned gRPC, so this is
+  // checked at every build.
   const std::string push_method_name_;
   const grpc::internal::RpcMethod push_method_;
   // The same method called as unary, for pushes of one message.
@@ -206,6 +232,8 @@ class PsClusterClient {
 
   // Runs fn(ps_task) for every task in parallel; the first error wins.
   absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
+  // OK, or the first error of results[ps_task], naming the task.
+  static absl::Status FirstError(absl::Span<const absl::Status> results);
 
   std::vector<std::unique_ptr<PsClient>> clients_;
   const Placement placement_;

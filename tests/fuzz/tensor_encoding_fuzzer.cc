@@ -134,20 +134,35 @@ bool HasGroups(const google::protobuf::Message& message) {
   return false;
 }
 
+bool Decode(const std::vector<grpc::Slice>& slices, PullDenseView* view) {
+  return DecodePullDenseResponse(slices, view);
+}
+bool Decode(const std::vector<grpc::Slice>& slices, PushDenseView* view) {
+  return DecodePushDenseRequest(slices, view);
+}
+
+// Decodes `bytes` cut every `piece` bytes. What the decoder accepts,
+// protobuf must have parsed (`parses`) as `parsed`; `must`: the decoder
+// must accept it.
+template <typename Message>
+void CheckDecode(absl::string_view bytes, size_t piece, const Message& parsed,
+                 bool parses, bool must, absl::string_view what) {
+  const std::vector<grpc::Slice> slices = Cut(bytes, piece);
+  DenseView<Message> view;
+  const bool decoded = Decode(slices, &view);
+  PSTRAIN_FUZZ_EXPECT(decoded || !must, "the decoder refuses ", what);
+  if (!decoded) return;
+  PSTRAIN_FUZZ_EXPECT(parses, "decoded ", what, ", which protobuf refuses");
+  Message message = Assemble(view);
+  MatchPresence(parsed, &message);
+  ExpectEqual(parsed, message, absl::StrCat(what, " decoded"));
+}
+
 void CheckPull(absl::string_view bytes, size_t piece) {
   PullDenseResponse parsed;
   const bool parses =
       parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  {
-    const std::vector<grpc::Slice> slices = Cut(bytes, piece);
-    PullDenseView view;
-    if (DecodePullDenseResponse(slices, &view)) {
-      PSTRAIN_FUZZ_EXPECT(parses, "decoded what protobuf refuses");
-      PullDenseResponse decoded = Assemble(view);
-      MatchPresence(parsed, &decoded);
-      ExpectEqual(parsed, decoded, "decoded");
-    }
-  }
+  CheckDecode(bytes, piece, parsed, parses, /*must=*/false, "pull bytes");
   if (!parses) return;
   // What the ps writes for this message, read by protobuf and the decoder.
   PullDenseResponse header = parsed;
@@ -166,29 +181,14 @@ void CheckPull(absl::string_view bytes, size_t piece) {
   MatchPresence(parsed, &reparsed);
   ExpectEqual(parsed, reparsed, "encoded and parsed");
   if (HasGroups(parsed)) return;
-  const std::vector<grpc::Slice> slices = Cut(encoded, piece);
-  PullDenseView view;
-  PSTRAIN_FUZZ_EXPECT(DecodePullDenseResponse(slices, &view),
-                      "the decoder refuses the encoding");
-  PullDenseResponse decoded = Assemble(view);
-  MatchPresence(parsed, &decoded);
-  ExpectEqual(parsed, decoded, "encoded and decoded");
+  CheckDecode(encoded, piece, parsed, true, /*must=*/true, "the pull encoding");
 }
 
 void CheckPush(absl::string_view bytes, size_t piece) {
   PushDenseRequest parsed;
   const bool parses =
       parsed.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  {
-    const std::vector<grpc::Slice> slices = Cut(bytes, piece);
-    PushDenseView view;
-    if (DecodePushDenseRequest(slices, &view)) {
-      PSTRAIN_FUZZ_EXPECT(parses, "decoded a push protobuf refuses");
-      PushDenseRequest decoded = Assemble(view);
-      MatchPresence(parsed, &decoded);
-      ExpectEqual(parsed, decoded, "push decoded");
-    }
-  }
+  CheckDecode(bytes, piece, parsed, parses, /*must=*/false, "push bytes");
   if (!parses) return;
   std::vector<NamedTensor> gradients(parsed.gradients().begin(),
                                      parsed.gradients().end());
@@ -206,13 +206,7 @@ void CheckPush(absl::string_view bytes, size_t piece) {
   MatchPresence(parsed, &reparsed);
   ExpectEqual(parsed, reparsed, "push encoded and parsed");
   if (HasGroups(parsed)) return;
-  const std::vector<grpc::Slice> slices = Cut(encoded, piece);
-  PushDenseView view;
-  PSTRAIN_FUZZ_EXPECT(DecodePushDenseRequest(slices, &view),
-                      "the decoder refuses the push encoding");
-  PushDenseRequest decoded = Assemble(view);
-  MatchPresence(parsed, &decoded);
-  ExpectEqual(parsed, decoded, "push encoded and decoded");
+  CheckDecode(encoded, piece, parsed, true, /*must=*/true, "the push encoding");
 }
 
 }  // namespace
