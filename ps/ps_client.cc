@@ -719,36 +719,56 @@ absl::Status PsClusterClient::PushSparse(const std::string& name,
   });
 }
 
-absl::Status PsClusterClient::PushDense(
-    int64_t version, int64_t batch_size,
-    const std::map<std::string, Tensor*>& gradients) {
-  PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(gradients));
-  std::vector<PushDenseRequest> firsts(clients_.size());
-  std::vector<absl::StatusOr<PushDenseResponse>> results(clients_.size());
+template <typename Result, typename Start, typename Again>
+absl::Status PsClusterClient::OnEveryPs(
+    const std::vector<std::vector<DensePiece>>& pieces, Start start,
+    Again again, std::vector<Result>* results) {
   {
     CallQueue cq;
     std::vector<std::unique_ptr<PsClient::AsyncCall>> calls;
     std::vector<PsClient::AsyncCall*> started;
     for (size_t task = 0; task < clients_.size(); ++task) {
       if (pieces[task].empty()) continue;
-      firsts[task] = clients_[task]->NewPush(version, batch_size);
-      calls.push_back(clients_[task]->StartPush(firsts[task], pieces[task],
-                                                cq.get(), &results[task]));
+      calls.push_back(start(task, cq.get(), &(*results)[task]));
       started.push_back(calls.back().get());
     }
     PsClient::RunCalls(started, cq.get());
   }
   std::vector<absl::Status> statuses(clients_.size());
+  bool unavailable = false;
   for (size_t task = 0; task < clients_.size(); ++task) {
     if (pieces[task].empty()) continue;
-    if (absl::IsUnavailable(results[task].status())) {
-      // Tried again as one call does, with the same request id: the ps
-      // applies it once.
-      results[task] = clients_[task]->PushDense(firsts[task], pieces[task]);
-    }
-    statuses[task] = results[task].status();
+    statuses[task] = (*results)[task].status();
+    unavailable |= absl::IsUnavailable(statuses[task]);
   }
-  return FirstError(statuses);
+  if (!unavailable) return FirstError(statuses);
+  // Tried again as one client's call is, the tasks in parallel.
+  return ForEachPs([&](int task) {
+    if (!absl::IsUnavailable(statuses[task])) return statuses[task];
+    (*results)[task] = again(task);
+    return (*results)[task].status();
+  });
+}
+
+absl::Status PsClusterClient::PushDense(
+    int64_t version, int64_t batch_size,
+    const std::map<std::string, Tensor*>& gradients) {
+  PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(gradients));
+  std::vector<PushDenseRequest> firsts(clients_.size());
+  std::vector<absl::StatusOr<PushDenseResponse>> results(clients_.size());
+  return OnEveryPs(
+      pieces,
+      [&](int task, grpc::CompletionQueue* cq,
+          absl::StatusOr<PushDenseResponse>* result) {
+        firsts[task] = clients_[task]->NewPush(version, batch_size);
+        return clients_[task]->StartPush(firsts[task], pieces[task], cq,
+                                         result);
+      },
+      // The same request id: the ps applies the push once.
+      [&](int task) {
+        return clients_[task]->PushDense(firsts[task], pieces[task]);
+      },
+      &results);
 }
 
 absl::StatusOr<int64_t> PsClusterClient::PullDense(
@@ -756,30 +776,22 @@ absl::StatusOr<int64_t> PsClusterClient::PullDense(
   PSTRAIN_ASSIGN_OR_RETURN(auto pieces, Pieces(values));
   std::vector<PullDenseRequest> requests(clients_.size());
   std::vector<absl::StatusOr<int64_t>> results(clients_.size(), INT64_MAX);
-  {
-    CallQueue cq;
-    std::vector<std::unique_ptr<PsClient::AsyncCall>> calls;
-    std::vector<PsClient::AsyncCall*> started;
-    for (size_t task = 0; task < clients_.size(); ++task) {
-      if (pieces[task].empty()) continue;
-      requests[task] = clients_[task]->NewPull(min_version, pieces[task]);
-      calls.push_back(clients_[task]->StartPull(requests[task], pieces[task],
-                                                cq.get(), &results[task]));
-      started.push_back(calls.back().get());
-    }
-    PsClient::RunCalls(started, cq.get());
-  }
-  std::vector<absl::Status> statuses(clients_.size());
+  PSTRAIN_RETURN_IF_ERROR(OnEveryPs(
+      pieces,
+      [&](int task, grpc::CompletionQueue* cq,
+          absl::StatusOr<int64_t>* result) {
+        requests[task] = clients_[task]->NewPull(min_version, pieces[task]);
+        return clients_[task]->StartPull(requests[task], pieces[task], cq,
+                                         result);
+      },
+      [&](int task) {
+        return clients_[task]->PullDense(requests[task], pieces[task]);
+      },
+      &results));
   int64_t lowest = INT64_MAX;
-  for (size_t task = 0; task < clients_.size(); ++task) {
-    if (pieces[task].empty()) continue;
-    if (absl::IsUnavailable(results[task].status())) {
-      results[task] = clients_[task]->PullDense(requests[task], pieces[task]);
-    }
-    statuses[task] = results[task].status();
-    if (results[task].ok()) lowest = std::min(lowest, *results[task]);
+  for (const absl::StatusOr<int64_t>& version : results) {
+    lowest = std::min(lowest, *version);
   }
-  PSTRAIN_RETURN_IF_ERROR(FirstError(statuses));
   return lowest == INT64_MAX ? min_version : lowest;
 }
 

@@ -232,6 +232,14 @@ class PsClusterClient {
 
   // Runs fn(ps_task) for every task in parallel; the first error wins.
   absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
+  // A dense push or pull to every task with pieces: one attempt each,
+  // started by start(task, cq, &(*results)[task]) and driven from this
+  // thread, then again(task) in parallel for those whose ps was
+  // unavailable. The first error wins.
+  template <typename Result, typename Start, typename Again>
+  absl::Status OnEveryPs(const std::vector<std::vector<DensePiece>>& pieces,
+                         Start start, Again again,
+                         std::vector<Result>* results);
   // OK, or the first error of results[ps_task], naming the task.
   static absl::Status FirstError(absl::Span<const absl::Status> results);
 
