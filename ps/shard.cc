@@ -55,6 +55,19 @@ void AddWholeFloats(int64_t offset, absl::Span<const absl::string_view> pieces,
   }
 }
 
+// The reply recorded for `worker`'s push `request_id` in `recent`, if any.
+template <typename Response>
+const Response* FindRecorded(
+    const std::map<int, std::vector<std::pair<uint64_t, Response>>>& recent,
+    int worker, uint64_t request_id) {
+  auto it = recent.find(worker);
+  if (it == recent.end()) return nullptr;
+  for (const auto& [id, response] : it->second) {
+    if (id == request_id) return &response;
+  }
+  return nullptr;
+}
+
 std::vector<int64_t> Dims(const TensorShapeProto& shape) {
   return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
 }
@@ -424,6 +437,19 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     return Refuse(absl::InvalidArgumentError(
         absl::StrCat("version ", version, " is negative")));
   }
+  const uint64_t request_id = first.header().request_id();
+  const bool remember =
+      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+  if (remember) {
+    // A retry is answered from the record before the checks below: it
+    // passed them when it was applied, and the staleness bound may refuse
+    // it now.
+    absl::MutexLock lock(&recent_mu_);
+    if (const PushDenseResponse* earlier =
+            FindRecorded(recent_, worker, request_id)) {
+      return *earlier;
+    }
+  }
 
   // Check every gradient chunk before touching anything.
   std::map<DenseVariable*, std::vector<Chunk>> pushed;
@@ -507,17 +533,15 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
 
   PushDenseResponse response;
   bool applied = true;
-  const uint64_t request_id = first.header().request_id();
-  const bool remember =
-      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
   if (remember) {
     // Recorded before applying, so a retry racing the original is answered
     // as applied rather than applied twice.
     absl::MutexLock lock(&recent_mu_);
-    auto& recent = recent_[worker];
-    for (const auto& [id, earlier] : recent) {
-      if (id == request_id) return earlier;
+    if (const PushDenseResponse* earlier =
+            FindRecorded(recent_, worker, request_id)) {
+      return *earlier;
     }
+    auto& recent = recent_[worker];
     PushDenseResponse pending;
     pending.set_version(version + 1);
     pending.set_applied(true);
@@ -610,6 +634,22 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
     return Refuse(absl::InvalidArgumentError(
         absl::StrCat("version ", request.version(), " is negative")));
   }
+  // As PushDense: async, a repeated request id is answered from the record
+  // (looked up first: the staleness bound may refuse a retry that passed it
+  // when applied; entered before applying, so a retry racing the original
+  // is answered as applied rather than applied twice); sync, AccumulateSync
+  // counts each worker once per step.
+  const uint64_t request_id = request.header().request_id();
+  const bool remember =
+      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+  if (remember) {
+    absl::MutexLock lock(&recent_mu_);
+    if (const PushSparseResponse* earlier =
+            FindRecorded(recent_sparse_, worker, request_id)) {
+      *response = *earlier;
+      return absl::OkStatus();
+    }
+  }
   const TensorProto& g = request.gradients();
   const std::vector<int64_t> expected = {request.ids_size(), table->width()};
   if (g.dtype() != DT_FLOAT || Dims(g.shape()) != expected || g.has_slice() ||
@@ -647,22 +687,14 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
       for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
     }
   }
-  // As PushDense: async, a repeated request id is answered from the record
-  // (entered before applying, so a retry racing the original is answered
-  // as applied rather than applied twice); sync, AccumulateSync counts each
-  // worker once per step.
-  const uint64_t request_id = request.header().request_id();
-  const bool remember =
-      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
   if (remember) {
     absl::MutexLock lock(&recent_mu_);
-    auto& recent = recent_sparse_[worker];
-    for (const auto& [id, earlier] : recent) {
-      if (id == request_id) {
-        *response = earlier;
-        return absl::OkStatus();
-      }
+    if (const PushSparseResponse* earlier =
+            FindRecorded(recent_sparse_, worker, request_id)) {
+      *response = *earlier;
+      return absl::OkStatus();
     }
+    auto& recent = recent_sparse_[worker];
     PushSparseResponse pending;
     pending.set_version(request.version() + 1);
     pending.set_applied(true);

@@ -402,6 +402,24 @@ TEST_F(ShardTest, ALentValueStaysAsReadWhileHeld) {
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.0f));
 }
 
+TEST_F(ShardTest, AsyncAnswersARetryFromTheRecordThoughItIsNowStale) {
+  Init(Create(UpdateConfig::ASYNC, 2, 0, /*staleness=*/0));
+  const PushDenseRequest push = From(1, 42, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}));
+  absl::StatusOr<PushDenseResponse> first = Send(shard_, push);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(Send(shard_, From(0, 7, Push(1, 2, {1, 1, 1, 1}, {0, 0, 0}))).ok());
+  // A new push computed from version 0 is beyond the bound now...
+  ExpectRefused(From(1, 43, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0})),
+                absl::StatusCode::kFailedPrecondition, "stale");
+  // ...but the retry of one applied then gets its answer, and is not
+  // applied again.
+  absl::StatusOr<PushDenseResponse> retried = Send(shard_, push);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->version(), first->version());
+  EXPECT_TRUE(retried->applied());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
+}
+
 TEST_F(ShardTest, RequestsOfAnotherGenerationAreAborted) {
   Init(Create(UpdateConfig::SYNC, 1));
   PushDenseRequest push = Push(0, 1, {1, 1, 1, 1}, {0, 0, 0});
@@ -765,6 +783,27 @@ TEST(ShardSparse, SyncCountsAWorkersRowsOncePerStep) {
   // One gradient of each worker: sum (4, 2) over the global batch 4, lr 0.5
   // (worker 0 counted twice would be (7, 3) over 5).
   EXPECT_EQ(Rows(pulled), (std::vector<float>{0.5f, 0.75f}));
+}
+
+TEST(ShardSparse, AsyncAnswersARetryFromTheRecordThoughItIsNowStale) {
+  Shard shard{ShardOptions()};
+  CreateVariablesRequest create = CreateSparse(UpdateConfig::ASYNC, 2);
+  create.mutable_update()->set_max_staleness(0);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(create, &created).ok());
+  const PushSparseRequest push = From(1, 42, SparsePush("emb", {4}, {1, 1}, 0, 2));
+  PushSparseResponse first, r;
+  ASSERT_TRUE(shard.PushSparse(push, &first).ok());
+  ASSERT_TRUE(
+      shard.PushSparse(From(0, 7, SparsePush("emb", {4}, {1, 1}, 1, 2)), &r).ok());
+  EXPECT_EQ(shard.PushSparse(From(1, 43, push), &r).code(),
+            absl::StatusCode::kFailedPrecondition);
+  const absl::Status retried = shard.PushSparse(push, &r);
+  ASSERT_TRUE(retried.ok()) << retried;
+  EXPECT_EQ(r.version(), first.version());
+  PullSparseResponse pulled;
+  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4}), &pulled).ok());
+  EXPECT_EQ(Rows(pulled), std::vector<float>(2, 0.5f));
 }
 
 TEST(ShardSparse, AsyncAppliesARetriedPushOnce) {
