@@ -1,9 +1,11 @@
 // Encodes (and decodes) the dense tensor messages of proto/ps_service.proto
-// (pull replies and push requests) straight into gRPC byte buffers, copying each chunk's
-// tensor content once, into the buffer gRPC sends, instead of twice (into the
-// message's `content` string, then into gRPC's buffer when it serializes).
-// A push's gradients need not be copied at all: gRPC can send them from the
-// caller's tensors (BorrowedContent).
+// (pull replies and push requests) straight into gRPC byte buffers, copying
+// each chunk's tensor content at most once, into the buffer gRPC sends,
+// instead of twice (into the message's `content` string, then into gRPC's
+// buffer when it serializes). Large contents need not be copied at all: gRPC
+// can send a push's gradients from the caller's tensors (BorrowedContent)
+// and a pull's values from the variable (LendPullDenseValue). Decoding
+// leaves the contents in the received buffers (ps/dense_view.h).
 //
 // The bytes are a valid protobuf serialization of the message with the
 // content set, so any peer, generated stubs included, reads them as usual.
