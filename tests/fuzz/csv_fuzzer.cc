@@ -22,7 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzReader in(data, size);
   const uint8_t flags = in.Byte();
   data::CsvOptions options;
-  options.has_header = flags & 1;
+  options.header = (flags & 1)    ? data::CsvHeader::kYes
+                   : (flags & 16) ? data::CsvHeader::kDetect
+                                  : data::CsvHeader::kNo;
   options.label_column = kLabelColumns[(flags >> 1) & 7];
   // 0 (the largest label + 1), 1..254, and -1 (refused).
   const uint8_t classes = in.Byte();

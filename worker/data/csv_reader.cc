@@ -134,6 +134,15 @@ class CsvParser {
   std::vector<int64_t> lines_;  // Of each data row.
 };
 
+// Whether no field reads as a number.
+bool NoNumbers(const std::vector<absl::string_view>& fields) {
+  for (absl::string_view field : fields) {
+    double value;
+    if (absl::SimpleAtod(field, &value)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<Dataset> ReadCsv(const std::string& path,
@@ -146,6 +155,7 @@ absl::StatusOr<Dataset> ReadCsv(const std::string& path,
   CsvParser parser(path, options);
   std::vector<absl::string_view> fields;
   bool first = true;
+  bool saw_header = false;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(file.bytes, '\n')) {
     ++line_number;
@@ -159,11 +169,13 @@ absl::StatusOr<Dataset> ReadCsv(const std::string& path,
       PSTRAIN_RETURN_IF_ERROR(
           parser.SetWidth(line_number, static_cast<int>(fields.size())));
       first = false;
-      if (options.has_header) continue;
+      saw_header = options.header == CsvHeader::kYes ||
+                   (options.header == CsvHeader::kDetect && NoNumbers(fields));
+      if (saw_header) continue;
     }
     PSTRAIN_RETURN_IF_ERROR(parser.ParseRow(line_number, fields));
   }
-  return parser.Finish(options.has_header && !first);
+  return parser.Finish(saw_header);
 }
 
 }  // namespace data

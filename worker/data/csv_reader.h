@@ -4,7 +4,7 @@
 // column, so that later checks (id_features.h) can point into the file.
 //
 //   CsvOptions options;
-//   options.has_header = true;          // "sepal_length,...,species"
+//   options.header = CsvHeader::kYes;   // "sepal_length,...,species"
 //   absl::StatusOr<Dataset> iris = ReadCsv("/data/iris.csv", options);
 //   // iris->features: float32 [150, 4]; labels in 0..2.
 //
@@ -29,12 +29,17 @@
 namespace pstrain {
 namespace data {
 
+// Whether the first non-blank line names the columns (it is then not
+// parsed): kDetect says yes when none of its fields is a number, so a
+// header of names is skipped while a first row of data, or one with a typo
+// in it, is read (and refused) as data.
+enum class CsvHeader { kNo, kYes, kDetect };
+
 struct CsvOptions {
   // The label's field in a row, 0-based; negative counts from the end, so
   // -1 is the last field. The other fields are the features, in order.
   int label_column = -1;
-  // Whether the first non-blank line names the columns (it is not parsed).
-  bool has_header = false;
+  CsvHeader header = CsvHeader::kNo;
   // Labels must lie in [0, num_classes); 0 means the largest label + 1.
   int num_classes = 0;
 };

@@ -45,7 +45,7 @@ TEST(CsvReader, ReadsFeaturesAndLastColumnLabel) {
 
 TEST(CsvReader, HonoursHeaderLabelColumnAndNumClasses) {
   CsvOptions options;
-  options.has_header = true;
+  options.header = CsvHeader::kYes;
   options.label_column = 0;
   options.num_classes = 10;
   absl::StatusOr<Dataset> d =
@@ -54,6 +54,23 @@ TEST(CsvReader, HonoursHeaderLabelColumnAndNumClasses) {
   EXPECT_EQ(Features(*d), (std::vector<float>{0.25, 0.5, 1, 2}));
   EXPECT_EQ(d->labels, (std::vector<int32_t>{3, 1}));
   EXPECT_EQ(d->num_classes, 10);
+}
+
+TEST(CsvReader, DetectsAHeaderOfNamesOnly) {
+  CsvOptions options;
+  options.header = CsvHeader::kDetect;
+  absl::StatusOr<Dataset> d =
+      ReadCsv(Write("named.csv", "x, y ,label\n1,2,0\n3,4,1\n"), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(Features(*d), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(d->origin.lines, (std::vector<int64_t>{2, 3}));
+  d = ReadCsv(Write("unnamed.csv", "1,2,0\n3,4,1\n"), options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(Features(*d), (std::vector<float>{1, 2, 3, 4}));
+  // A first row with a number in it is data, typo or not.
+  ExpectError("1,2x,0\n3,4,1\n",
+              ": line 1, column 2: '2x' is not a finite number", options);
+  ExpectError("x,y,label\n", " has a header but no data rows", options);
 }
 
 TEST(CsvReader, ReadsGzipFile) {
@@ -106,7 +123,7 @@ TEST(CsvReader, EmptyFileIsRefused) {
   ExpectError("", " is empty");
   ExpectError("\n \n", " is empty");
   CsvOptions options;
-  options.has_header = true;
+  options.header = CsvHeader::kYes;
   ExpectError("a,b,label\n", " has a header but no data rows", options);
 }
 

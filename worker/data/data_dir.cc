@@ -19,7 +19,9 @@ bool IsFile(const std::string& path) {
 absl::StatusOr<Dataset> ReadDataDir(const std::string& dir, Split split) {
   const bool train = split == Split::kTrain;
   if (IsFile(dir + "/train.csv")) {
-    return ReadCsv(dir + (train ? "/train.csv" : "/test.csv"));
+    CsvOptions options;
+    options.header = CsvHeader::kDetect;
+    return ReadCsv(dir + (train ? "/train.csv" : "/test.csv"), options);
   }
   const std::string prefix = dir + (train ? "/train" : "/t10k");
   return ReadIdx(prefix + "-images-idx3-ubyte.gz",

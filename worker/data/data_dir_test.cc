@@ -34,6 +34,18 @@ TEST(ReadDataDir, ReadsCsvSplitsWhenTrainCsvIsThere) {
   EXPECT_EQ(test->features.data<float>()[1], 8.0f);
 }
 
+TEST(ReadDataDir, SkipsACsvHeaderOfNames) {
+  const std::string dir = MakeDir("csv_header");
+  WriteFile(dir + "/train.csv", "a,b,label\n1,2,0\n3,4,1\n");
+  WriteFile(dir + "/test.csv", "7,8,0\n");
+  absl::StatusOr<Dataset> train = ReadDataDir(dir, Split::kTrain);
+  ASSERT_TRUE(train.ok()) << train.status();
+  EXPECT_EQ(train->size(), 2);
+  absl::StatusOr<Dataset> test = ReadDataDir(dir, Split::kTest);
+  ASSERT_TRUE(test.ok()) << test.status();
+  EXPECT_EQ(test->size(), 1);
+}
+
 TEST(ReadDataDir, MissingTestCsvNamesTheFile) {
   const std::string dir = MakeDir("csv_no_test");
   WriteFile(dir + "/train.csv", "1,0\n");

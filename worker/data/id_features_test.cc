@@ -48,7 +48,7 @@ TEST(ConvertFeaturesToIds, NonIntegerNamesFileLineAndColumn) {
 TEST(ConvertFeaturesToIds, OutOfVocabularyNamesTheIdAndRange) {
   CsvOptions options;
   options.label_column = 0;
-  options.has_header = true;
+  options.header = CsvHeader::kYes;
   const std::string path = TempPath("range.csv");
   WriteFile(path, "label,a,b\n0,1,2\n1,3,50\n");
   absl::StatusOr<Dataset> d = ReadCsv(path, options);
