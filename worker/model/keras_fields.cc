@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -37,12 +38,14 @@ bool IsIntegerIn(const Json& value, int64_t min, int64_t max) {
 
 std::string DescribeJson(const Json& value) {
   if (value.is_string()) {
-    return absl::StrCat("\"", value.get_ref<const std::string&>(), "\"");
+    return absl::StrCat(
+        "\"", absl::Utf8SafeCHexEscape(value.get_ref<const std::string&>()),
+        "\"");
   }
   if (value.is_object()) {
     const auto it = value.find("class_name");
     if (it != value.end() && it->is_string()) {
-      return it->get_ref<const std::string&>();
+      return absl::Utf8SafeCHexEscape(it->get_ref<const std::string&>());
     }
     return "{...}";
   }
@@ -206,7 +209,8 @@ absl::Status KerasFields::ExpectKerasClass(absl::string_view class_name) const {
   const absl::string_view path =
       absl::StripSuffix(absl::string_view(path_), ".");
   return Error(absl::StrCat(path, path.empty() ? "" : ": ", "custom class \"",
-                            registered, "\" (module \"", module,
+                            absl::Utf8SafeCHexEscape(registered),
+                            "\" (module \"", absl::Utf8SafeCHexEscape(module),
                             "\") is not supported"));
 }
 

@@ -1,5 +1,6 @@
 #include "worker/model/keras_model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -21,6 +23,11 @@
 namespace pstrain {
 namespace worker {
 namespace {
+
+bool HasControlCharacter(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return absl::ascii_iscntrl(c); });
+}
 
 using Json = nlohmann::json;
 
@@ -564,16 +571,23 @@ absl::Status SequentialParser::ParseLayer(int index, const Json& entry,
   const KerasFields entry_fields(entry, absl::StrCat(at, ": "));
   PSTRAIN_ASSIGN_OR_RETURN(const std::string class_name,
                            entry_fields.String("class_name", std::nullopt));
+  // Names go into messages, logs and variable paths: one line each.
+  if (HasControlCharacter(class_name)) {
+    return entry_fields.FieldError("class_name",
+                                   "contains a control character");
+  }
   const Json* config = entry_fields.Find("config");
   if (config == nullptr) return entry_fields.FieldError("config", "missing");
   if (!config->is_object()) {
     return entry_fields.FieldError(
         "config", absl::StrCat("expected an object, ", JsonGot(*config)));
   }
-  PSTRAIN_ASSIGN_OR_RETURN(
-      const std::string name,
-      KerasFields(*config, absl::StrCat(at, " (", class_name, "): "))
-          .String("name", std::nullopt));
+  const KerasFields unnamed(*config, absl::StrCat(at, " (", class_name, "): "));
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string name,
+                           unnamed.String("name", std::nullopt));
+  if (HasControlCharacter(name)) {
+    return unnamed.FieldError("name", "contains a control character");
+  }
   const std::string where =
       absl::StrCat(at, " '", name, "' (", class_name, "): ");
   PSTRAIN_RETURN_IF_ERROR(

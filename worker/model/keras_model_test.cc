@@ -750,6 +750,18 @@ TEST(KerasModel, RefusesBadLayerNames) {
   ExpectError(Sequential({Input("3"), Layer("Dense", R"("name": "",
                                                        "units": 2)")}),
               "model: layer 1 '' (Dense): name: is empty");
+  // Found by the fuzzer: a name that would break the message's line.
+  ExpectError(Sequential({Input("3"), Layer("Dense", R"("name": "a\nb",
+                                                       "units": 2)")}),
+              "model: layer 1 (Dense): name: contains a control character");
+  ExpectError(Sequential({Input("3"), Layer("Dense\\t", R"("name": "d",
+                                                         "units": 2)")}),
+              "model: layer 1: class_name: contains a control character");
+  ExpectError(Sequential({Input("3"), Layer("Dense", R"("name": "d",
+                                                       "units": 2,
+                                                       "activation": "re\nlu")")}),
+              "model: layer 1 'd' (Dense): activation \"re\\nlu\" is not "
+              "supported (expected \"relu\", \"softmax\" or \"linear\")");
 }
 
 TEST(KerasModel, RefusesShapesItCannotCompute) {
