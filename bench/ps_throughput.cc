@@ -1,6 +1,6 @@
 // Push and pull throughput of the parameter servers, as workers see it.
 //
-//   bazel run --config=opt //bench:ps_throughput -- --ps 2 --workers 2 --mb 40 --rounds 20
+//   bazel run --config=opt //bench:ps_throughput -- --ps 2 --workers 2 --mb 40
 //
 // Starts --ps ps processes and --workers worker processes (this binary again,
 // in worker mode) on 127.0.0.1. The run's dense variables total --mb / 2 MB,
