@@ -226,11 +226,13 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
     int* bound_port, const GrpcSecurity& security,
-    grpc::CallbackGenericService* generic) {
+    const std::function<void(grpc::ServerBuilder*)>& register_more,
+    bool grpc_health) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       PstrainServerCredentials(security);
   if (!credentials.ok()) return credentials.status();
-  grpc::EnableDefaultHealthCheckService(true);
+  // A process-wide setting, read when the server is built.
+  grpc::EnableDefaultHealthCheckService(grpc_health);
   grpc::ServerBuilder builder;
   ConfigurePstrainServer(&builder);
   builder.AddListeningPort(address, *credentials, bound_port);
@@ -242,7 +244,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     builder.SetOption(std::make_unique<LocalSocketOption>());
   }
   for (grpc::Service* service : services) builder.RegisterService(service);
-  if (generic != nullptr) builder.RegisterCallbackGenericService(generic);
+  if (register_more) register_more(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *bound_port == 0) {
     // gRPC also refuses to start on a certificate and key that do not

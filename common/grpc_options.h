@@ -7,6 +7,7 @@
 #ifndef PSTRAIN_COMMON_GRPC_OPTIONS_H_
 #define PSTRAIN_COMMON_GRPC_OPTIONS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,13 +56,18 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder);
 // port, it is private to the host's network namespace, and it takes the
 // same credentials.
 // UNAVAILABLE naming the address if it cannot listen; INVALID_ARGUMENT if
-// `security` asks for TLS without a certificate, key and CA. `generic`, when
-// given, answers every other method (a server with no service of its own,
-// serving only health, needs one: gRPC refuses a server with no method).
+// `security` asks for TLS without a certificate, key and CA.
+// `register_more`, when given, registers what else the server serves with
+// the builder before it starts: a generic service (a server with no service
+// of its own, serving only health, needs one: gRPC refuses a server with no
+// method) and the completion queue of an async one. `grpc_health` false
+// leaves the health service out, for a server that answers
+// grpc.health.v1.Health itself.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
     int* bound_port, const GrpcSecurity& security = GrpcSecurity(),
-    grpc::CallbackGenericService* generic = nullptr);
+    const std::function<void(grpc::ServerBuilder*)>& register_more = nullptr,
+    bool grpc_health = true);
 
 }  // namespace pstrain
 

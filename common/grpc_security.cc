@@ -210,7 +210,7 @@ AuthTokenInterceptors(const GrpcSecurity& security) {
   return interceptors;
 }
 
-absl::Status CheckAuthToken(const grpc::CallbackServerContext& context,
+absl::Status CheckAuthToken(const grpc::ServerContextBase& context,
                             absl::string_view token) {
   if (token.empty()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();

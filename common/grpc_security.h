@@ -93,7 +93,7 @@ AuthTokenInterceptors(const GrpcSecurity& security);
 // "authorization: Bearer <token>" entry; UNAUTHENTICATED otherwise (the
 // message never repeats either token). The comparison takes the same time
 // wherever the tokens differ.
-absl::Status CheckAuthToken(const grpc::CallbackServerContext& context,
+absl::Status CheckAuthToken(const grpc::ServerContextBase& context,
                             absl::string_view token);
 
 // Whether `given` equals `secret`, in a time that depends only on the two

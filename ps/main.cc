@@ -2,7 +2,7 @@
 //
 //   TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}' ps
 //
-// Serves the ParameterServer service (and gRPC's health service) at its
+// Serves the ParameterServer service (and gRPC's health check) at its
 // TF_CONFIG address. Exits 0 on SIGTERM or SIGINT once in-flight requests are
 // done, 2 on a bad TF_CONFIG or flag (with one line saying what is wrong).
 #include <signal.h>
@@ -36,7 +36,9 @@ ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
 ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
-ABSL_FLAG(int, pull_threads, 16, "Threads serving pulls");
+ABSL_FLAG(int, pull_threads, 16,
+          "Threads serving the calls that may block: pulls waiting for a sync "
+          "step, CreateVariables, Save, Restore");
 ABSL_FLAG(absl::Duration, chief_patience, absl::Minutes(10),
           "How long to keep the shard while the chief cannot be reached (a "
           "restarted chief takes the run up again); then exit 1");
@@ -107,16 +109,14 @@ int Main() {
   ps::Shard shard(shard_options);
   ps::PsServiceOptions service_options;
   service_options.pull_threads = absl::GetFlag(FLAGS_pull_threads);
-  service_options.auth_token = security->auth_token;
   ps::PsService service(&shard, service_options);
 
   int bound_port = 0;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer(address->ToString(), {&service}, &bound_port,
-                         *security);
-  if (!server.ok()) {
+  const absl::Status started =
+      service.Start(address->ToString(), &bound_port, *security);
+  if (!started.ok()) {
     LogError(absl::StrCat("ps ", config->task.index(), ": ",
-                          server.status().message()));
+                          started.message()));
     return 1;
   }
   LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
@@ -195,7 +195,7 @@ int Main() {
   }
   // Nothing in flight: shut down at once, closing the connections clients
   // keep open (gRPC would wait for those until the deadline).
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now()));
+  service.Stop();
   stopping.Notify();
   if (heartbeat.joinable()) heartbeat.join();
   LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));

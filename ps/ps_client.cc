@@ -377,7 +377,8 @@ std::unique_ptr<PsClient::AsyncCall> PsClient::StartPush(
     grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result) {
   // The gradients' bytes are lent to gRPC, not copied
   // (ps/tensor_encoding.h), in messages of chunks up to max_chunk_bytes of
-  // content in all. Only the first carries the request header.
+  // content in all. Only the first carries the request header; only the
+  // last is marked last.
   auto borrowed = std::make_unique<BorrowedContent>();
   std::vector<grpc::ByteBuffer> messages;
   PushDenseRequest header = first;
@@ -406,6 +407,7 @@ std::unique_ptr<PsClient::AsyncCall> PsClient::StartPush(
       room -= n;
     } while (offset < piece.size);
   }
+  header.set_last(true);
   flush();
   return std::make_unique<PushCall>(
       channel_.get(), push_unary_method_, push_method_, std::move(borrowed),

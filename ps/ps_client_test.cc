@@ -21,9 +21,8 @@ TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   Shard shard(ShardOptions{});
   PsService first(&shard, PsServiceOptions{});
   int port = 0;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer("127.0.0.1:0", {&first}, &port);
-  ASSERT_TRUE(server.ok()) << server.status();
+  const absl::Status started = first.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(started.ok()) << started;
   const std::string address = absl::StrCat("127.0.0.1:", port);
 
   VariableDef w;
@@ -52,19 +51,19 @@ TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   ASSERT_TRUE((*cluster)->CreateVariables(sgd, async).ok());
 
   // Gone; back 300 ms later (a new service over the same shard).
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now()));
-  server->reset();
+  first.Stop();
   PsService second(&shard, PsServiceOptions{});
+  absl::Status restarted;
   std::thread restart([&] {
     absl::SleepFor(absl::Milliseconds(300));
     int bound = 0;
-    server = StartPstrainServer(address, {&second}, &bound);
+    restarted = second.Start(address, &bound);
   });
   Tensor g = *Tensor::Create(DT_FLOAT, {1000});
   for (float& v : g.flat<float>()) v = 1.0f;
   const absl::Status pushed = (*cluster)->PushDense(0, 1, {{"w", &g}});
   restart.join();
-  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(restarted.ok()) << restarted;
   EXPECT_TRUE(pushed.ok()) << pushed;
 
   Tensor value = *Tensor::Create(DT_FLOAT, {1000});
@@ -74,7 +73,6 @@ TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   EXPECT_EQ(std::vector<float>(value.flat<float>().begin(),
                                value.flat<float>().end()),
             std::vector<float>(1000, 0.5f));
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now()));
 }
 
 }  // namespace

@@ -5,155 +5,61 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_security.h"
+#include "common/grpc_options.h"
 #include "common/grpc_status.h"
+#include "grpcpp/alarm.h"
+#include "proto/health.pb.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
 namespace ps {
 namespace {
 
-// Counts a call as in flight (PsService::WaitUntilIdle) while it lives: a
-// member of every call's reactor, which is deleted when the call is done.
-class InFlight {
- public:
-  explicit InFlight(PsService* service) : service_(service) {
-    service_->CallStarted();
+constexpr char kServiceName[] = "pstrain.ParameterServer";
+constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
+
+std::string Concat(const std::vector<grpc::Slice>& slices) {
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-  ~InFlight() { service_->CallDone(); }
-
- private:
-  PsService* const service_;
-};
-
-class UnaryReactor : public grpc::ServerUnaryReactor {
- public:
-  explicit UnaryReactor(PsService* service) : in_flight_(service) {}
-  void OnDone() override { delete this; }
-
- private:
-  InFlight in_flight_;
-};
-
-grpc::ServerUnaryReactor* Reply(PsService* service,
-                                const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = new UnaryReactor(service);
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  return bytes;
 }
 
-// Ends a streaming call at once with `status`: a caller refused before its
-// stream is read or written.
-template <typename Reactor>
-class Refusal : public Reactor {
+grpc::ByteBuffer Serialize(const google::protobuf::MessageLite& message) {
+  grpc::Slice bytes(message.SerializeAsString());
+  return grpc::ByteBuffer(&bytes, 1);
+}
+
+grpc::Status InvalidArgument(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// Parses the one request message of a call that is not client-streaming.
+template <typename Request>
+bool ParseOne(const std::vector<std::vector<grpc::Slice>>& messages,
+              Request* request) {
+  return messages.size() == 1 && request->ParseFromString(Concat(messages[0]));
+}
+
+// A pull's reply messages. A message carries chunks of up to `chunk` bytes
+// of content in all: a variable larger than that is split over several
+// messages, several smaller ones share one (each message costs a write and
+// a wake-up on both sides). A variable that does not fit in what is left of
+// the pending message starts a new one rather than fill it, so a variable
+// is split only where it must be, into chunks of `chunk` bytes. Chunks read
+// at different versions never share a message.
+class PullReply {
  public:
-  Refusal(PsService* service, const absl::Status& status)
-      : in_flight_(service) {
-    this->Finish(ToGrpcStatus(status));
-  }
-  void OnDone() override { delete this; }
+  explicit PullReply(int64_t chunk) : chunk_(chunk), room_(chunk) {}
 
- private:
-  InFlight in_flight_;
-};
-
-// Streams the chunks of one pull, as hand-encoded PullDenseResponse bytes
-// (ps/tensor_encoding.h). gRPC sends a variable's value from where it lies
-// when the variable lends it (an update meanwhile writes into a copy);
-// otherwise each chunk is copied once, from the variable (under its lock)
-// into the buffer gRPC sends. A message carries chunks of up to
-// `chunk` bytes of content in all: a variable larger than that is split over
-// several messages, several smaller ones share one (each message costs a
-// write and a wake-up on both sides). A pull that may wait for a sync step
-// (min_version > 0) is served on a pull thread; one that returns at once is
-// served inline, saving a thread hand-off (it blocks only on the variables'
-// locks, as a push applied on gRPC's threads does). The last message is
-// written together with the status.
-class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
- public:
-  PullReactor(PsService* service, const grpc::ByteBuffer* raw_request)
-      : in_flight_(service) {
-    PullDenseRequest request;
-    if (!ParseRequest(raw_request, &request)) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "PullDenseRequest does not parse"));
-      return;
-    }
-    int64_t chunk = service->options().max_chunk_bytes;
-    if (request.max_chunk_bytes() > 0) {
-      chunk = std::min(chunk, request.max_chunk_bytes());
-    }
-    if (request.min_version() == 0) {
-      Pull(service, request, chunk);
-      return;
-    }
-    service->pull_pool()->Schedule(
-        [this, service, request = std::move(request), chunk] {
-          Pull(service, request, chunk);
-        });
-  }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "pull stream broken"));
-      return;
-    }
-    WriteNext();
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  static bool ParseRequest(const grpc::ByteBuffer* raw,
-                           PullDenseRequest* request) {
-    // An empty message may arrive as no buffer at all.
-    std::vector<grpc::Slice> slices;
-    if (raw->Valid() && !raw->Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-    return request->ParseFromString(bytes);
-  }
-
-  void Pull(PsService* service, const PullDenseRequest& request,
-            int64_t chunk) {
-    room_ = chunk;
-    absl::Status status = service->shard()->PullDense(
-        request, [this, chunk](const DenseVariable& v, const ValueView& value) {
-          AddChunks(v, value, chunk);
-        });
-    if (status.ok()) Flush(chunk);
-    if (!status.ok() || messages_.empty()) {
-      Finish(ToGrpcStatus(status));
-      return;
-    }
-    WriteNext();
-  }
-
-  void WriteNext() {
-    const grpc::ByteBuffer* message = &messages_[next_++];
-    if (next_ == messages_.size()) {
-      StartWriteAndFinish(message, grpc::WriteOptions(), grpc::Status::OK);
-    } else {
-      StartWrite(message);
-    }
-  }
-
-  // Adds the chunks of `v` to the pending message, starting a new message
-  // when it holds `chunk` bytes of content or chunks of another version. A
-  // variable that does not fit in what is left of the pending message starts
-  // a new one rather than fill it: a variable is split only where it must
-  // be (it is larger than `chunk`), into chunks of `chunk` bytes. A value
-  // lent by the variable (value.owner) is sent from where it lies, else
-  // copied.
-  void AddChunks(const DenseVariable& v, const ValueView& value, int64_t chunk) {
+  // Adds the chunks of `v`. A value the variable lends (value.owner) is
+  // sent from where it lies, else copied (under the variable's lock).
+  void Add(const DenseVariable& v, const ValueView& value) {
     const int64_t size = value.size;
     if (!pending_.empty() &&
         (value.version != pending_version_ || size > room_)) {
-      Flush(chunk);
+      Flush();
     }
     pending_version_ = value.version;
     NamedTensor named;
@@ -167,7 +73,7 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     int64_t offset = 0;
     do {
-      if (room_ == 0) Flush(chunk);
+      if (room_ == 0) Flush();
       const int64_t n = std::min(room_, size - offset);
       t->set_content_offset(offset);
       if (value.owner != nullptr) {
@@ -181,97 +87,292 @@ class PullReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     } while (offset < size);
   }
 
+  // The messages, once every variable is added.
+  std::vector<grpc::ByteBuffer> Finish() {
+    Flush();
+    return std::move(messages_);
+  }
+
+ private:
   // Makes the pending chunks a message.
-  void Flush(int64_t chunk) {
+  void Flush() {
     if (!pending_.empty()) {
       PullDenseResponse header;
       header.set_version(pending_version_);
       messages_.push_back(EncodePullDenseResponse(header, pending_));
       pending_.clear();
     }
-    room_ = chunk;
+    room_ = chunk_;
   }
 
-  InFlight in_flight_;
+  const int64_t chunk_;
   std::vector<grpc::ByteBuffer> messages_;
-  size_t next_ = 0;
   // The message being filled: its chunks, their version, and the content
   // bytes it has room for.
   std::vector<grpc::Slice> pending_;
   int64_t pending_version_ = 0;
-  int64_t room_ = 0;
+  int64_t room_;
 };
 
-// Collects a push stream's messages as bytes, then decodes them in place
-// (ps/tensor_encoding.h: the gradients are read where gRPC received them,
-// not copied into message strings first) and hands them to the Shard at
-// once.
-class PushReactor : public grpc::ServerReadReactor<grpc::ByteBuffer> {
- public:
-  PushReactor(PsService* service, grpc::CallbackServerContext* context,
-              grpc::ByteBuffer* response)
-      : in_flight_(service),
-        service_(service),
-        context_(context),
-        response_(response) {
-    StartRead(&next_);
-  }
+template <typename Request>
+bool WaitsForStep(const std::vector<std::vector<grpc::Slice>>& messages) {
+  Request request;
+  return ParseOne(messages, &request) && request.min_version() > 0;
+}
 
-  void OnReadDone(bool ok) override {
-    if (ok) {
-      // An empty message may arrive as no buffer at all.
-      std::vector<grpc::Slice>& slices = messages_.emplace_back();
-      if (next_.Valid() && !next_.Dump(&slices).ok()) unreadable_ = true;
-      next_.Clear();
-      StartRead(&next_);
-      return;
-    }
-    if (context_->IsCancelled()) {
-      // The stream broke (client gone, message over the limit): nothing of
-      // it is applied.
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "push stream broken"));
-      return;
-    }
-    std::vector<PushDenseView> views(messages_.size());
-    std::vector<const PushDenseView*> pointers;
-    for (size_t i = 0; i < messages_.size(); ++i) {
-      if (unreadable_ || !DecodePushDenseRequest(messages_[i], &views[i])) {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            "PushDenseRequest does not parse"));
-        return;
-      }
-      pointers.push_back(&views[i]);
-    }
-    absl::StatusOr<PushDenseResponse> result =
-        service_->shard()->PushDense(pointers);
-    if (result.ok()) {
-      grpc::Slice bytes(result->SerializeAsString());
-      *response_ = grpc::ByteBuffer(&bytes, 1);
-    }
-    Finish(ToGrpcStatus(result.status()));
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  InFlight in_flight_;
-  PsService* const service_;
-  grpc::CallbackServerContext* const context_;
-  grpc::ByteBuffer* const response_;
-  grpc::ByteBuffer next_;
-  // Each message's bytes, kept until the push is applied.
-  std::vector<std::vector<grpc::Slice>> messages_;
-  bool unreadable_ = false;
-};
+bool Always(const std::vector<std::vector<grpc::Slice>>&) { return true; }
+bool Never(const std::vector<std::vector<grpc::Slice>>&) { return false; }
 
 }  // namespace
 
+struct PsService::Method {
+  const char* name;  // in kServiceName
+  // Whether the client streams its request (more than one message).
+  bool streamed;
+  // Whether the call may block, hence is served on the pool.
+  bool (*blocks)(const Messages& requests);
+  grpc::Status (*serve)(PsService* service, const Messages& requests,
+                        Replies* replies);
+};
+
+const PsService::Method PsService::kMethods[] = {
+    {"CreateVariables", false, Always,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::CreateVariables, in, out);
+     }},
+    {"PullDense", false, WaitsForStep<PullDenseRequest>,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->PullDense(in, out);
+     }},
+    {"PushDense", true, Never,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->PushDense(in, out);
+     }},
+    {"PullSparse", false, WaitsForStep<PullSparseRequest>,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::PullSparse, in, out);
+     }},
+    {"PushSparse", false, Never,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::PushSparse, in, out);
+     }},
+    {"Save", false, Always,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::Save, in, out);
+     }},
+    {"Restore", false, Always,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::Restore, in, out);
+     }},
+    {"GetShardStatus", false, Never,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::GetShardStatus, in, out);
+     }},
+    {"SetWorkers", false, Never,
+     [](PsService* s, const Messages& in, Replies* out) {
+       return s->Unary(&Shard::SetWorkers, in, out);
+     }},
+};
+
+// One call, from gRPC's match to its status: reads the request messages
+// (until the client half-closes), has them served, writes the replies and
+// the status, then deletes itself. Its address is the tag of its pending
+// operation, of which it has one at a time; between two, it runs on the
+// service thread, or on a pool thread while a blocking method is served.
+class PsService::Call {
+ public:
+  // Asks gRPC for the next call.
+  explicit Call(PsService* service) : service_(service), stream_(&context_) {
+    service_->generic_.RequestCall(&context_, &stream_, service_->cq_.get(),
+                                   service_->cq_.get(), this);
+  }
+  ~Call() {
+    if (state_ != State::kWaiting) service_->CallDone();
+  }
+
+  // The pending operation is done; `ok` says whether it succeeded.
+  void Proceed(bool ok) {
+    switch (state_) {
+      case State::kWaiting:
+        if (!ok) {  // the server is shutting down
+          delete this;
+          return;
+        }
+        service_->CallStarted();
+        new Call(service_);
+        Begin();
+        return;
+      case State::kReading:
+        if (ok) {
+          Read();
+          return;
+        }
+        Serve();
+        return;
+      case State::kWriting:
+        if (!ok) {  // the client is gone: only the status is left to try
+          reply_.clear();
+          status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "pull stream broken");
+        }
+        WriteNext();
+        return;
+      case State::kFinishing:
+        delete this;
+        return;
+    }
+  }
+
+ private:
+  enum class State { kWaiting, kReading, kWriting, kFinishing };
+
+  // Refuses the call at once, or starts reading its request.
+  void Begin() {
+    const std::string& name = context_.method();
+    if (name == kHealthCheck) {
+      health_ = true;
+    } else {
+      const std::string prefix = absl::StrCat("/", kServiceName, "/");
+      for (const Method& m : kMethods) {
+        if (name == prefix + m.name) method_ = &m;
+      }
+      if (method_ == nullptr) {
+        Answer(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            absl::StrCat("no method ", name, " on a ps")));
+        return;
+      }
+      const absl::Status admitted = service_->Admit(context_);
+      if (!admitted.ok()) {
+        Answer(ToGrpcStatus(admitted));
+        return;
+      }
+    }
+    state_ = State::kReading;
+    stream_.Read(&incoming_, this);
+  }
+
+  // Keeps the message just read and reads the next.
+  void Read() {
+    // An empty message may arrive as no buffer at all.
+    std::vector<grpc::Slice>& slices = requests_.emplace_back();
+    if (incoming_.Valid() && !incoming_.Dump(&slices).ok()) unreadable_ = true;
+    incoming_.Clear();
+    if (requests_.size() > 1 && (method_ == nullptr || !method_->streamed)) {
+      Answer(InvalidArgument(absl::StrCat(context_.method(),
+                                          " takes one request message")));
+      return;
+    }
+    stream_.Read(&incoming_, this);
+  }
+
+  // The request is complete: serves it, here or on the pool.
+  void Serve() {
+    if (unreadable_) {
+      Answer(InvalidArgument("a request message could not be read"));
+    } else if (health_) {
+      Answer(service_->CheckHealth(requests_, &reply_));
+    } else if (method_->blocks(requests_)) {
+      service_->pool_->Schedule([this] {
+        Answer(method_->serve(service_, requests_, &reply_));
+      });
+    } else {
+      Answer(method_->serve(service_, requests_, &reply_));
+    }
+  }
+
+  // Sends reply_ (unless `status` is an error) and `status`.
+  void Answer(grpc::Status status) {
+    requests_.clear();  // frees the gradients of a push
+    status_ = std::move(status);
+    if (!status_.ok()) reply_.clear();
+    WriteNext();
+  }
+
+  // Writes the next reply message; the last goes with the status.
+  void WriteNext() {
+    if (written_ + 1 < reply_.size()) {
+      state_ = State::kWriting;
+      stream_.Write(reply_[written_++], this);
+      return;
+    }
+    state_ = State::kFinishing;
+    if (written_ < reply_.size()) {
+      stream_.WriteAndFinish(reply_[written_++], grpc::WriteOptions(), status_,
+                             this);
+    } else {
+      stream_.Finish(status_, this);
+    }
+  }
+
+  PsService* const service_;
+  State state_ = State::kWaiting;
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_;
+  bool health_ = false;
+  const Method* method_ = nullptr;  // unless health_
+  grpc::ByteBuffer incoming_;
+  Messages requests_;  // each message's bytes
+  bool unreadable_ = false;
+  Replies reply_;
+  size_t written_ = 0;
+  grpc::Status status_;
+};
+
 PsService::PsService(Shard* shard, PsServiceOptions options)
-    : shard_(shard), options_(options), pull_pool_(options.pull_threads) {}
+    : shard_(shard),
+      options_(options),
+      pool_(std::make_unique<ThreadPool>(options.pull_threads)) {}
 
-PsService::~PsService() = default;
+PsService::~PsService() { Stop(); }
 
-absl::Status PsService::Admit(const grpc::CallbackServerContext& context) {
+absl::Status PsService::Start(const std::string& address, int* bound_port,
+                              const GrpcSecurity& security) {
+  auth_token_ = security.auth_token;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
+      address, {}, bound_port, security,
+      [this](grpc::ServerBuilder* builder) {
+        builder->RegisterAsyncGenericService(&generic_);
+        cq_ = builder->AddCompletionQueue();
+      },
+      /*grpc_health=*/false);
+  if (!server.ok()) return server.status();
+  server_ = std::move(*server);
+  new Call(this);
+  thread_ = std::thread([this] { Serve(); });
+  return absl::OkStatus();
+}
+
+void PsService::Serve() {
+  void* tag = nullptr;
+  bool ok = false;
+  bool stopping = false;
+  while (cq_->Next(&tag, &ok)) {
+    if (tag == this) {
+      // Stop's alarm: the server is shut down and every call is over; only
+      // this thread adds operations to the queue, so none is added from now.
+      stopping = true;
+      cq_->Shutdown();
+    } else if (stopping) {
+      delete static_cast<Call*>(tag);
+    } else {
+      static_cast<Call*>(tag)->Proceed(ok);
+    }
+  }
+}
+
+void PsService::Stop() {
+  if (server_ == nullptr) return;
+  // Cancels what is in flight; returns once every call is over (a call
+  // holds its connection, which the server waits for).
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  pool_.reset();
+  grpc::Alarm alarm;
+  alarm.Set(cq_.get(), absl::ToChronoTime(absl::Now()), this);
+  thread_.join();
+  server_.reset();
+}
+
+absl::Status PsService::Admit(const grpc::ServerContextBase& context) {
   {
     absl::MutexLock lock(&mu_);
     if (refusing_) {
@@ -279,7 +380,7 @@ absl::Status PsService::Admit(const grpc::CallbackServerContext& context) {
           absl::StrCat("ps ", shard_->ps_task(), " is shutting down"));
     }
   }
-  return CheckAuthToken(context, options_.auth_token);
+  return CheckAuthToken(context, auth_token_);
 }
 
 void PsService::CallStarted() {
@@ -304,94 +405,82 @@ bool PsService::WaitUntilIdle(absl::Time deadline) {
       deadline);
 }
 
-grpc::ServerUnaryReactor* PsService::CreateVariables(
-    grpc::CallbackServerContext* context, const CreateVariablesRequest* request,
-    CreateVariablesResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  return Reply(this, shard_->CreateVariables(*request, response));
-}
-
-grpc::ServerWriteReactor<grpc::ByteBuffer>* PsService::PullDense(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) {
-    return new Refusal<grpc::ServerWriteReactor<grpc::ByteBuffer>>(this,
-                                                                   admitted);
+template <typename Request, typename Response>
+grpc::Status PsService::Unary(
+    absl::Status (Shard::*method)(const Request&, Response*),
+    const Messages& requests, Replies* replies) {
+  Request request;
+  if (!ParseOne(requests, &request)) {
+    return InvalidArgument(absl::StrCat(Request::descriptor()->name(),
+                                        " does not parse"));
   }
-  return new PullReactor(this, request);
+  Response response;
+  const absl::Status status = (shard_->*method)(request, &response);
+  if (status.ok()) replies->push_back(Serialize(response));
+  return ToGrpcStatus(status);
 }
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* PsService::PushDense(
-    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) {
-    return new Refusal<grpc::ServerReadReactor<grpc::ByteBuffer>>(this,
-                                                                  admitted);
+grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {
+  PullDenseRequest request;
+  if (!ParseOne(requests, &request)) {
+    return InvalidArgument("PullDenseRequest does not parse");
   }
-  return new PushReactor(this, context, response);
+  int64_t chunk = options_.max_chunk_bytes;
+  if (request.max_chunk_bytes() > 0) {
+    chunk = std::min(chunk, request.max_chunk_bytes());
+  }
+  PullReply reply(chunk);
+  const absl::Status status = shard_->PullDense(
+      request, [&reply](const DenseVariable& v, const ValueView& value) {
+        reply.Add(v, value);
+      });
+  if (status.ok()) *replies = reply.Finish();
+  return ToGrpcStatus(status);
 }
 
-grpc::ServerUnaryReactor* PsService::PullSparse(
-    grpc::CallbackServerContext* context, const PullSparseRequest* request,
-    PullSparseResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  // On a pull thread: a sync pull may wait for its step.
-  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
-  pull_pool_.Schedule([this, reactor, request, response] {
-    reactor->Finish(ToGrpcStatus(shard_->PullSparse(*request, response)));
-  });
-  return reactor;
+grpc::Status PsService::PushDense(const Messages& requests, Replies* replies) {
+  constexpr char kIncomplete[] =
+      "push stream ended before its message marked last; nothing of it is "
+      "applied";
+  if (requests.empty()) return InvalidArgument(kIncomplete);
+  std::vector<PushDenseView> views(requests.size());
+  std::vector<const PushDenseView*> pointers;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!DecodePushDenseRequest(requests[i], &views[i])) {
+      return InvalidArgument("PushDenseRequest does not parse");
+    }
+    // Only a stream whose last message is marked so is complete: the
+    // client may have been cancelled, or gone, midway.
+    if (views[i].header.last() != (i + 1 == requests.size())) {
+      return InvalidArgument(
+          views[i].header.last()
+              ? "push stream goes on after its message marked last"
+              : kIncomplete);
+    }
+    pointers.push_back(&views[i]);
+  }
+  absl::StatusOr<PushDenseResponse> result = shard_->PushDense(pointers);
+  if (result.ok()) replies->push_back(Serialize(*result));
+  return ToGrpcStatus(result.status());
 }
 
-grpc::ServerUnaryReactor* PsService::PushSparse(
-    grpc::CallbackServerContext* context, const PushSparseRequest* request,
-    PushSparseResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  return Reply(this, shard_->PushSparse(*request, response));
-}
-
-grpc::ServerUnaryReactor* PsService::Save(grpc::CallbackServerContext* context,
-                                          const SaveRequest* request,
-                                          SaveResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  // File I/O: on a pull thread, not gRPC's.
-  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
-  pull_pool_.Schedule([this, reactor, request, response] {
-    reactor->Finish(ToGrpcStatus(shard_->Save(*request, response)));
-  });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* PsService::Restore(
-    grpc::CallbackServerContext* context, const RestoreRequest* request,
-    RestoreResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  grpc::ServerUnaryReactor* reactor = new UnaryReactor(this);
-  pull_pool_.Schedule([this, reactor, request, response] {
-    reactor->Finish(ToGrpcStatus(shard_->Restore(*request, response)));
-  });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* PsService::GetShardStatus(
-    grpc::CallbackServerContext* context, const GetShardStatusRequest* request,
-    ShardStatus* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  return Reply(this, shard_->GetShardStatus(*request, response));
-}
-
-grpc::ServerUnaryReactor* PsService::SetWorkers(
-    grpc::CallbackServerContext* context, const SetWorkersRequest* request,
-    SetWorkersResponse* response) {
-  absl::Status admitted = Admit(*context);
-  if (!admitted.ok()) return Reply(this, admitted);
-  return Reply(this, shard_->SetWorkers(*request, response));
+grpc::Status PsService::CheckHealth(const Messages& requests,
+                                    Replies* replies) {
+  HealthCheckRequest request;
+  if (!ParseOne(requests, &request)) {
+    return InvalidArgument("HealthCheckRequest does not parse");
+  }
+  if (!request.service().empty() && request.service() != kServiceName) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no service \"", request.service(),
+                                     "\" here; a ps serves ", kServiceName));
+  }
+  HealthCheckResponse response;
+  absl::MutexLock lock(&mu_);
+  response.set_status(refusing_ ? HealthCheckResponse::NOT_SERVING
+                                : HealthCheckResponse::SERVING);
+  replies->push_back(Serialize(response));
+  return grpc::Status::OK;
 }
 
 }  // namespace ps

@@ -1,29 +1,48 @@
-// The gRPC face of a Shard: ParameterServer's callback service. It decodes
-// requests, calls the Shard, and encodes replies; all decisions are the
-// Shard's.
+// The gRPC face of a Shard: serves the ParameterServer service, and gRPC's
+// standard health check, at one address. It decodes requests, calls the
+// Shard, and encodes replies; all decisions are the Shard's.
 //
-// Pulls that may wait (min_version > 0), saves and restores run on a thread
-// pool of the service's own: a sync pull may wait for its step, a save or
-// restore does file I/O, and gRPC's callback threads must not block. A pull
-// with min_version 0 never waits for a step and is served inline.
+// One thread serves every call. The service uses gRPC's async generic API:
+// the thread polls one completion queue, which also makes it the one thread
+// of the process that reads and writes the sockets (gRPC hands socket events
+// to whichever thread polls; with more pollers, each event passes the role
+// to another thread, a context switch). Against gRPC's callback API, whose
+// two polling threads hand each other every event, this raised
+// bench/ps_throughput's 4 MB figures by about a third. gRPC's own health
+// service would bring those threads back (it is a callback service), so the
+// health check is answered here.
+//
+// Calls that may block are served on a pool of threads of their own:
+// CreateVariables (initialization), PullSparse (a sync pull may wait for its
+// step), Save and Restore (file I/O), and a PullDense that may wait for a
+// sync step (min_version > 0). The others, pushes and the pulls of async
+// runs among them, are served on the service thread: they wait only on the
+// variables' locks.
+//
 // Pulls are streamed in messages of at most max_chunk_bytes of content
 // (request's value, else the default), so no message approaches protobuf's
-// 2 GB limit; small variables share a message. Push stream messages are
-// decoded in place: the Shard reads the gradients from gRPC's buffers.
+// 2 GB limit; small variables share a message. Pull replies are encoded and
+// push requests decoded by hand (ps/tensor_encoding.h), saving a copy of
+// every chunk: the Shard reads the gradients from gRPC's buffers, and gRPC
+// sends a lent value from the variable. On the wire they are ordinary
+// PullDenseResponse and PushDenseRequest messages.
 #ifndef PSTRAIN_PS_PS_SERVICE_H_
 #define PSTRAIN_PS_PS_SERVICE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/grpc_security.h"
 #include "common/thread_pool.h"
-#include "proto/ps_service.grpc.pb.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/grpcpp.h"
 #include "ps/shard.h"
 
 namespace pstrain {
@@ -32,89 +51,78 @@ namespace ps {
 struct PsServiceOptions {
   // Largest tensor content per pull message unless the request asks less.
   int64_t max_chunk_bytes = 4 << 20;
-  // Threads serving pulls (each may wait for a sync step).
+  // Threads serving the calls that may block (each may wait for a sync step).
   int pull_threads = 16;
-  // When set, every call must carry it (common/grpc_security.h) or is
-  // refused with UNAUTHENTICATED before it reaches the Shard.
-  std::string auth_token;
 };
 
-// PullDense and PushDense are raw methods: pull replies are encoded and
-// push requests decoded by hand (ps/tensor_encoding.h), to save a copy of
-// every chunk; on the wire they are ordinary PullDenseResponse and
-// PushDenseRequest messages.
-class PsService final
-    : public ParameterServer::WithRawCallbackMethod_PullDense<
-          ParameterServer::WithRawCallbackMethod_PushDense<
-              ParameterServer::CallbackService>> {
+class PsService {
  public:
   // `shard` must outlive the service.
   PsService(Shard* shard, PsServiceOptions options);
-  ~PsService() override;
+  // Stops serving if it still does.
+  ~PsService();
+  PsService(const PsService&) = delete;
+  PsService& operator=(const PsService&) = delete;
 
-  grpc::ServerUnaryReactor* CreateVariables(
-      grpc::CallbackServerContext* context,
-      const CreateVariablesRequest* request,
-      CreateVariablesResponse* response) override;
-  // `request` is a serialized PullDenseRequest.
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullDense(
-      grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request) override;
-  // `response` receives a serialized PushDenseResponse.
-  grpc::ServerReadReactor<grpc::ByteBuffer>* PushDense(
-      grpc::CallbackServerContext* context,
-      grpc::ByteBuffer* response) override;
-  grpc::ServerUnaryReactor* PullSparse(grpc::CallbackServerContext* context,
-                                       const PullSparseRequest* request,
-                                       PullSparseResponse* response) override;
-  grpc::ServerUnaryReactor* PushSparse(grpc::CallbackServerContext* context,
-                                       const PushSparseRequest* request,
-                                       PushSparseResponse* response) override;
-  grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context,
-                                 const SaveRequest* request,
-                                 SaveResponse* response) override;
-  grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context,
-                                    const RestoreRequest* request,
-                                    RestoreResponse* response) override;
-  grpc::ServerUnaryReactor* GetShardStatus(
-      grpc::CallbackServerContext* context,
-      const GetShardStatusRequest* request, ShardStatus* response) override;
-  grpc::ServerUnaryReactor* SetWorkers(grpc::CallbackServerContext* context,
-                                       const SetWorkersRequest* request,
-                                       SetWorkersResponse* response) override;
+  // Serves at `address` ("host:port"; port 0 picks one) behind `security`
+  // (common/grpc_options.h: StartPstrainServer; every call but the health
+  // check must carry its auth token). Sets *bound_port. Called at most once.
+  absl::Status Start(const std::string& address, int* bound_port,
+                     const GrpcSecurity& security = GrpcSecurity());
 
   // Shutting down: every call from now on is refused with UNAVAILABLE
-  // (clients try again, another ps or later), and WaitUntilIdle waits for
-  // the calls in flight. gRPC's Server::Shutdown would also wait for them,
-  // but then for every connection a client keeps open too, up to its
-  // deadline: once idle, the server can be shut down at once.
+  // (clients try again, another ps or later), the health check answers
+  // NOT_SERVING, and WaitUntilIdle waits for the calls in flight.
   void RefuseNewCalls() ABSL_LOCKS_EXCLUDED(mu_);
   // True once no call is in flight, false at `deadline`.
   bool WaitUntilIdle(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // For the calls' reactors: one starts, one is done (its status sent).
+  // Shuts the server down at once, cancelling the calls still in flight, and
+  // returns once its threads are done. Pulls waiting for a sync step must be
+  // ended first (Shard::InterruptPulls). gRPC's Server::Shutdown with a
+  // deadline would also wait for every connection a client keeps open, so
+  // a ps stops by RefuseNewCalls, WaitUntilIdle, then Stop.
+  void Stop();
+
+ private:
+  class Call;
+  struct Method;
+  using Messages = std::vector<std::vector<grpc::Slice>>;
+  using Replies = std::vector<grpc::ByteBuffer>;
+
+  // The service thread: serves the completion queue until it is shut down.
+  void Serve();
+  // OK unless the call must be refused: shutting down, or not carrying the
+  // auth token.
+  absl::Status Admit(const grpc::ServerContextBase& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void CallStarted() ABSL_LOCKS_EXCLUDED(mu_);
   void CallDone() ABSL_LOCKS_EXCLUDED(mu_);
 
-  Shard* shard() const { return shard_; }
-  const PsServiceOptions& options() const { return options_; }
-  ThreadPool* pull_pool() { return &pull_pool_; }
-
- private:
-  // OK unless the call must be refused: shutting down, or not carrying the
-  // auth token.
-  absl::Status Admit(const grpc::CallbackServerContext& context)
+  // The methods: each reads its request messages and sets its replies.
+  template <typename Request, typename Response>
+  grpc::Status Unary(absl::Status (Shard::*method)(const Request&, Response*),
+                     const Messages& requests, Replies* replies);
+  grpc::Status PullDense(const Messages& requests, Replies* replies);
+  grpc::Status PushDense(const Messages& requests, Replies* replies);
+  grpc::Status CheckHealth(const Messages& requests, Replies* replies)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  static const Method kMethods[];
 
   Shard* const shard_;
   const PsServiceOptions options_;
+  std::string auth_token_;
 
   absl::Mutex mu_;
   bool refusing_ ABSL_GUARDED_BY(mu_) = false;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;  // in flight
 
-  // Last member: destroyed (drained and joined) first.
-  ThreadPool pull_pool_;
+  grpc::AsyncGenericService generic_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;  // destroyed before the queue
+  std::thread thread_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace ps

@@ -1,36 +1,29 @@
 #include "ps/ps_service.h"
 
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
+#include "common/grpc_status.h"
 #include "gtest/gtest.h"
+#include "proto/health.pb.h"
 #include "ps/ps_client.h"
 
 namespace pstrain {
 namespace ps {
 namespace {
 
-TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
-  Shard shard(ShardOptions{});
-  PsService service(&shard, PsServiceOptions{});
-  int port = 0;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer("127.0.0.1:0", {&service}, &port);
-  ASSERT_TRUE(server.ok()) << server.status();
-  PsClientOptions options;
-  options.run_id = "run";
-  options.retry.retry_for = absl::ZeroDuration();  // one attempt
-  PsClient client(CreatePstrainChannel(absl::StrCat("127.0.0.1:", port)),
-                  options);
-
-  // A sync run of one worker: a pull of version 1 waits for a push.
+// Creates a float variable "w" of 2 zeros in a run of one worker.
+CreateVariablesRequest CreateW(UpdateConfig::Mode mode) {
   CreateVariablesRequest create;
   create.mutable_optimizer()->mutable_sgd();
   create.mutable_optimizer()->set_learning_rate(0.1);
-  create.mutable_update()->set_mode(UpdateConfig::SYNC);
+  create.mutable_update()->set_mode(mode);
   create.mutable_update()->set_num_workers(1);
+  create.mutable_update()->set_max_staleness(-1);
   ShardVariable* v = create.add_variables();
   v->mutable_def()->set_name("w");
   v->mutable_def()->set_dtype(DT_FLOAT);
@@ -39,6 +32,55 @@ TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
   v->mutable_placement()->set_name("w");
   v->mutable_placement()->set_partitioning(VariablePlacement::WHOLE);
   v->mutable_placement()->add_slices()->set_row_end(2);
+  return create;
+}
+
+// A call of `method` at `address` as a stream of `requests`, whichever
+// kind of method it is (on the wire they differ only in how many messages
+// each side sends). Sets *replies.
+absl::Status RawCall(const std::string& address, const std::string& method,
+                     const std::vector<std::string>& requests,
+                     std::vector<std::string>* replies) {
+  auto channel = CreatePstrainChannel(address);
+  const grpc::internal::RpcMethod rpc(
+      method.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
+      stream(grpc::internal::ClientReaderWriterFactory<
+             grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(), rpc,
+                                                         &context));
+  for (const std::string& request : requests) {
+    grpc::Slice slice(request);
+    stream->Write(grpc::ByteBuffer(&slice, 1));
+  }
+  stream->WritesDone();
+  replies->clear();
+  grpc::ByteBuffer reply;
+  while (stream->Read(&reply)) {
+    std::vector<grpc::Slice> slices;
+    EXPECT_TRUE(reply.Dump(&slices).ok());
+    std::string& bytes = replies->emplace_back();
+    for (const grpc::Slice& s : slices) {
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  return FromGrpcStatus(stream->Finish());
+}
+
+TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
+  Shard shard(ShardOptions{});
+  PsService service(&shard, PsServiceOptions{});
+  int port = 0;
+  const absl::Status started = service.Start("127.0.0.1:0", &port);
+  ASSERT_TRUE(started.ok()) << started;
+  PsClientOptions options;
+  options.run_id = "run";
+  options.retry.retry_for = absl::ZeroDuration();  // one attempt
+  PsClient client(CreatePstrainChannel(absl::StrCat("127.0.0.1:", port)),
+                  options);
+
+  // A sync run of one worker: a pull of version 1 waits for a push.
+  const CreateVariablesRequest create = CreateW(UpdateConfig::SYNC);
   CreateVariablesResponse created;
   const absl::Status status = client.CreateVariables(create, &created);
   ASSERT_TRUE(status.ok()) << status;
@@ -46,11 +88,11 @@ TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
   float w[2];
   DensePiece piece;
   piece.name = "w";
-  piece.shape = v->def().shape();
+  piece.shape = create.variables(0).def().shape();
   piece.row_end = 2;
   piece.data = reinterpret_cast<char*>(w);
   piece.size = sizeof(w);
-  // CreateVariables is done once its reactor is (after its reply).
+  // CreateVariables is done once its call is (after its reply).
   ASSERT_TRUE(service.WaitUntilIdle(absl::Now() + absl::Seconds(30)));
   absl::StatusOr<int64_t> pulled;
   std::thread pull([&] { pulled = client.PullDense(1, {piece}); });
@@ -73,7 +115,104 @@ TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
   pull.join();
   EXPECT_EQ(pulled.status().code(), absl::StatusCode::kAborted)
       << pulled.status();
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now()));
+  service.Stop();
+}
+
+TEST(PsService, AnswersTheHealthCheckItself) {
+  Shard shard(ShardOptions{});
+  PsService service(&shard, PsServiceOptions{});
+  int port = 0;
+  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto check = [&](const std::string& name, HealthCheckResponse* response) {
+    HealthCheckRequest request;
+    request.set_service(name);
+    std::vector<std::string> replies;
+    const absl::Status status =
+        RawCall(address, "/grpc.health.v1.Health/Check",
+                {request.SerializeAsString()}, &replies);
+    if (status.ok()) {
+      EXPECT_EQ(replies.size(), 1u);
+      EXPECT_TRUE(response->ParseFromString(replies.at(0)));
+    }
+    return status;
+  };
+  HealthCheckResponse response;
+  for (const std::string name : {"", "pstrain.ParameterServer"}) {
+    ASSERT_TRUE(check(name, &response).ok()) << name;
+    EXPECT_EQ(response.status(), HealthCheckResponse::SERVING) << name;
+  }
+  const absl::Status unknown = check("other.Service", &response);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound) << unknown;
+  EXPECT_NE(unknown.message().find("other.Service"), std::string::npos);
+
+  // Shutting down: not serving, but still answering.
+  service.RefuseNewCalls();
+  ASSERT_TRUE(check("", &response).ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+}
+
+TEST(PsService, RefusesIncompletePushStreamsAndMalformedCalls) {
+  Shard shard(ShardOptions{});
+  PsService service(&shard, PsServiceOptions{});
+  int port = 0;
+  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  PsClientOptions options;
+  options.run_id = "run";
+  PsClient client(CreatePstrainChannel(address), options);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(client.CreateVariables(CreateW(UpdateConfig::ASYNC), &created).ok());
+
+  PushDenseRequest push;
+  push.mutable_header()->set_run_id("run");
+  push.set_batch_size(1);
+  NamedTensor* g = push.add_gradients();
+  g->set_name("w");
+  g->mutable_tensor()->set_dtype(DT_FLOAT);
+  g->mutable_tensor()->mutable_shape()->add_dims(2);
+  const float ones[2] = {1, 1};
+  g->mutable_tensor()->set_content(reinterpret_cast<const char*>(ones),
+                                   sizeof(ones));
+  PushDenseRequest last = push;
+  last.set_last(true);
+  const std::string method = "/pstrain.ParameterServer/PushDense";
+  std::vector<std::string> replies;
+  // A stream cut before its last message (here: none is marked last), and
+  // one that goes on after it, change nothing.
+  absl::Status status =
+      RawCall(address, method, {push.SerializeAsString()}, &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("ended before its message marked last"),
+            std::string::npos)
+      << status;
+  status = RawCall(address, method,
+                   {last.SerializeAsString(), last.SerializeAsString()},
+                   &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  status = RawCall(address, method, {}, &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  absl::StatusOr<ShardStatus> shard_status = client.GetShardStatus();
+  ASSERT_TRUE(shard_status.ok()) << shard_status.status();
+  EXPECT_EQ(shard_status->variable_versions().at("w"), 0);
+
+  // Two requests to a method that takes one; a method a ps does not have.
+  GetShardStatusRequest get;
+  get.mutable_header()->set_run_id("run");
+  status = RawCall(address, "/pstrain.ParameterServer/GetShardStatus",
+                   {get.SerializeAsString(), get.SerializeAsString()},
+                   &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  status = RawCall(address, "/pstrain.ParameterServer/Train",
+                   {get.SerializeAsString()}, &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+
+  // The complete push is applied: w = 0 - 0.1 * 1.
+  status = RawCall(address, method, {last.SerializeAsString()}, &replies);
+  ASSERT_TRUE(status.ok()) << status;
+  shard_status = client.GetShardStatus();
+  ASSERT_TRUE(shard_status.ok()) << shard_status.status();
+  EXPECT_EQ(shard_status->variable_versions().at("w"), 1);
 }
 
 }  // namespace

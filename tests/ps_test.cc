@@ -261,7 +261,9 @@ TEST_F(PsClusterTest, BadRequestsAreRefusedAndChangeNothing) {
     grpc::ClientContext context;
     PushDenseResponse response;
     auto writer = stub->PushDense(&context, &response);
-    writer->Write(message);
+    PushDenseRequest last = message;
+    last.set_last(true);
+    writer->Write(last);
     writer->WritesDone();
     return FromGrpcStatus(writer->Finish());
   };

@@ -117,7 +117,10 @@ int Main() {
   int bound_port = 0;
   grpc::CallbackGenericService no_methods;  // UNIMPLEMENTED for any call
   absl::StatusOr<std::unique_ptr<grpc::Server>> health = StartPstrainServer(
-      own_address->ToString(), {}, &bound_port, *security, &no_methods);
+      own_address->ToString(), {}, &bound_port, *security,
+      [&no_methods](grpc::ServerBuilder* builder) {
+        builder->RegisterCallbackGenericService(&no_methods);
+      });
   if (!health.ok()) {
     LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
     return 1;

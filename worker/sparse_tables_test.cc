@@ -55,9 +55,7 @@ class TwoPs {
       services_.push_back(std::make_unique<ps::PsService>(
           shards_.back().get(), ps::PsServiceOptions()));
       int port = 0;
-      servers_.push_back(StartPstrainServer("127.0.0.1:0",
-                                            {services_.back().get()}, &port)
-                             .value());
+      EXPECT_TRUE(services_.back()->Start("127.0.0.1:0", &port).ok());
       addresses.push_back(absl::StrCat("127.0.0.1:", port));
     }
     ps_ = Connect(addresses, 0);
@@ -71,10 +69,6 @@ class TwoPs {
     EXPECT_TRUE(ps_->CreateVariables(optimizer, update_).ok());
     addresses_ = addresses;
   }
-  ~TwoPs() {
-    for (auto& server : servers_) server->Shutdown();
-  }
-
   std::unique_ptr<ps::PsClusterClient> Connect(
       const std::vector<std::string>& addresses, int worker) {
     std::vector<std::unique_ptr<ps::PsClient>> clients;
@@ -122,7 +116,6 @@ class TwoPs {
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<ps::Shard>> shards_;
   std::vector<std::unique_ptr<ps::PsService>> services_;
-  std::vector<std::unique_ptr<grpc::Server>> servers_;
   std::unique_ptr<ps::PsClusterClient> ps_;
 };
 
