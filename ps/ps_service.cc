@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
 #include "grpcpp/alarm.h"
@@ -16,6 +18,7 @@ namespace ps {
 namespace {
 
 constexpr char kServiceName[] = "pstrain.ParameterServer";
+constexpr char kMethodPrefix[] = "/pstrain.ParameterServer/";
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 
 std::string Concat(const std::vector<grpc::Slice>& slices) {
@@ -114,6 +117,23 @@ class PullReply {
   int64_t room_;
 };
 
+// Parses the request of a unary method and has the Shard answer it.
+template <typename Request, typename Response>
+grpc::Status CallShard(Shard* shard,
+                       absl::Status (Shard::*method)(const Request&, Response*),
+                       const std::vector<std::vector<grpc::Slice>>& requests,
+                       std::vector<grpc::ByteBuffer>* replies) {
+  Request request;
+  if (!ParseOne(requests, &request)) {
+    return InvalidArgument(
+        absl::StrCat(Request::descriptor()->name(), " does not parse"));
+  }
+  Response response;
+  const absl::Status status = (shard->*method)(request, &response);
+  if (status.ok()) replies->push_back(Serialize(response));
+  return ToGrpcStatus(status);
+}
+
 template <typename Request>
 bool WaitsForStep(const std::vector<std::vector<grpc::Slice>>& messages) {
   Request request;
@@ -126,52 +146,26 @@ bool Never(const std::vector<std::vector<grpc::Slice>>&) { return false; }
 }  // namespace
 
 struct PsService::Method {
-  const char* name;  // in kServiceName
+  const char* name;  // after kMethodPrefix
   // Whether the client streams its request (more than one message).
   bool streamed;
   // Whether the call may block, hence is served on the pool.
   bool (*blocks)(const Messages& requests);
-  grpc::Status (*serve)(PsService* service, const Messages& requests,
-                        Replies* replies);
+  grpc::Status (PsService::*serve)(const Messages& requests, Replies* replies);
 };
 
 const PsService::Method PsService::kMethods[] = {
     {"CreateVariables", false, Always,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::CreateVariables, in, out);
-     }},
-    {"PullDense", false, WaitsForStep<PullDenseRequest>,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->PullDense(in, out);
-     }},
-    {"PushDense", true, Never,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->PushDense(in, out);
-     }},
+     &PsService::Unary<&Shard::CreateVariables>},
+    {"PullDense", false, WaitsForStep<PullDenseRequest>, &PsService::PullDense},
+    {"PushDense", true, Never, &PsService::PushDense},
     {"PullSparse", false, WaitsForStep<PullSparseRequest>,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::PullSparse, in, out);
-     }},
-    {"PushSparse", false, Never,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::PushSparse, in, out);
-     }},
-    {"Save", false, Always,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::Save, in, out);
-     }},
-    {"Restore", false, Always,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::Restore, in, out);
-     }},
-    {"GetShardStatus", false, Never,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::GetShardStatus, in, out);
-     }},
-    {"SetWorkers", false, Never,
-     [](PsService* s, const Messages& in, Replies* out) {
-       return s->Unary(&Shard::SetWorkers, in, out);
-     }},
+     &PsService::Unary<&Shard::PullSparse>},
+    {"PushSparse", false, Never, &PsService::Unary<&Shard::PushSparse>},
+    {"Save", false, Always, &PsService::Unary<&Shard::Save>},
+    {"Restore", false, Always, &PsService::Unary<&Shard::Restore>},
+    {"GetShardStatus", false, Never, &PsService::Unary<&Shard::GetShardStatus>},
+    {"SetWorkers", false, Never, &PsService::Unary<&Shard::SetWorkers>},
 };
 
 // One call, from gRPC's match to its status: reads the request messages
@@ -228,17 +222,19 @@ class PsService::Call {
 
   // Refuses the call at once, or starts reading its request.
   void Begin() {
-    const std::string& name = context_.method();
+    absl::string_view name = context_.method();
     if (name == kHealthCheck) {
       health_ = true;
     } else {
-      const std::string prefix = absl::StrCat("/", kServiceName, "/");
-      for (const Method& m : kMethods) {
-        if (name == prefix + m.name) method_ = &m;
+      if (absl::ConsumePrefix(&name, kMethodPrefix)) {
+        for (const Method& m : kMethods) {
+          if (name == m.name) method_ = &m;
+        }
       }
       if (method_ == nullptr) {
-        Answer(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                            absl::StrCat("no method ", name, " on a ps")));
+        Answer(grpc::Status(
+            grpc::StatusCode::UNIMPLEMENTED,
+            absl::StrCat("no method ", context_.method(), " on a ps")));
         return;
       }
       const absl::Status admitted = service_->Admit(context_);
@@ -273,10 +269,10 @@ class PsService::Call {
       Answer(service_->CheckHealth(requests_, &reply_));
     } else if (method_->blocks(requests_)) {
       service_->pool_->Schedule([this] {
-        Answer(method_->serve(service_, requests_, &reply_));
+        Answer((service_->*method_->serve)(requests_, &reply_));
       });
     } else {
-      Answer(method_->serve(service_, requests_, &reply_));
+      Answer((service_->*method_->serve)(requests_, &reply_));
     }
   }
 
@@ -405,19 +401,9 @@ bool PsService::WaitUntilIdle(absl::Time deadline) {
       deadline);
 }
 
-template <typename Request, typename Response>
-grpc::Status PsService::Unary(
-    absl::Status (Shard::*method)(const Request&, Response*),
-    const Messages& requests, Replies* replies) {
-  Request request;
-  if (!ParseOne(requests, &request)) {
-    return InvalidArgument(absl::StrCat(Request::descriptor()->name(),
-                                        " does not parse"));
-  }
-  Response response;
-  const absl::Status status = (shard_->*method)(request, &response);
-  if (status.ok()) replies->push_back(Serialize(response));
-  return ToGrpcStatus(status);
+template <auto kMethod>
+grpc::Status PsService::Unary(const Messages& requests, Replies* replies) {
+  return CallShard(shard_, kMethod, requests, replies);
 }
 
 grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {

@@ -100,9 +100,9 @@ class PsService {
   void CallDone() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The methods: each reads its request messages and sets its replies.
-  template <typename Request, typename Response>
-  grpc::Status Unary(absl::Status (Shard::*method)(const Request&, Response*),
-                     const Messages& requests, Replies* replies);
+  // Unary<&Shard::M> serves a unary method M.
+  template <auto kMethod>
+  grpc::Status Unary(const Messages& requests, Replies* replies);
   grpc::Status PullDense(const Messages& requests, Replies* replies);
   grpc::Status PushDense(const Messages& requests, Replies* replies);
   grpc::Status CheckHealth(const Messages& requests, Replies* replies)
