@@ -3,7 +3,8 @@
 //   bazel run --config=opt //bench:ps_throughput -- --ps 2 --workers 2 --mb 40
 //
 // Starts --ps ps processes and --workers worker processes (this binary again,
-// in worker mode) on 127.0.0.1. The run's dense variables total --mb / 2 MB,
+// in worker mode, serving the health check as the worker binary does) on
+// 127.0.0.1. The run's dense variables total --mb / 2 MB,
 // row-split over every ps task; each round, every worker pushes a gradient
 // of all of them (--mb / 2 MB) and pulls them all back (--mb / 2 MB), in
 // async mode with SGD, so the ps applies every push. Prints a final JSON line
@@ -29,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_options.h"
+#include "common/health_server.h"
 #include "common/placement.h"
 #include "common/process.h"
 #include "ps/ps_client.h"
@@ -100,6 +102,15 @@ int RunWorker() {
   DisableMutexDeadlockDetection();
   const std::vector<std::string> addresses =
       absl::StrSplit(absl::GetFlag(FLAGS_addresses), ',');
+  // As the worker binary does: a health server (its threads may take
+  // socket events from the pushes and pulls; see common/health_server.h).
+  int health_port = 0;
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      HealthServer::Start("127.0.0.1:0", &health_port);
+  if (!health.ok()) {
+    std::cerr << health.status() << "\n";
+    return 1;
+  }
   auto client = Connect(addresses, absl::GetFlag(FLAGS_worker_index));
   if (!client.ok()) {
     std::cerr << client.status() << "\n";

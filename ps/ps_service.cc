@@ -9,8 +9,8 @@
 #include "absl/strings/strip.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
+#include "common/health_check.h"
 #include "grpcpp/alarm.h"
-#include "proto/health.pb.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -19,7 +19,6 @@ namespace {
 
 constexpr char kServiceName[] = "pstrain.ParameterServer";
 constexpr char kMethodPrefix[] = "/pstrain.ParameterServer/";
-constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 
 std::string Concat(const std::vector<grpc::Slice>& slices) {
   std::string bytes;
@@ -223,7 +222,7 @@ class PsService::Call {
   // Refuses the call at once, or starts reading its request.
   void Begin() {
     absl::string_view name = context_.method();
-    if (name == kHealthCheck) {
+    if (name == kHealthCheckMethod) {
       health_ = true;
     } else {
       if (absl::ConsumePrefix(&name, kMethodPrefix)) {
@@ -452,20 +451,18 @@ grpc::Status PsService::PushDense(const Messages& requests, Replies* replies) {
 
 grpc::Status PsService::CheckHealth(const Messages& requests,
                                     Replies* replies) {
-  HealthCheckRequest request;
-  if (!ParseOne(requests, &request)) {
-    return InvalidArgument("HealthCheckRequest does not parse");
+  bool serving;
+  {
+    absl::MutexLock lock(&mu_);
+    serving = !refusing_;
   }
-  if (!request.service().empty() && request.service() != kServiceName) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("no service \"", request.service(),
-                                     "\" here; a ps serves ", kServiceName));
-  }
-  HealthCheckResponse response;
-  absl::MutexLock lock(&mu_);
-  response.set_status(refusing_ ? HealthCheckResponse::NOT_SERVING
-                                : HealthCheckResponse::SERVING);
-  replies->push_back(Serialize(response));
+  absl::StatusOr<std::string> reply =
+      requests.size() == 1
+          ? AnswerHealthCheck(Concat(requests[0]), kServiceName, serving)
+          : absl::InvalidArgumentError("expected one HealthCheckRequest");
+  if (!reply.ok()) return ToGrpcStatus(reply.status());
+  grpc::Slice bytes(std::move(*reply));
+  replies->emplace_back(&bytes, 1);
   return grpc::Status::OK;
 }
 

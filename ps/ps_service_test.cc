@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
+#include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "proto/health.pb.h"
 #include "ps/ps_client.h"

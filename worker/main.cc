@@ -18,6 +18,7 @@
 #include "chief/chief_client.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
+#include "common/health_server.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 #include "common/tf_config.h"
@@ -109,18 +110,14 @@ int Main() {
     return Fail("TF_CONFIG: cluster: a worker needs a \"chief\" task");
   }
 
-  // Only gRPC's health service, at the worker's TF_CONFIG address, for
+  // Only gRPC's health check, at the worker's TF_CONFIG address, for
   // Kubernetes' probes and whoever checks that the worker is up.
   absl::StatusOr<HostPort> own_address =
       tf_config->cluster.Address(tf_config->task);
   if (!own_address.ok()) return Fail(own_address.status().message());
   int bound_port = 0;
-  grpc::CallbackGenericService no_methods;  // UNIMPLEMENTED for any call
-  absl::StatusOr<std::unique_ptr<grpc::Server>> health = StartPstrainServer(
-      own_address->ToString(), {}, &bound_port, *security,
-      [&no_methods](grpc::ServerBuilder* builder) {
-        builder->RegisterCallbackGenericService(&no_methods);
-      });
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      HealthServer::Start(own_address->ToString(), &bound_port, *security);
   if (!health.ok()) {
     LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
     return 1;
