@@ -2,7 +2,7 @@
 //
 //   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' worker
 //
-// Serves gRPC's health service at its TF_CONFIG address, registers with the
+// Serves gRPC's health check at its TF_CONFIG address, registers with the
 // chief (waiting for it to come up), receives the model, the placement and
 // the run's settings, trains its share of every step and exits 0 once the
 // chief says the run is finished (1 if it failed, 2 on a bad flag or
