@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -225,21 +227,60 @@ absl::Status Driver::Run() {
   return status;
 }
 
-absl::Status Driver::Train() {
+absl::Status Driver::WaitForTasks() {
+  const int num_workers = config_->update().num_workers();
+  const bool may_go_on = options_.continue_without_dead_workers &&
+                         config_->update().mode() == UpdateConfig::SYNC;
   const absl::Time give_up = absl::Now() + options_.wait_for_tasks;
-  std::vector<std::string> missing;
-  do {
-    missing = state_->WaitForTasks(
-        std::min(give_up, absl::Now() + absl::Seconds(10)));
-    if (!missing.empty()) {
-      LogInfo(absl::StrCat("chief: waiting for ", absl::StrJoin(missing, ", ")));
+  absl::Time next_log = absl::Now() + absl::Seconds(10);
+  // Since when every ps task and at least one worker are here.
+  std::optional<absl::Time> enough_since;
+  for (;;) {
+    const std::vector<std::string> missing =
+        state_->WaitForTasks(std::min(give_up, absl::Now() + absl::Seconds(1)));
+    if (missing.empty()) return absl::OkStatus();
+    std::vector<int> gone;
+    for (int w = 0; w < num_workers; ++w) {
+      if (absl::c_linear_search(missing, TaskName(MakeTask(JOB_WORKER, w)))) {
+        gone.push_back(w);
+      }
     }
-  } while (!missing.empty() && absl::Now() < give_up);
-  if (!missing.empty()) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "after ", absl::FormatDuration(options_.wait_for_tasks),
-        " these tasks never registered: ", absl::StrJoin(missing, ", ")));
+    const absl::Time now = absl::Now();
+    if (may_go_on && gone.size() == missing.size() &&
+        static_cast<int>(gone.size()) < num_workers) {
+      if (!enough_since.has_value()) enough_since = now;
+      if (now - *enough_since >= options_.failure_timeout) {
+        Membership membership = state_->membership();
+        for (int w : gone) membership.add_absent()->set_index(w);
+        state_->SetMembership(membership);
+        for (int w : gone) {
+          LogError(absl::StrCat(
+              "chief: going on without worker ", w, " from the start: it ",
+              "did not register within ",
+              absl::FormatDuration(options_.failure_timeout),
+              " of the other tasks; worker ",
+              CoveringWorker(membership, w, num_workers),
+              " trains its share until it comes"));
+        }
+        return absl::OkStatus();
+      }
+    } else {
+      enough_since.reset();
+    }
+    if (now >= give_up) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "after ", absl::FormatDuration(options_.wait_for_tasks),
+          " these tasks never registered: ", absl::StrJoin(missing, ", ")));
+    }
+    if (now >= next_log) {
+      LogInfo(absl::StrCat("chief: waiting for ", absl::StrJoin(missing, ", ")));
+      next_log = now + absl::Seconds(10);
+    }
   }
+}
+
+absl::Status Driver::Train() {
+  PSTRAIN_RETURN_IF_ERROR(WaitForTasks());
 
   state_->SetPhase(PHASE_INITIALIZING);
   PSTRAIN_RETURN_IF_ERROR(
@@ -249,6 +290,8 @@ absl::Status Driver::Train() {
                        ps_->num_ps(), " ps tasks; training"));
 
   PSTRAIN_RETURN_IF_ERROR(Start());
+  const std::vector<int> absent = AbsentWorkers(state_->membership());
+  if (!absent.empty()) PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(absent).status());
 
   const int64_t total = state_->total_steps();
   const int64_t per_epoch = state_->steps_per_epoch();

@@ -25,7 +25,9 @@
 // continue_without_dead_workers, a dead worker is not waited for: see
 // chief/membership.h. A restarted chief does the same
 // at start: the run id comes from model_dir's checkpoints, and the ps
-// tasks and workers of the run register again.
+// tasks and workers of the run register again (under
+// continue_without_dead_workers, a worker that does not is absent: see
+// WaitForTasks).
 //
 // A run always has a checkpoint to go back to: one of step 0 is written
 // before training when model_dir has none.
@@ -91,6 +93,13 @@ class Driver {
 
  private:
   absl::Status Train();
+  // Waits for every ps task and worker of TF_CONFIG to register; fails
+  // after wait_for_tasks. Under continue_without_dead_workers (sync), once
+  // every ps task and a worker are here, a worker still missing
+  // failure_timeout later is presumed dead, as a silent one is: the run
+  // starts with it absent, and takes it back if it comes. So a restarted
+  // chief goes on without the workers that died before it came back.
+  absl::Status WaitForTasks();
   // Starts the first generation: restores the newest good checkpoint, if
   // any, in a generation after the ps tasks' own (a restarted chief's ps
   // tasks may be in one already), else writes the checkpoint of step 0.

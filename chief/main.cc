@@ -98,7 +98,8 @@ ABSL_FLAG(int, keep_checkpoints, 5, "Complete checkpoints kept (>= 1)");
 ABSL_FLAG(std::string, on_worker_failure, "wait",
           "sync: what a dead worker's peers do: wait (for it to be started "
           "again) or continue (without it, one of them training its share "
-          "until it comes back)");
+          "until it comes back; at start, a worker missing --failure_timeout "
+          "after the other tasks are here counts as dead)");
 ABSL_FLAG(absl::Duration, failure_timeout, absl::Seconds(10),
           "A ps or worker silent this long is presumed dead (a dead ps task "
           "is waited for and the run restored from the newest checkpoint)");

@@ -231,6 +231,43 @@ TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
   ExpectCompletedLikeUndisturbed(run);
 }
 
+TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
+  ClusterRun run("chief-without-worker", {"--on_worker_failure=continue"});
+  run.WaitForStep(RandomStep(/*first=*/20) / 2);
+  run.Kill("worker", 1);
+  ASSERT_GE(SecondsUntil([&] {
+              return run.chief_log().find("going on without worker 1") !=
+                     std::string::npos;
+            }),
+            0)
+      << run.chief_log();
+  // The restarted chief waits --failure_timeout (5 s) for worker 1, not
+  // --wait_for_tasks_seconds (300 s), then trains without it.
+  const int64_t at = run.KillAndRestart("chief", 0);
+  const double seconds = SecondsUntil(
+      [&] {
+        return run.chief_log().find(
+                   "going on without worker 1 from the start") !=
+                   std::string::npos &&
+               LastStep(run.chief_log()) > at;
+      },
+      /*limit=*/120);
+  std::printf("RECOVERY chief without worker 1 (continue): training went "
+              "past step %ld %.2f s after the chief's restart\n",
+              static_cast<long>(at), seconds);
+  ASSERT_GE(seconds, 0) << run.chief_log();
+  run.Restart("worker", 1);
+  ASSERT_GE(SecondsUntil(
+                [&] {
+                  return run.chief_log().find("worker 1 is back") !=
+                         std::string::npos;
+                },
+                /*limit=*/60),
+            0)
+      << run.chief_log();
+  ExpectCompletedLikeUndisturbed(run);
+}
+
 TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {
   ClusterRun run("ps-killed");
   run.WaitForStep(RandomStep());
