@@ -139,6 +139,18 @@ bool WaitsForStep(const std::vector<std::vector<grpc::Slice>>& messages) {
   return ParseOne(messages, &request) && request.min_version() > 0;
 }
 
+// Whether a push is large enough that checking and applying it would hold
+// the service thread, and health checks with it, for tens of milliseconds
+// or more (a 1 GB push for a good part of a second).
+bool LargePush(const std::vector<std::vector<grpc::Slice>>& messages) {
+  constexpr size_t kLarge = 64 << 20;
+  size_t bytes = 0;
+  for (const std::vector<grpc::Slice>& message : messages) {
+    for (const grpc::Slice& slice : message) bytes += slice.size();
+  }
+  return bytes >= kLarge;
+}
+
 bool Always(const std::vector<std::vector<grpc::Slice>>&) { return true; }
 bool Never(const std::vector<std::vector<grpc::Slice>>&) { return false; }
 
@@ -157,7 +169,7 @@ const PsService::Method PsService::kMethods[] = {
     {"CreateVariables", false, Always,
      &PsService::Unary<&Shard::CreateVariables>},
     {"PullDense", false, WaitsForStep<PullDenseRequest>, &PsService::PullDense},
-    {"PushDense", true, Never, &PsService::PushDense},
+    {"PushDense", true, LargePush, &PsService::PushDense},
     {"PullSparse", false, WaitsForStep<PullSparseRequest>,
      &PsService::Unary<&Shard::PullSparse>},
     {"PushSparse", false, Never, &PsService::Unary<&Shard::PushSparse>},

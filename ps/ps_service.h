@@ -12,12 +12,11 @@
 // service would bring those threads back (it is a callback service), so the
 // health check is answered here.
 //
-// Calls that may block are served on a pool of threads of their own:
-// CreateVariables (initialization), PullSparse (a sync pull may wait for its
-// step), Save and Restore (file I/O), and a PullDense that may wait for a
-// sync step (min_version > 0). The others, pushes and the pulls of async
-// runs among them, are served on the service thread: they wait only on the
-// variables' locks.
+// Calls that may block, or take long, are served on a pool of threads of
+// their own: CreateVariables (initialization), Save and Restore (file I/O),
+// pulls that may wait for a sync step (min_version > 0), and pushes of 64 MB
+// or more. The others, most pushes and the pulls of async runs among them,
+// are served on the service thread: they wait only on the variables' locks.
 //
 // Pulls are streamed in messages of at most max_chunk_bytes of content
 // (request's value, else the default), so no message approaches protobuf's
