@@ -223,7 +223,11 @@ absl::Status Driver::Run() {
     state_->SetPhase(PHASE_FINISHED);
     LogInfo("chief: run finished; telling every task");
   }
-  absl::SleepFor(options_.linger);
+  if (!state_->WaitUntilToldOver(absl::Now() + options_.linger)) {
+    LogInfo(absl::StrCat("chief: not every task heard that the run is over "
+                         "within ", absl::FormatDuration(options_.linger),
+                         "; stopping anyway"));
+  }
   return status;
 }
 

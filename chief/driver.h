@@ -57,8 +57,8 @@ struct DriverOptions {
   int64_t print_every_steps = 100;
   // Examples per evaluation batch.
   int64_t eval_batch = 500;
-  // How long to keep answering after the run is finished, so every process
-  // sees it in a heartbeat.
+  // How long at most to keep answering after the run is over, until every
+  // process has heard it (in a heartbeat).
   absl::Duration linger = absl::Seconds(3);
   // A checkpoint every this many steps (0: not by steps).
   int64_t checkpoint_every_steps = 0;

@@ -91,6 +91,7 @@ absl::StatusOr<RegisterResponse> RunState::Register(
   it->second.incarnation = request.incarnation();
   it->second.last_seen = absl::Now();
   it->second.dead = false;
+  it->second.told_over = RunOverLocked();
   TrainingState* state = response.mutable_state();
   state->set_run_id(run_id_);
   state->set_phase(phase_);
@@ -118,6 +119,8 @@ absl::Status RunState::SeenLocked(const RequestHeader& header) {
     it->second.dead = false;
   }
   it->second.last_seen = absl::Now();
+  // Every caller replies with the phase.
+  it->second.told_over = RunOverLocked();
   return absl::OkStatus();
 }
 
@@ -327,6 +330,21 @@ std::vector<TaskRef> RunState::FindDeadTasks(absl::Duration timeout) {
     found.push_back(task.ref);
   }
   return found;
+}
+
+bool RunState::RunOverLocked() const {
+  return phase_ == PHASE_FINISHED || phase_ == PHASE_FAILED;
+}
+
+bool RunState::WaitUntilToldOver(absl::Time deadline) const {
+  auto all_told = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    for (const auto& [name, task] : registered_) {
+      if (!task.dead && !task.told_over) return false;
+    }
+    return true;
+  };
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(absl::Condition(&all_told), deadline);
 }
 
 bool RunState::PsRestarted() const {

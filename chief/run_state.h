@@ -82,6 +82,11 @@ class RunState {
   // no worker can start it meanwhile.
   int64_t PauseAtNextStep() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Waits until every registered task not presumed dead has been told the
+  // run is over (a reply with PHASE_FINISHED or PHASE_FAILED), or
+  // `deadline`; returns whether all were.
+  bool WaitUntilToldOver(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Whether every worker has said TrainingFinished.
   bool AllWorkersFinished() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -143,9 +148,13 @@ class RunState {
     uint64_t incarnation = 0;
     absl::Time last_seen;
     bool dead = false;
+    // Whether a reply has told it the run is over (PHASE_FINISHED or
+    // PHASE_FAILED).
+    bool told_over = false;
   };
 
   absl::Status CheckRunId(const RequestHeader& header) const;
+  bool RunOverLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int64_t LowestWorkerStepLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Notes a sign of life of the sender; NOT_FOUND if it is not registered
   // (the chief restarted since: it must register again).

@@ -52,6 +52,40 @@ TEST(RunState, HeartbeatCarriesTheAnnouncedPauseStep) {
   EXPECT_EQ(state.WaitForStep(10, absl::Now()), 10);
 }
 
+HeartbeatRequest PsBeat() {
+  HeartbeatRequest request;
+  request.mutable_header()->set_run_id("run-1");
+  *request.mutable_header()->mutable_sender() = MakeTask(JOB_PS, 0);
+  return request;
+}
+
+TEST(RunState, WaitsUntilEveryTaskHeardThatTheRunIsOver) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  state.Heartbeat(Beat(0, 3)).IgnoreError();  // before the end: not told
+  state.SetPhase(PHASE_FINISHED);
+  EXPECT_FALSE(state.WaitUntilToldOver(absl::Now()));
+  EXPECT_EQ(state.Heartbeat(Beat(0, 100))->phase(), PHASE_FINISHED);
+  EXPECT_EQ(state.Heartbeat(Beat(1, 100))->phase(), PHASE_FINISHED);
+  EXPECT_FALSE(state.WaitUntilToldOver(absl::Now()));  // the ps not yet
+  EXPECT_EQ(state.Heartbeat(PsBeat())->phase(), PHASE_FINISHED);
+  EXPECT_TRUE(state.WaitUntilToldOver(absl::Now()));
+}
+
+TEST(RunState, ATaskPresumedDeadIsNotWaitedForToHearTheRunIsOver) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  state.SetPhase(PHASE_FAILED);
+  absl::SleepFor(absl::Milliseconds(300));
+  state.Heartbeat(Beat(0, 7)).IgnoreError();
+  state.Heartbeat(PsBeat()).IgnoreError();
+  EXPECT_FALSE(state.WaitUntilToldOver(absl::Now()));
+  const std::vector<TaskRef> dead = state.FindDeadTasks(absl::Milliseconds(250));
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].index(), 1);
+  EXPECT_TRUE(state.WaitUntilToldOver(absl::Now()));
+}
+
 TEST(RunState, PauseAtNextStepIsOnePastTheHighestStartedStep) {
   RunState state = TwoWorkerRun(100);
   JoinAll(state);
