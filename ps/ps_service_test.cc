@@ -193,6 +193,13 @@ TEST(PsService, RefusesIncompletePushStreamsAndMalformedCalls) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   status = RawCall(address, method, {}, &replies);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  // A stream far larger than the shard's variables is cut off as it comes.
+  PushDenseRequest big = push;
+  big.mutable_gradients(0)->mutable_tensor()->mutable_content()->resize(8 << 20);
+  const std::string big_bytes = big.SerializeAsString();
+  status = RawCall(address, method, {big_bytes, big_bytes, big_bytes},
+                   &replies);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   absl::StatusOr<ShardStatus> shard_status = client.GetShardStatus();
   ASSERT_TRUE(shard_status.ok()) << shard_status.status();
   EXPECT_EQ(shard_status->variable_versions().at("w"), 0);

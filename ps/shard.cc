@@ -262,6 +262,7 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
         std::unique_ptr<DenseVariable> piece,
         DenseVariable::Create(def, begin, end, run->optimizer.get()));
     bytes += piece->bytes_held();
+    run->dense_bytes += piece->num_bytes();
     if (!run->dense.emplace(def.name(), std::move(piece)).second) {
       return VariableError(def.name(), "defined twice");
     }
@@ -310,6 +311,9 @@ absl::Status Shard::PullDense(
               [](const DenseVariable* a, const DenseVariable* b) {
                 return a->name() < b->name();
               });
+    // A name given twice is served once.
+    variables.erase(std::unique(variables.begin(), variables.end()),
+                    variables.end());
   }
   const absl::Time deadline = absl::Now() + run->step_timeout;
   for (const DenseVariable* v : variables) {
@@ -777,6 +781,11 @@ absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
   }
   response->set_version(std::max<int64_t>(version, 0));
   return absl::OkStatus();
+}
+
+int64_t Shard::DenseBytes() const {
+  absl::MutexLock lock(&mu_);
+  return run_ == nullptr ? 0 : run_->dense_bytes;
 }
 
 absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,

@@ -139,6 +139,9 @@ class Shard {
                           SetWorkersResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
   int ps_task() const { return options_.ps_task; }
+  // Bytes of the dense pieces' values (0 before CreateVariables): the most
+  // gradient content one dense push carries.
+  int64_t DenseBytes() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // The run's immutable state once CreateVariables succeeded.
@@ -155,6 +158,7 @@ class Shard {
     NanPolicy nan_policy = NAN_REJECT;
     absl::Duration step_timeout;
     std::map<std::string, std::unique_ptr<DenseVariable>> dense;
+    int64_t dense_bytes = 0;  // of the dense pieces' values
     std::map<std::string, std::unique_ptr<EmbeddingTable>> tables;
   };
 

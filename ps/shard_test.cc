@@ -670,6 +670,23 @@ std::vector<float> Rows(const PullSparseResponse& r) {
   return v;
 }
 
+TEST_F(ShardTest, APullServesANameGivenTwiceOnceAndKnowsItsDenseBytes) {
+  EXPECT_EQ(shard_.DenseBytes(), 0);
+  Init(Create(UpdateConfig::ASYNC, 1));
+  EXPECT_EQ(shard_.DenseBytes(), (4 + 3) * 4);  // ps 0's rows of w, and b
+  PullDenseRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  for (const char* name : {"b", "w", "b", "w", "w"}) r.add_names(name);
+  std::vector<std::string> served;
+  ASSERT_TRUE(shard_
+                  .PullDense(r,
+                             [&](const DenseVariable& v, const ValueView&) {
+                               served.push_back(v.name());
+                             })
+                  .ok());
+  EXPECT_EQ(served, (std::vector<std::string>{"b", "w"}));
+}
+
 TEST(ShardSparse, PullServesDuplicatesOnceAndCreatesRowsOnFirstTouch) {
   Shard shard{ShardOptions()};
   CreateVariablesResponse created;
