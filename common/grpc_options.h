@@ -58,11 +58,9 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder);
 // UNAVAILABLE naming the address if it cannot listen; INVALID_ARGUMENT if
 // `security` asks for TLS without a certificate, key and CA.
 // `register_more`, when given, registers what else the server serves with
-// the builder before it starts: a generic service (a server with no service
-// of its own, serving only health, needs one: gRPC refuses a server with no
-// method) and the completion queue of an async one. `grpc_health` false
-// leaves the health service out, for a server that answers
-// grpc.health.v1.Health itself.
+// the builder before it starts (an async generic service and its completion
+// queue). `grpc_health` false leaves gRPC's health service out, for a
+// server that answers grpc.health.v1.Health itself (common/health_check.h).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
     int* bound_port, const GrpcSecurity& security = GrpcSecurity(),

@@ -37,8 +37,9 @@ ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
 ABSL_FLAG(int, pull_threads, 16,
-          "Threads serving the calls that may block: pulls waiting for a sync "
-          "step, CreateVariables, Save, Restore");
+          "Threads serving the calls that may block or take long: pulls "
+          "waiting for a sync step, pushes of 64 MB or more, CreateVariables, "
+          "Save, Restore");
 ABSL_FLAG(absl::Duration, chief_patience, absl::Minutes(10),
           "How long to keep the shard while the chief cannot be reached (a "
           "restarted chief takes the run up again); then exit 1");
