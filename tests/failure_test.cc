@@ -118,6 +118,24 @@ class ClusterRun {
     Task(type, index) = Start(type, index, "-restarted");
   }
 
+  // Whether the chief's log says `text`.
+  bool ChiefSaid(const std::string& text) const {
+    return chief_log().find(text) != std::string::npos;
+  }
+
+  // Starts absent worker `index` again (--on_worker_failure=continue) and
+  // waits until the chief has taken it back.
+  void RestartAbsentWorker(int index) {
+    Restart("worker", index);
+    ASSERT_GE(SecondsUntil(
+                  [&] {
+                    return ChiefSaid(absl::StrCat("worker ", index, " is back"));
+                  },
+                  /*limit=*/60),
+              0)
+        << chief_log();
+  }
+
   int64_t KillAndRestart(const std::string& type, int index) {
     const int64_t step = Kill(type, index);
     Restart(type, index);
@@ -211,23 +229,14 @@ TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
   run.WaitForStep(RandomStep(/*first=*/20) / 2);
   const int64_t at = run.Kill("worker", 1);
   const double seconds = SecondsUntil([&] {
-    return run.chief_log().find("going on without worker 1") !=
-               std::string::npos &&
+    return run.ChiefSaid("going on without worker 1") &&
            LastStep(run.chief_log()) > at;
   });
   std::printf("RECOVERY worker (continue): training went past step %ld "
               "%.2f s after the kill\n",
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
-  run.Restart("worker", 1);
-  ASSERT_GE(SecondsUntil(
-                [&] {
-                  return run.chief_log().find("worker 1 is back") !=
-                         std::string::npos;
-                },
-                /*limit=*/60),
-            0)
-      << run.chief_log();
+  run.RestartAbsentWorker(1);
   ExpectCompletedLikeUndisturbed(run);
 }
 
@@ -235,10 +244,8 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
   ClusterRun run("chief-without-worker", {"--on_worker_failure=continue"});
   run.WaitForStep(RandomStep(/*first=*/20) / 2);
   run.Kill("worker", 1);
-  ASSERT_GE(SecondsUntil([&] {
-              return run.chief_log().find("going on without worker 1") !=
-                     std::string::npos;
-            }),
+  ASSERT_GE(SecondsUntil(
+                [&] { return run.ChiefSaid("going on without worker 1"); }),
             0)
       << run.chief_log();
   // The restarted chief waits --failure_timeout (5 s) for worker 1, not
@@ -246,9 +253,7 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
   const int64_t at = run.KillAndRestart("chief", 0);
   const double seconds = SecondsUntil(
       [&] {
-        return run.chief_log().find(
-                   "going on without worker 1 from the start") !=
-                   std::string::npos &&
+        return run.ChiefSaid("going on without worker 1 from the start") &&
                LastStep(run.chief_log()) > at;
       },
       /*limit=*/120);
@@ -256,15 +261,7 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
               "past step %ld %.2f s after the chief's restart\n",
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
-  run.Restart("worker", 1);
-  ASSERT_GE(SecondsUntil(
-                [&] {
-                  return run.chief_log().find("worker 1 is back") !=
-                         std::string::npos;
-                },
-                /*limit=*/60),
-            0)
-      << run.chief_log();
+  run.RestartAbsentWorker(1);
   ExpectCompletedLikeUndisturbed(run);
 }
 
