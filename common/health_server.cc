@@ -11,6 +11,11 @@
 #include "common/health_check.h"
 
 namespace pstrain {
+namespace {
+
+constexpr char kExpectedOne[] = "expected one HealthCheckRequest";
+
+}  // namespace
 
 // One call, from gRPC's match to its status; its address is the tag of its
 // one pending operation.
@@ -46,7 +51,7 @@ class HealthServer::Call {
           if (++messages_ > 1 ||
               (incoming_.Valid() && !incoming_.Dump(&slices).ok())) {
             Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                "expected one HealthCheckRequest"));
+                                kExpectedOne));
             return;
           }
           for (const grpc::Slice& s : slices) {
@@ -69,8 +74,7 @@ class HealthServer::Call {
   void Answer() {
     absl::StatusOr<std::string> reply =
         messages_ == 1 ? AnswerHealthCheck(request_, "", /*serving=*/true)
-                       : absl::InvalidArgumentError(
-                             "expected one HealthCheckRequest");
+                       : absl::InvalidArgumentError(kExpectedOne);
     if (!reply.ok()) {
       Finish(ToGrpcStatus(reply.status()));
       return;
