@@ -353,10 +353,15 @@ absl::Status Shard::Refuse(absl::Status status) {
 absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
                                      int64_t version, int64_t current) {
   if (version > current) {
-    return Refuse(VariableError(
-        name, absl::StrCat("gradient computed from version ", version,
-                           ", but the variable is at version ", current,
-                           " (a version from the future)")));
+    // The pusher has seen versions this shard never had: the ps restarted
+    // and was created anew, and the chief has not restored it yet (or the
+    // push is wrong). ABORTED, as for a push of another generation: the
+    // worker asks the chief how to go on, which brings it to the restored
+    // run.
+    return Refuse(absl::AbortedError(absl::StrCat(
+        "variable '", name, "': gradient computed from version ", version,
+        ", but the variable is at version ", current,
+        " (a version from the future: was this ps restarted?)")));
   }
   const int staleness = run.update.max_staleness();
   if (run.update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&

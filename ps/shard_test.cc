@@ -506,9 +506,10 @@ TEST_F(ShardTest, RefusesBadPushesWithoutChangingAnything) {
                 "fit its 12 bytes in whole floats");
 
   p = Push(5, 1, {1, 1, 1, 1}, {1, 1, 1});
-  ExpectRefused(p, absl::StatusCode::kInvalidArgument,
+  ExpectRefused(p, absl::StatusCode::kAborted,
                 "gradient computed from version 5, but the variable is at "
-                "version 0 (a version from the future)");
+                "version 0 (a version from the future: was this ps "
+                "restarted?)");
 
   p = Push(0, 1, {1, 1, NAN, 1}, {1, 1, 1});
   ExpectRefused(p, absl::StatusCode::kInvalidArgument,
@@ -758,7 +759,8 @@ TEST(ShardSparse, RefusesBadIdsAndGradientsWithoutChangingAnything) {
             "variable 'w': not an embedding table held by ps 0");
   EXPECT_EQ(shard.PushSparse(SparsePush("emb", {2}, {1, 1}, 3), &r).message(),
             "variable 'emb': gradient computed from version 3, but the variable "
-            "is at version 0 (a version from the future)");
+            "is at version 0 (a version from the future: was this ps "
+            "restarted?)");
   PullSparseResponse pulled;
   ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {0, 1, 2}), &pulled).ok());
   EXPECT_EQ(Rows(pulled), std::vector<float>(6, 1.0f));
