@@ -269,19 +269,21 @@ class PsService::Call {
                                           " takes one request message")));
       return;
     }
-    for (const grpc::Slice& slice : slices) request_bytes_ += slice.size();
-    // No complete push comes near this (its content is at most the shard's
-    // dense bytes, its framing far less): reading on would let one client
-    // fill the ps's memory. (A message of another method is bounded by
-    // gRPC's limit.)
-    const int64_t limit = 2 * service_->shard_->DenseBytes() + (16 << 20);
-    if (method_ != nullptr && method_->streamed && request_bytes_ > limit) {
-      Answer(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("push stream of more than ", limit,
-                       " bytes, twice this shard's dense variables and 16 "
-                       "MB; nothing of it is applied")));
-      return;
+    // No complete push comes near the limit (its content is at most the
+    // shard's dense bytes, its framing far less): reading on would let one
+    // client fill the ps's memory. (A message of another method is bounded
+    // by gRPC's limit.)
+    if (method_ != nullptr && method_->streamed) {
+      for (const grpc::Slice& slice : slices) request_bytes_ += slice.size();
+      const int64_t limit = 2 * service_->shard_->DenseBytes() + (16 << 20);
+      if (request_bytes_ > limit) {
+        Answer(grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("push stream of more than ", limit,
+                         " bytes, twice this shard's dense variables and 16 "
+                         "MB; nothing of it is applied")));
+        return;
+      }
     }
     stream_.Read(&incoming_, this);
   }
@@ -333,7 +335,7 @@ class PsService::Call {
   const Method* method_ = nullptr;  // unless health_
   grpc::ByteBuffer incoming_;
   Messages requests_;  // each message's bytes
-  int64_t request_bytes_ = 0;
+  int64_t request_bytes_ = 0;  // of a push stream so far
   bool unreadable_ = false;
   Replies reply_;
   size_t written_ = 0;

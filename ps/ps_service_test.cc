@@ -68,17 +68,37 @@ absl::Status RawCall(const std::string& address, const std::string& method,
   return FromGrpcStatus(stream->Finish());
 }
 
-TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
-  Shard shard(ShardOptions{});
-  PsService service(&shard, PsServiceOptions{});
-  int port = 0;
-  const absl::Status started = service.Start("127.0.0.1:0", &port);
-  ASSERT_TRUE(started.ok()) << started;
+// A shard served on a port picked at run time.
+class PsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int port = 0;
+    const absl::Status started = service_.Start("127.0.0.1:0", &port);
+    ASSERT_TRUE(started.ok()) << started;
+    address_ = absl::StrCat("127.0.0.1:", port);
+  }
+
+  Shard shard_{ShardOptions{}};
+  PsService service_{&shard_, PsServiceOptions{}};
+  std::string address_;
+};
+
+// The piece "w" of CreateW, read into or pushed from `w`.
+DensePiece PieceOfW(float (&w)[2]) {
+  DensePiece piece;
+  piece.name = "w";
+  piece.shape.add_dims(2);
+  piece.row_end = 2;
+  piece.data = reinterpret_cast<char*>(w);
+  piece.size = sizeof(w);
+  return piece;
+}
+
+TEST_F(PsServiceTest, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
   PsClientOptions options;
   options.run_id = "run";
   options.retry.retry_for = absl::ZeroDuration();  // one attempt
-  PsClient client(CreatePstrainChannel(absl::StrCat("127.0.0.1:", port)),
-                  options);
+  PsClient client(CreatePstrainChannel(address_), options);
 
   // A sync run of one worker: a pull of version 1 waits for a push.
   const CreateVariablesRequest create = CreateW(UpdateConfig::SYNC);
@@ -87,50 +107,39 @@ TEST(PsService, ShuttingDownRefusesNewCallsAndWaitsForThoseInFlight) {
   ASSERT_TRUE(status.ok()) << status;
 
   float w[2];
-  DensePiece piece;
-  piece.name = "w";
-  piece.shape = create.variables(0).def().shape();
-  piece.row_end = 2;
-  piece.data = reinterpret_cast<char*>(w);
-  piece.size = sizeof(w);
+  const DensePiece piece = PieceOfW(w);
   // CreateVariables is done once its call is (after its reply).
-  ASSERT_TRUE(service.WaitUntilIdle(absl::Now() + absl::Seconds(30)));
+  ASSERT_TRUE(service_.WaitUntilIdle(absl::Now() + absl::Seconds(30)));
   absl::StatusOr<int64_t> pulled;
   std::thread pull([&] { pulled = client.PullDense(1, {piece}); });
   // Until the pull arrives the service is idle.
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (service.WaitUntilIdle(absl::Now()) && absl::Now() < give_up) {
+  while (service_.WaitUntilIdle(absl::Now()) && absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(5));
   }
 
-  service.RefuseNewCalls();
-  EXPECT_FALSE(service.WaitUntilIdle(absl::Now() + absl::Milliseconds(100)));
-  PsClient other(CreatePstrainChannel(absl::StrCat("127.0.0.1:", port)),
-                 options);
+  service_.RefuseNewCalls();
+  EXPECT_FALSE(service_.WaitUntilIdle(absl::Now() + absl::Milliseconds(100)));
+  PsClient other(CreatePstrainChannel(address_), options);
   const absl::Status refused = other.GetShardStatus().status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
   EXPECT_EQ(refused.message(), "ps 0 is shutting down");
 
-  shard.InterruptPulls("stopping");
-  EXPECT_TRUE(service.WaitUntilIdle(absl::Now() + absl::Seconds(30)));
+  shard_.InterruptPulls("stopping");
+  EXPECT_TRUE(service_.WaitUntilIdle(absl::Now() + absl::Seconds(30)));
   pull.join();
   EXPECT_EQ(pulled.status().code(), absl::StatusCode::kAborted)
       << pulled.status();
-  service.Stop();
+  service_.Stop();
 }
 
-TEST(PsService, AnswersTheHealthCheckItself) {
-  Shard shard(ShardOptions{});
-  PsService service(&shard, PsServiceOptions{});
-  int port = 0;
-  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
-  const std::string address = absl::StrCat("127.0.0.1:", port);
+TEST_F(PsServiceTest, AnswersTheHealthCheckItself) {
   auto check = [&](const std::string& name, HealthCheckResponse* response) {
     HealthCheckRequest request;
     request.set_service(name);
     std::vector<std::string> replies;
     const absl::Status status =
-        RawCall(address, "/grpc.health.v1.Health/Check",
+        RawCall(address_, "/grpc.health.v1.Health/Check",
                 {request.SerializeAsString()}, &replies);
     if (status.ok()) {
       EXPECT_EQ(replies.size(), 1u);
@@ -148,17 +157,13 @@ TEST(PsService, AnswersTheHealthCheckItself) {
   EXPECT_NE(unknown.message().find("other.Service"), std::string::npos);
 
   // Shutting down: not serving, but still answering.
-  service.RefuseNewCalls();
+  service_.RefuseNewCalls();
   ASSERT_TRUE(check("", &response).ok());
   EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
 }
 
-TEST(PsService, RefusesIncompletePushStreamsAndMalformedCalls) {
-  Shard shard(ShardOptions{});
-  PsService service(&shard, PsServiceOptions{});
-  int port = 0;
-  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
-  const std::string address = absl::StrCat("127.0.0.1:", port);
+TEST_F(PsServiceTest, RefusesIncompletePushStreamsAndMalformedCalls) {
+  const std::string& address = address_;
   PsClientOptions options;
   options.run_id = "run";
   PsClient client(CreatePstrainChannel(address), options);
@@ -215,12 +220,15 @@ TEST(PsService, RefusesIncompletePushStreamsAndMalformedCalls) {
                    {get.SerializeAsString()}, &replies);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
 
-  // The complete push is applied: w = 0 - 0.1 * 1.
+  // The complete push is applied, once: w = 0 - 0.1 * 1.
   status = RawCall(address, method, {last.SerializeAsString()}, &replies);
   ASSERT_TRUE(status.ok()) << status;
-  shard_status = client.GetShardStatus();
-  ASSERT_TRUE(shard_status.ok()) << shard_status.status();
-  EXPECT_EQ(shard_status->variable_versions().at("w"), 1);
+  float w[2] = {0, 0};
+  const absl::StatusOr<int64_t> version = client.PullDense(0, {PieceOfW(w)});
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 1);
+  EXPECT_FLOAT_EQ(w[0], -0.1f);
+  EXPECT_FLOAT_EQ(w[1], -0.1f);
 }
 
 }  // namespace
