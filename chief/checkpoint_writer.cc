@@ -5,6 +5,7 @@
 #include <map>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/atomic_file.h"
@@ -121,8 +122,9 @@ absl::Status PruneCheckpoints(const std::string& model_dir, int keep) {
     if (name.rfind("ckpt-", 0) != 0 || !entry.is_directory()) continue;
     size_t end = 5;
     while (end < name.size() && std::isdigit(name[end])) ++end;
-    if (end == 5) continue;
-    const int64_t step = std::stoll(name.substr(5, end - 5));
+    int64_t step = 0;
+    // Not ours (or past int64): left alone.
+    if (!absl::SimpleAtoi(name.substr(5, end - 5), &step)) continue;
     const bool leftover =
         end < name.size()
             ? name.compare(end, 5, ".tmp-") == 0 ||

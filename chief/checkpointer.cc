@@ -15,6 +15,7 @@
 #include "chief/checkpoint_writer.h"
 #include "common/atomic_file.h"
 #include "common/process.h"
+#include "common/retry.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
@@ -51,6 +52,12 @@ absl::Status SyncDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// The last component of `dir`: what a ps task is sent (it resolves it in
+// its own --model_dir).
+std::string Basename(const std::string& dir) {
+  return std::filesystem::path(dir).filename().string();
+}
+
 }  // namespace
 
 Checkpointer::Checkpointer(CheckpointerOptions options,
@@ -70,11 +77,12 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
   PSTRAIN_RETURN_IF_ERROR(MakeDirectories(temp_dir));
 
   std::vector<SavedSlice> slices;
+  std::error_code error;
   for (int task = 0; task < ps_->num_ps(); ++task) {
     absl::StatusOr<SaveResponse> saved;
     const absl::Time give_up = absl::Now() + options_.save_patience;
     while (true) {
-      saved = ps_->client(task)->Save(temp_dir, step);
+      saved = ps_->client(task)->Save(Basename(temp_dir), step);
       // Sync: the step's last gradient may still be being applied.
       if (saved.ok() || !absl::IsFailedPrecondition(saved.status()) ||
           absl::Now() > give_up) {
@@ -83,11 +91,18 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
       absl::SleepFor(absl::Milliseconds(20));
     }
     if (!saved.ok()) {
-      std::error_code ignored;
-      fs::remove_all(temp_dir, ignored);
+      fs::remove_all(temp_dir, error);
       return absl::Status(saved.status().code(),
                           absl::StrCat("checkpoint at step ", step, ": ps ",
                                        task, ": ", saved.status().message()));
+    }
+    const std::string data = absl::StrCat(temp_dir, "/ps-", task, ".data");
+    if (!fs::exists(data, error)) {
+      fs::remove_all(temp_dir, error);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint at step ", step, ": ps ", task, " saved, but ", data,
+          " is not there: give every ps task the chief's --model_dir (",
+          options_.model_dir, ", on a filesystem they share)"));
     }
     slices.insert(slices.end(), saved->slices().begin(), saved->slices().end());
   }
@@ -104,7 +119,6 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
 
   // A checkpoint of the same step (a run resumed at its last step) is
   // replaced: moved aside, the new one renamed in, the old one deleted.
-  std::error_code error;
   std::string old_dir;
   if (fs::exists(final_dir, error)) {
     old_dir = absl::StrCat(final_dir, ".old-", absl::ToUnixMicros(start));
@@ -147,12 +161,20 @@ absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest(
     if (status.ok()) {
       const std::vector<SavedSlice> slices = ToSavedSlices(*index);
       for (int task = 0; task < ps_->num_ps() && status.ok(); ++task) {
-        status = ps_->client(task)->Restore(ref.dir, slices, index->step(),
-                                             generation);
+        const absl::Time give_up = absl::Now() + options_.peer_patience;
+        for (int attempt = 1;; ++attempt) {
+          status = ps_->client(task)->Restore(Basename(ref.dir), slices,
+                                               index->step(), generation);
+          if (!IsPeerFailure(status) || absl::Now() > give_up) break;
+          absl::SleepFor(Backoff(RetryOptions(), attempt));
+        }
         if (!status.ok()) {
           status = absl::Status(status.code(), absl::StrCat("ps ", task, ": ",
                                                             status.message()));
         }
+        // Only a checkpoint proven bad is skipped: a ps task that stayed
+        // unreachable says nothing about the data.
+        if (IsPeerFailure(status)) return status;
       }
     }
     if (status.ok()) return LoadedCheckpoint{ref.dir, *std::move(index)};

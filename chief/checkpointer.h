@@ -10,7 +10,13 @@
 //
 // RestoreLatest() restores the newest good checkpoint onto the ps tasks
 // (whose variables must have been created), falling back to older ones when
-// the newest is damaged, with a log line saying why.
+// the newest is proven damaged (its files fail their checks, here or on a
+// ps), with a log line saying why. A ps task that cannot be reached is
+// waited for: that says nothing about the checkpoint.
+//
+// The ps tasks are sent the checkpoint's directory name, not its path: each
+// reads and writes inside its own --model_dir, which must be the chief's
+// (a shared filesystem). Save checks that every ps task's file is there.
 //
 // Not thread-safe: the driver calls it from its one thread.
 #ifndef PSTRAIN_CHIEF_CHECKPOINTER_H_
@@ -36,6 +42,9 @@ struct CheckpointerOptions {
   // How long a sync Save may keep finding a variable short of the step (the
   // last gradient of the step still being applied) before giving up.
   absl::Duration save_patience = absl::Seconds(10);
+  // How long a restore keeps retrying a ps task that cannot be reached (or
+  // is recovering) before the restore fails.
+  absl::Duration peer_patience = absl::Minutes(5);
 };
 
 class Checkpointer {
@@ -49,7 +58,8 @@ class Checkpointer {
 
   // Restores the newest good checkpoint, the ps tasks serving recovery
   // generation `generation` from then on; returns it. NOT_FOUND when the
-  // model_dir has no complete checkpoint; DATA_LOSS when none restores.
+  // model_dir has no complete checkpoint; DATA_LOSS when none restores; a
+  // ps task's own error when it stays unreachable for peer_patience.
   absl::StatusOr<LoadedCheckpoint> RestoreLatest(int64_t generation);
 
  private:

@@ -89,8 +89,7 @@ absl::Status Driver::Recover(const std::string& why) {
   const int64_t step = restored.index.step();
   ps_->set_generation(generation);
   state_->Recovered(step, generation);
-  const std::vector<int> absent = AbsentWorkers(state_->membership());
-  if (!absent.empty()) PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(absent).status());
+  PSTRAIN_RETURN_IF_ERROR(SetPsMembership());
   state_->SetPhase(PHASE_TRAINING);
   LogInfo(absl::StrFormat(
       "chief: recovered in %.1f s: restored %s at step %d (generation %d); "
@@ -102,28 +101,75 @@ absl::Status Driver::Recover(const std::string& why) {
 
 absl::StatusOr<bool> Driver::HandleFailures() {
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
-  std::string why;
+  const absl::Time now = absl::Now();
   for (const TaskRef& task :
        state_->FindDeadTasks(options_.failure_timeout)) {
     LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",
                           absl::FormatDuration(options_.failure_timeout),
                           "; presumed dead"));
-    if (task.job() == JOB_PS && why.empty()) {
-      why = absl::StrCat(TaskName(task), " is presumed dead");
+    if (task.job() == JOB_PS) {
+      suspect_ps_.try_emplace(task.index(), now);
     } else if (task.job() == JOB_WORKER && sync &&
                options_.continue_without_dead_workers) {
       PSTRAIN_RETURN_IF_ERROR(DropWorker(task.index()));
     }
   }
-  if (why.empty() && state_->PsRestarted()) why = "a ps task restarted";
+  for (int task : state_->TakeRestartedPs()) suspect_ps_.try_emplace(task, now);
+  // Silence, or a new incarnation in a Register (which anyone could send),
+  // is no proof that a shard is gone: the ps itself, asked at its TF_CONFIG
+  // address, says whether it still holds it. Only a lost shard is restored.
+  std::string why;
+  for (auto it = suspect_ps_.begin(); it != suspect_ps_.end() && why.empty();) {
+    const std::string name = TaskName(MakeTask(JOB_PS, it->first));
+    std::string lost;
+    switch (ProbePs(it->first, &lost)) {
+      case PsShard::kLost:
+        why = absl::StrCat(name, " lost its shard (", lost, ")");
+        break;
+      case PsShard::kIntact:
+        LogInfo(absl::StrCat("chief: ", name, " answers and still holds its "
+                             "shard: nothing to restore"));
+        it = suspect_ps_.erase(it);
+        break;
+      case PsShard::kUnreachable:
+        if (now - it->second > options_.wait_for_tasks) {
+          return absl::DeadlineExceededError(absl::StrCat(
+              name, " could not be reached for ",
+              absl::FormatDuration(options_.wait_for_tasks)));
+        }
+        ++it;
+        break;
+    }
+  }
   if (!why.empty()) {
     PSTRAIN_RETURN_IF_ERROR(Recover(why));
+    suspect_ps_.clear();
     return true;
   }
   for (int worker : state_->TakeReturnedWorkers()) {
     PSTRAIN_RETURN_IF_ERROR(TakeBack(worker));
   }
   return false;
+}
+
+Driver::PsShard Driver::ProbePs(int task, std::string* lost) {
+  absl::StatusOr<ShardStatus> status =
+      ps_->client(task)->ProbeShardStatus(absl::Seconds(2));
+  if (!status.ok()) {
+    if (IsPeerFailure(status.status())) return PsShard::kUnreachable;
+    *lost = std::string(status.status().message());
+    return PsShard::kLost;
+  }
+  if (status->run_id().empty()) {
+    *lost = "it holds no variables: it restarted";
+    return PsShard::kLost;
+  }
+  if (status->generation() != state_->generation()) {
+    *lost = absl::StrCat("it serves generation ", status->generation(),
+                         ", not ", state_->generation());
+    return PsShard::kLost;
+  }
+  return PsShard::kIntact;
 }
 
 absl::StatusOr<int64_t> Driver::SetPsWorkers(const std::vector<int>& absent,
@@ -135,6 +181,11 @@ absl::StatusOr<int64_t> Driver::SetPsWorkers(const std::vector<int>& absent,
   const int present =
       update.num_workers() - static_cast<int>(absent.size()) + uncounted;
   return ps_->SetWorkers(std::max(1, std::min(wanted, present)), absent);
+}
+
+absl::Status Driver::SetPsMembership() {
+  if (config_->update().mode() != UpdateConfig::SYNC) return absl::OkStatus();
+  return SetPsWorkers(AbsentWorkers(state_->membership())).status();
 }
 
 absl::Status Driver::DropWorker(int dead) {
@@ -294,8 +345,7 @@ absl::Status Driver::Train() {
                        ps_->num_ps(), " ps tasks; training"));
 
   PSTRAIN_RETURN_IF_ERROR(Start());
-  const std::vector<int> absent = AbsentWorkers(state_->membership());
-  if (!absent.empty()) PSTRAIN_RETURN_IF_ERROR(SetPsWorkers(absent).status());
+  PSTRAIN_RETURN_IF_ERROR(SetPsMembership());
 
   const int64_t total = state_->total_steps();
   const int64_t per_epoch = state_->steps_per_epoch();

@@ -17,11 +17,15 @@
 //
 // Failures: a task silent for failure_timeout is logged as presumed dead.
 // A worker that restarts goes on by itself from the step it had reached
-// (sync steps wait for it meanwhile). A ps task that restarts or dies
-// lost its shard: the driver holds the workers (PHASE_PAUSED), waits for
-// every ps task to be up, restores the newest good checkpoint onto all of
-// them in a new recovery generation, and lets the workers go on from its
-// step, logging how many steps were lost. With
+// (sync steps wait for it meanwhile). A ps task that is silent, or that
+// registers as a new process, is asked at its TF_CONFIG address whether it
+// still holds its shard: if it does (a partition, a stall, a forged
+// Register) nothing is rolled back and the run goes on once it answers; if
+// it lost it (it restarted), the driver holds the workers (PHASE_PAUSED),
+// waits for every ps task to be up, restores the newest good checkpoint
+// onto all of them in a new recovery generation, and lets the workers go
+// on from its step, logging how many steps were lost. A ps that cannot be
+// reached for wait_for_tasks fails the run. With
 // continue_without_dead_workers, a dead worker is not waited for: see
 // chief/membership.h. A restarted chief does the same
 // at start: the run id comes from model_dir's checkpoints, and the ps
@@ -35,6 +39,7 @@
 #define PSTRAIN_CHIEF_DRIVER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,10 +112,13 @@ class Driver {
   // Brings the run back after a ps task failed (`why`): see the class
   // comment. The run fails if a ps task stays away for wait_for_tasks.
   absl::Status Recover(const std::string& why);
-  // Logs newly dead tasks; recovers if a ps task died or restarted, drops
+  // Logs newly dead tasks; recovers if a ps task lost its shard, drops
   // dead workers and takes back returning ones under
   // continue_without_dead_workers. Returns whether it recovered.
   absl::StatusOr<bool> HandleFailures();
+  // What ps task `task` says of its shard; *lost says why when kLost.
+  enum class PsShard { kIntact, kLost, kUnreachable };
+  PsShard ProbePs(int task, std::string* lost);
   // The run goes on without worker `dead`: the ps tasks stop waiting for
   // it, and the next present worker trains its share.
   absl::Status DropWorker(int dead);
@@ -122,6 +130,10 @@ class Driver {
   // for now); returns the step they collect.
   absl::StatusOr<int64_t> SetPsWorkers(const std::vector<int>& absent,
                                        int uncounted = 0);
+  // Sync: the ps tasks take this chief's membership, whatever they held
+  // before (a restarted chief's ps tasks may still refuse a worker that
+  // came back meanwhile).
+  absl::Status SetPsMembership();
   // The step-based checkpoint after `step` (0: none before the end).
   int64_t NextCheckpointStep(int64_t step) const;
   // Writes the checkpoint of `step`.
@@ -143,6 +155,9 @@ class Driver {
   worker::Backend* const evaluator_;
   const data::Dataset* const test_;
   Checkpointer* const checkpointer_;
+  // ps tasks presumed dead or registered anew, not yet known to hold their
+  // shard, and since when.
+  std::map<int, absl::Time> suspect_ps_;
   absl::Time train_start_;
   absl::Time last_print_;
   int64_t last_print_step_ = 0;

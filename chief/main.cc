@@ -118,6 +118,12 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
           "dropped): sent on every call, and required of every caller of "
           "this task's service (gRPC's health service excepted)");
+ABSL_FLAG(std::string, chief_token_file, "",
+          "File holding the chief's own token, distinct from "
+          "--auth_token_file's and given to the ps tasks alone: the chief "
+          "sends it instead of the cluster's, and ps tasks accept their "
+          "chief-only calls (CreateVariables, Save, Restore, SetWorkers) "
+          "only with it");
 
 namespace pstrain {
 namespace {
@@ -134,6 +140,7 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
   files.tls_key = absl::GetFlag(FLAGS_tls_key);
   files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  files.chief_token_file = absl::GetFlag(FLAGS_chief_token_file);
   return LoadGrpcSecurity(files);
 }
 
@@ -301,6 +308,12 @@ int Main() {
   if (tf_config->task.job() == JOB_EVALUATOR) {
     return RunEvaluator(*tf_config, *security);
   }
+  if (!security->auth_token.empty() && security->chief_token.empty() &&
+      !security->tls()) {
+    return Fail("--chief_token_file: needed with --auth_token_file (the ps "
+                "tasks accept the chief's calls only with it)");
+  }
+  security->is_chief = true;
   const ClusterSpec& cluster = tf_config->cluster;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);

@@ -78,8 +78,10 @@ absl::StatusOr<RegisterResponse> RunState::Register(
   if (!first && it->second.incarnation != request.incarnation()) {
     LogInfo(absl::StrCat("chief: ", name, " restarted (it registered again "
                          "as a new process)"));
-    if (task.job() == JOB_PS && phase_ >= PHASE_INITIALIZING) {
-      ps_restarted_ = true;
+    if (task.job() == JOB_PS && phase_ >= PHASE_INITIALIZING &&
+        std::find(restarted_ps_.begin(), restarted_ps_.end(), task.index()) ==
+            restarted_ps_.end()) {
+      restarted_ps_.push_back(task.index());
     }
   }
   if (task.job() == JOB_WORKER && IsAbsent(membership_, task.index()) &&
@@ -347,9 +349,9 @@ bool RunState::WaitUntilToldOver(absl::Time deadline) const {
   return mu_.AwaitWithDeadline(absl::Condition(&all_told), deadline);
 }
 
-bool RunState::PsRestarted() const {
+std::vector<int> RunState::TakeRestartedPs() {
   absl::MutexLock lock(&mu_);
-  return ps_restarted_;
+  return std::exchange(restarted_ps_, {});
 }
 
 std::vector<std::string> RunState::WaitForLivePs(absl::Duration timeout,
@@ -392,7 +394,7 @@ void RunState::Recovered(int64_t step, int64_t generation) {
   for (auto& [index, steps] : worker_steps_) steps = step;
   generation_ = generation;
   pause_at_step_ = 0;
-  ps_restarted_ = false;
+  restarted_ps_.clear();
   membership_ = RestartedAt(membership_, step);
 }
 

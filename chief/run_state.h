@@ -96,9 +96,10 @@ class RunState {
   // is alive again.
   std::vector<TaskRef> FindDeadTasks(absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether a ps task has restarted (registered again with another
-  // incarnation, so it lost its shard) since the last recovery.
-  bool PsRestarted() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The ps tasks that registered again with another incarnation (a
+  // restart, or a caller claiming one) since the last call or recovery.
+  // Whether such a ps lost its shard is for the driver to ask it.
+  std::vector<int> TakeRestartedPs() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until every ps task has been heard from within `timeout` of now,
   // or `deadline`; returns those still silent ("ps:1").
   std::vector<std::string> WaitForLivePs(absl::Duration timeout,
@@ -110,8 +111,8 @@ class RunState {
   int64_t generation() const ABSL_LOCKS_EXCLUDED(mu_);
   // The ps tasks now serve `generation`, restored at `step`: every worker
   // goes on from there (HeartbeatResponse.resume_step), absent workers'
-  // batches are owed from there, and PsRestarted() is false again. Does
-  // not change the phase.
+  // batches are owed from there, and no ps counts as restarted
+  // (TakeRestartedPs). Does not change the phase.
   void Recovered(int64_t step, int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
 
   // --on_worker_failure=continue: the workers presumed dead and who trains
@@ -176,7 +177,7 @@ class RunState {
   RunPhase phase_ ABSL_GUARDED_BY(mu_) = PHASE_WAITING_FOR_TASKS;
   // Registered tasks by name.
   std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
-  bool ps_restarted_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<int> restarted_ps_ ABSL_GUARDED_BY(mu_);
   Membership membership_ ABSL_GUARDED_BY(mu_);
   std::vector<int> returned_workers_ ABSL_GUARDED_BY(mu_);
   // Evaluator reports by step, and the steps not taken yet.

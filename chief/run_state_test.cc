@@ -136,16 +136,19 @@ TEST(RunState, SilentTasksAreFoundDeadOnceAndAliveWhenHeardFrom) {
   EXPECT_TRUE(state.WaitForLivePs(absl::Seconds(5), absl::Now()).empty());
 }
 
-TEST(RunState, ARestartedPsIsReportedUntilRecovered) {
+TEST(RunState, ARestartedPsIsReportedOnceUntilRecovered) {
   RunState state = TwoWorkerRun(100);
   JoinAll(state);
   state.SetPhase(PHASE_TRAINING);
   ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/1).ok());
-  EXPECT_FALSE(state.PsRestarted());
+  EXPECT_TRUE(state.TakeRestartedPs().empty());
   ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/2).ok());
-  EXPECT_TRUE(state.PsRestarted());
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/3).ok());
+  EXPECT_EQ(state.TakeRestartedPs(), std::vector<int>{0});
+  EXPECT_TRUE(state.TakeRestartedPs().empty());
+  ASSERT_TRUE(Join(state, MakeTask(JOB_PS, 0), /*incarnation=*/4).ok());
   state.Recovered(30, 1);
-  EXPECT_FALSE(state.PsRestarted());
+  EXPECT_TRUE(state.TakeRestartedPs().empty());
 }
 
 TEST(RunState, ARecoveryRewindsWorkersAndIgnoresStaleSteps) {

@@ -8,6 +8,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "grpc/grpc_security_constants.h"
 
 namespace pstrain {
 namespace {
@@ -160,6 +162,20 @@ absl::StatusOr<GrpcSecurity> LoadGrpcSecurity(const GrpcSecurityFiles& files) {
     if (!token.ok()) return token.status();
     security.auth_token = *std::move(token);
   }
+  if (!files.chief_token_file.empty()) {
+    if (security.auth_token.empty()) {
+      return FlagError("--chief_token_file",
+                       "needs --auth_token_file (the token of every task)");
+    }
+    absl::StatusOr<std::string> token =
+        ReadToken("--chief_token_file", files.chief_token_file);
+    if (!token.ok()) return token.status();
+    if (*token == security.auth_token) {
+      return FlagError("--chief_token_file",
+                       "the chief's token must differ from --auth_token_file's");
+    }
+    security.chief_token = *std::move(token);
+  }
   return security;
 }
 
@@ -203,9 +219,11 @@ AuthTokenInterceptors(const GrpcSecurity& security) {
   std::vector<
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
       interceptors;
-  if (!security.auth_token.empty()) {
-    interceptors.push_back(
-        std::make_unique<AuthTokenInterceptorFactory>(security.auth_token));
+  const std::string& token = security.is_chief && !security.chief_token.empty()
+                                 ? security.chief_token
+                                 : security.auth_token;
+  if (!token.empty()) {
+    interceptors.push_back(std::make_unique<AuthTokenInterceptorFactory>(token));
   }
   return interceptors;
 }
@@ -227,6 +245,49 @@ absl::Status CheckAuthToken(const grpc::ServerContextBase& context,
     return absl::UnauthenticatedError("wrong auth token");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Caller> AuthenticateCaller(
+    const grpc::ServerContextBase& context, const GrpcSecurity& security,
+    absl::string_view chief_host) {
+  bool chief = true;
+  if (!security.auth_token.empty() || !security.chief_token.empty()) {
+    const bool by_chief_token =
+        !security.chief_token.empty() &&
+        CheckAuthToken(context, security.chief_token).ok();
+    if (!by_chief_token) {
+      // The task token (when there is none, only the chief's is accepted).
+      absl::Status checked = CheckAuthToken(
+          context, security.auth_token.empty() ? security.chief_token
+                                               : security.auth_token);
+      if (!checked.ok()) return checked;
+    }
+    if (!security.chief_token.empty()) chief = by_chief_token;
+  }
+  if (security.tls() && !chief_host.empty()) {
+    bool named = false;
+    const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    if (auth != nullptr) {
+      for (const char* property :
+           {GRPC_X509_SAN_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {
+        for (const grpc::string_ref& name :
+             auth->FindPropertyValues(property)) {
+          named |= CertificateNameCovers(
+              absl::string_view(name.data(), name.size()), chief_host);
+        }
+      }
+    }
+    chief &= named;
+  }
+  return chief ? Caller::kChief : Caller::kTask;
+}
+
+bool CertificateNameCovers(absl::string_view name, absl::string_view host) {
+  if (absl::EqualsIgnoreCase(name, host)) return true;
+  if (!absl::ConsumePrefix(&name, "*.")) return false;
+  const size_t dot = host.find('.');
+  return dot != absl::string_view::npos && dot > 0 &&
+         absl::EqualsIgnoreCase(host.substr(dot + 1), name);
 }
 
 bool ConstantTimeEquals(absl::string_view given, absl::string_view secret) {

@@ -44,6 +44,7 @@ struct GrpcSecurityFiles {
   std::string tls_key;
   std::string tls_ca;
   std::string auth_token_file;
+  std::string chief_token_file;
 };
 
 // What the files held. The default is no TLS and no token: insecure channels
@@ -53,6 +54,12 @@ struct GrpcSecurity {
   std::string tls_key_pem;   // its private key
   std::string tls_ca_pem;    // the cluster CA: the only issuer trusted
   std::string auth_token;    // "" : no token sent nor checked
+  // The chief's own token ("" : none): the chief sends it instead of
+  // auth_token, and ps tasks accept the chief's methods only with it.
+  // Workers are not given it.
+  std::string chief_token;
+  // This process is the chief: its calls carry chief_token.
+  bool is_chief = false;
 
   bool tls() const { return !tls_ca_pem.empty() || !tls_cert_pem.empty(); }
 };
@@ -95,6 +102,24 @@ AuthTokenInterceptors(const GrpcSecurity& security);
 // wherever the tokens differ.
 absl::Status CheckAuthToken(const grpc::ServerContextBase& context,
                             absl::string_view token);
+
+// Who made a call, as far as a ps task's chief-only methods care.
+enum class Caller { kTask, kChief };
+
+// Who made the call, by what it proved:
+// - a token is required when `security` has one (auth_token or
+//   chief_token): UNAUTHENTICATED unless the call carries one of them;
+// - it is the chief if every configured proof says so: with a chief_token,
+//   the call carried it; with TLS and a `chief_host`, the client
+//   certificate names that host (a DNS or IP subject alternative name, or
+//   a "*." wildcard covering it). With no security at all, anyone is.
+absl::StatusOr<Caller> AuthenticateCaller(
+    const grpc::ServerContextBase& context, const GrpcSecurity& security,
+    absl::string_view chief_host);
+
+// Whether certificate name `name` ("host", "*.domain", "10.0.0.1") names
+// `host` (case-insensitive; a wildcard covers one leftmost label).
+bool CertificateNameCovers(absl::string_view name, absl::string_view host);
 
 // Whether `given` equals `secret`, in a time that depends only on the two
 // lengths (not on where they differ).

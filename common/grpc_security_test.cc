@@ -75,17 +75,17 @@ TEST(LoadGrpcSecurity, BadCombinationsNameTheFlag) {
       ": missing (mutual TLS needs --tls_cert, --tls_key and --tls_ca "
       "together)";
   const Case cases[] = {
-      {{cert, "", cert, ""}, "--tls_key" + missing},
-      {{"", key, cert, ""}, "--tls_cert" + missing},
-      {{cert, key, "", ""}, "--tls_ca" + missing},
-      {{"", "", cert, ""}, "--tls_cert" + missing},
-      {{cert, key, "/nonexistent/ca.pem", ""},
+      {{cert, "", cert, "", ""}, "--tls_key" + missing},
+      {{"", key, cert, "", ""}, "--tls_cert" + missing},
+      {{cert, key, "", "", ""}, "--tls_ca" + missing},
+      {{"", "", cert, "", ""}, "--tls_cert" + missing},
+      {{cert, key, "/nonexistent/ca.pem", "", ""},
        "--tls_ca: cannot read /nonexistent/ca.pem: No such file or directory"},
-      {{cert, cert, cert, ""},
+      {{cert, cert, cert, "", ""},
        absl::StrCat("--tls_key: ", cert, " holds no PEM private key")},
-      {{key, key, cert, ""},
+      {{key, key, cert, "", ""},
        absl::StrCat("--tls_cert: ", key, " holds no PEM certificate")},
-      {{"", "", "", "/nonexistent/token"},
+      {{"", "", "", "/nonexistent/token", ""},
        "--auth_token_file: cannot read /nonexistent/token: No such file or "
        "directory"},
   };
@@ -129,6 +129,20 @@ TEST(LoadGrpcSecurity, EncryptedKeyIsRefused) {
   EXPECT_EQ(LoadGrpcSecurity(files).status().message(),
             absl::StrCat("--tls_key: ", files.tls_key,
                          " holds an encrypted key; gRPC needs it unencrypted"));
+}
+
+TEST(CertificateNameCovers, ExactNamesAndOneLabelWildcards) {
+  EXPECT_TRUE(CertificateNameCovers("localhost", "LocalHost"));
+  EXPECT_TRUE(CertificateNameCovers("10.0.0.1", "10.0.0.1"));
+  EXPECT_TRUE(CertificateNameCovers("*.pstrain-chief.ml.svc",
+                                    "pstrain-chief-0.pstrain-chief.ml.svc"));
+  // A wildcard covers one leftmost label, not more, not none.
+  EXPECT_FALSE(CertificateNameCovers("*.ml.svc", "a.pstrain-chief.ml.svc"));
+  EXPECT_FALSE(CertificateNameCovers("*.ml.svc", "ml.svc"));
+  EXPECT_FALSE(CertificateNameCovers("*.pstrain-worker.ml.svc",
+                                     "pstrain-chief-0.pstrain-chief.ml.svc"));
+  EXPECT_FALSE(CertificateNameCovers("10.0.0.1", "10.0.0.12"));
+  EXPECT_FALSE(CertificateNameCovers("", "localhost"));
 }
 
 TEST(ConstantTimeEquals, ComparesWholeStrings) {

@@ -33,32 +33,42 @@ absl::StatusOr<std::unique_ptr<DenseVariable>> DenseVariable::Create(
   if (!shape.empty()) shape[0] = row_end - row_begin;
   absl::StatusOr<Tensor> value = Tensor::Create(DT_FLOAT, std::move(shape));
   if (!value.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("variable '", def.name(), "': ", value.status().message()));
+    return absl::Status(value.status().code(),
+                        absl::StrCat("variable '", def.name(), "': ",
+                                     value.status().message()));
   }
   if (value->num_elements() > 0) {
     FillRows(def, row_begin, row_end - row_begin, value->data<float>());
   }
+  std::vector<Tensor> slots;
+  for (int i = 0; i < optimizer->NumSlots(); ++i) {
+    // Created, not cloned: no memory is an error here, not an abort.
+    absl::StatusOr<Tensor> slot = Tensor::Create(DT_FLOAT, value->shape());
+    if (!slot.ok()) {
+      return absl::Status(slot.status().code(),
+                          absl::StrCat("variable '", def.name(), "': ",
+                                       slot.status().message()));
+    }
+    std::fill(slot->flat<float>().begin(), slot->flat<float>().end(),
+              optimizer->SlotInitialValue(i));
+    slots.push_back(*std::move(slot));
+  }
   return std::unique_ptr<DenseVariable>(
-      new DenseVariable(def, row_begin, row_end, optimizer, *std::move(value)));
+      new DenseVariable(def, row_begin, row_end, optimizer, *std::move(value),
+                        std::move(slots)));
 }
 
 DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,
                              int64_t row_end, const Optimizer* optimizer,
-                             Tensor value)
+                             Tensor value, std::vector<Tensor> slots)
     : def_(def),
       row_begin_(row_begin),
       row_end_(row_end),
       optimizer_(optimizer),
       num_bytes_(value.num_bytes()),
-      value_(std::make_shared<Tensor>(std::move(value))) {
-  for (int i = 0; i < optimizer_->NumSlots(); ++i) {
-    Tensor slot = value_->Clone();
-    std::fill(slot.flat<float>().begin(), slot.flat<float>().end(),
-              optimizer_->SlotInitialValue(i));
-    slot_data_.push_back(slot.data<float>());
-    slots_.push_back(std::move(slot));
-  }
+      value_(std::make_shared<Tensor>(std::move(value))),
+      slots_(std::move(slots)) {
+  for (Tensor& slot : slots_) slot_data_.push_back(slot.data<float>());
 }
 
 int64_t DenseVariable::bytes_held() const {
@@ -194,14 +204,14 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
 }
 
 bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
-                                   absl::Span<const Chunk> chunks, int needed,
+                                   absl::Span<const Chunk> chunks,
                                    bool skip_update, int sender) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return false;
   if (sender >= 0) {
     if (std::find(contributors_.begin(), contributors_.end(), sender) !=
         contributors_.end()) {
-      return true;
+      return true;  // counted already (the step completes as it did)
     }
     contributors_.push_back(sender);
   }
@@ -214,7 +224,7 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   ++contributions_;
   batch_sum_ += batch_size;
   skip_update_ = skip_update_ || skip_update;
-  if (contributions_ >= needed) CompleteStepLocked();
+  if (contributions_ >= needed_) CompleteStepLocked();
   return true;
 }
 
@@ -224,9 +234,10 @@ void DenseVariable::Interrupt(const std::string& why) {
   interruption_ = why;
 }
 
-void DenseVariable::CompleteIfReady(int needed) {
+void DenseVariable::SetNeeded(int needed) {
   absl::MutexLock sum_lock(&sum_mu_);
-  if (contributions_ > 0 && contributions_ >= needed) CompleteStepLocked();
+  needed_ = needed;
+  if (contributions_ > 0 && contributions_ >= needed_) CompleteStepLocked();
 }
 
 void DenseVariable::CompleteStepLocked() {

@@ -114,24 +114,26 @@ class DenseVariable {
   // Sync: adds `chunks` to the sum of step `version` (== version() when
   // pushed; an older version is dropped) unless worker `sender` (>= 0)
   // already contributed to it (a retried push, or a restarted worker redoing
-  // the step: counted once). The `needed`-th contribution
+  // the step: counted once). The needed-th contribution (SetNeeded)
   // divides the sum by the step's summed batch sizes and applies it once
   // (`skip_update`: a contribution that must void the step's update, e.g. a
   // NaN under nan_policy skip_step). Returns false if dropped as late.
   bool AccumulateSync(int64_t version, int64_t batch_size,
-                      absl::Span<const Chunk> chunks, int needed,
-                      bool skip_update, int sender)
+                      absl::Span<const Chunk> chunks, bool skip_update,
+                      int sender)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-  // Sync: applies the current step now if it has at least `needed` (> 0)
-  // contributions (the number of workers a step waits for went down).
-  void CompleteIfReady(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // Sync: a step is applied once it has `needed` (>= 1) contributions (1
+  // until set); the current one at once if it already has them (the number
+  // of workers a step waits for went down).
+  void SetNeeded(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   DenseVariable(const VariableDef& def, int64_t row_begin, int64_t row_end,
-                const Optimizer* optimizer, Tensor value);
+                const Optimizer* optimizer, Tensor value,
+                std::vector<Tensor> slots);
 
   // Applies `g` (already divided by the batch) to the value.
   void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -163,6 +165,7 @@ class DenseVariable {
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
   int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
+  int needed_ ABSL_GUARDED_BY(sum_mu_) = 1;
   int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
   bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
   // The workers whose gradients are in the current step's sum.

@@ -256,14 +256,13 @@ int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,
 bool EmbeddingTable::AccumulateSync(int64_t version,
                                     absl::Span<const int64_t> ids,
                                     const float* g, int64_t batch_size,
-                                    int needed, bool skip_update,
-                                    int sender) {
+                                    bool skip_update, int sender) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return false;
   if (sender >= 0) {
     if (std::find(contributors_.begin(), contributors_.end(), sender) !=
         contributors_.end()) {
-      return true;
+      return true;  // counted already (the step completes as it did)
     }
     contributors_.push_back(sender);
   }
@@ -275,7 +274,7 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
   ++contributions_;
   batch_sum_ += batch_size;
   skip_update_ = skip_update_ || skip_update;
-  if (contributions_ >= needed) CompleteStepLocked();
+  if (contributions_ >= needed_) CompleteStepLocked();
   return true;
 }
 
@@ -285,9 +284,10 @@ void EmbeddingTable::Interrupt(const std::string& why) {
   interruption_ = why;
 }
 
-void EmbeddingTable::CompleteIfReady(int needed) {
+void EmbeddingTable::SetNeeded(int needed) {
   absl::MutexLock sum_lock(&sum_mu_);
-  if (contributions_ > 0 && contributions_ >= needed) CompleteStepLocked();
+  needed_ = needed;
+  if (contributions_ > 0 && contributions_ >= needed_) CompleteStepLocked();
 }
 
 void EmbeddingTable::CompleteStepLocked() {

@@ -94,17 +94,17 @@ class EmbeddingTable {
   // Sync: adds the rows to step `version`'s sums unless worker `sender`
   // (>= 0) already contributed to it (a retried push, or a restarted worker
   // redoing the step: counted once), as DenseVariable::AccumulateSync; the
-  // `needed`-th contribution applies the step to the touched rows. Returns
+  // needed-th contribution (SetNeeded) applies the step to the touched rows. Returns
   // false if dropped as late.
   bool AccumulateSync(int64_t version, absl::Span<const int64_t> ids,
-                      const float* g, int64_t batch_size, int needed,
-                      bool skip_update, int sender)
+                      const float* g, int64_t batch_size, bool skip_update,
+                      int sender)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-  // As DenseVariable::CompleteIfReady.
-  void CompleteIfReady(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // As DenseVariable::SetNeeded.
+  void SetNeeded(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   static constexpr int64_t kRowsPerBlock = 1024;
@@ -153,6 +153,7 @@ class EmbeddingTable {
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::flat_hash_map<int64_t, std::vector<float>> sums_ ABSL_GUARDED_BY(sum_mu_);
   int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
+  int needed_ ABSL_GUARDED_BY(sum_mu_) = 1;
   int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
   bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
   // The workers whose gradients are in the current step's sums.

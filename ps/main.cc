@@ -37,9 +37,15 @@ ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
 ABSL_FLAG(int, pull_threads, 16,
-          "Threads serving the calls that may block or take long: pulls "
-          "waiting for a sync step, pushes of 64 MB or more, CreateVariables, "
-          "Save, Restore");
+          "Threads serving pulls that wait for a sync step (>= 1); pushes, "
+          "CreateVariables, Save and Restore have threads of their own");
+ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
+          "The run's model directory, shared with the chief (its "
+          "--model_dir): this task writes and reads its part of every "
+          "checkpoint there, and nowhere else");
+ABSL_FLAG(int64_t, max_shard_bytes, 0,
+          "The most bytes of variables and optimizer state this task holds; "
+          "a run asking more is refused (0: this host's physical memory)");
 ABSL_FLAG(absl::Duration, chief_patience, absl::Minutes(10),
           "How long to keep the shard while the chief cannot be reached (a "
           "restarted chief takes the run up again); then exit 1");
@@ -57,6 +63,11 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
           "dropped): sent on every call, and required of every caller of "
           "this task's service (gRPC's health service excepted)");
+ABSL_FLAG(std::string, chief_token_file, "",
+          "File holding the chief's own token (the chief's "
+          "--chief_token_file): only calls carrying it may create, save, "
+          "restore or resize the shard. Needed with --auth_token_file "
+          "unless mutual TLS names the chief");
 
 namespace pstrain {
 namespace {
@@ -73,7 +84,23 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
   files.tls_key = absl::GetFlag(FLAGS_tls_key);
   files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
   files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  return LoadGrpcSecurity(files);
+  files.chief_token_file = absl::GetFlag(FLAGS_chief_token_file);
+  absl::StatusOr<GrpcSecurity> security = LoadGrpcSecurity(files);
+  if (security.ok() && !security->auth_token.empty() &&
+      security->chief_token.empty() && !security->tls()) {
+    return absl::InvalidArgumentError(
+        "--chief_token_file: needed with --auth_token_file (without it or "
+        "mutual TLS, any worker could call the chief's methods)");
+  }
+  return security;
+}
+
+// Physical memory, or 1 TiB where the system does not say.
+int64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page
+                               : int64_t{1} << 40;
 }
 
 int Main() {
@@ -103,13 +130,31 @@ int Main() {
     return Fail(absl::StrCat("--nan_policy: \"", nan_policy,
                              "\" is not reject, skip_step or abort"));
   }
+  const int pull_threads = absl::GetFlag(FLAGS_pull_threads);
+  if (pull_threads < 1) {
+    return Fail(absl::StrCat("--pull_threads: ", pull_threads,
+                             " must be >= 1"));
+  }
+  const int64_t max_bytes = absl::GetFlag(FLAGS_max_shard_bytes);
+  if (max_bytes < 0) {
+    return Fail(absl::StrCat("--max_shard_bytes: ", max_bytes,
+                             " is negative"));
+  }
+  shard_options.max_bytes = max_bytes > 0 ? max_bytes : PhysicalMemoryBytes();
+  shard_options.checkpoint_root = absl::GetFlag(FLAGS_model_dir);
+  if (shard_options.checkpoint_root.empty()) {
+    return Fail("--model_dir: empty (the run's checkpoints go there)");
+  }
   shard_options.on_abort = [](const absl::Status& status) {
     LogError(absl::StrCat("aborting (nan_policy abort): ", status.message()));
     std::_Exit(3);
   };
   ps::Shard shard(shard_options);
   ps::PsServiceOptions service_options;
-  service_options.pull_threads = absl::GetFlag(FLAGS_pull_threads);
+  service_options.pull_threads = pull_threads;
+  absl::StatusOr<HostPort> chief_address =
+      config->cluster.Address(MakeTask(JOB_CHIEF, 0));
+  if (chief_address.ok()) service_options.chief_host = chief_address->host;
   ps::PsService service(&shard, service_options);
 
   int bound_port = 0;
@@ -131,8 +176,6 @@ int Main() {
   absl::Notification stopping;
   std::thread heartbeat;
   std::atomic<bool> chief_lost{false};
-  absl::StatusOr<HostPort> chief_address =
-      config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (chief_address.ok()) {
     chief = std::make_unique<chief::ChiefClient>(
         CreatePstrainChannel(chief_address->ToString(), *security),

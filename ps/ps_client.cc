@@ -519,6 +519,18 @@ absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   return status;
 }
 
+absl::StatusOr<ShardStatus> PsClient::ProbeShardStatus(
+    absl::Duration timeout) {
+  GetShardStatusRequest request;
+  FillHeader(request.mutable_header());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ShardStatus status;
+  PSTRAIN_RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->GetShardStatus(&context, request, &status)));
+  return status;
+}
+
 absl::StatusOr<int64_t> PsClient::SetWorkers(int replicas,
                                              absl::Span<const int> absent) {
   SetWorkersRequest request;

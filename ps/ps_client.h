@@ -120,6 +120,9 @@ class PsClient {
       int64_t batch_size);
 
   absl::StatusOr<ShardStatus> GetShardStatus();
+  // One GetShardStatus attempt within `timeout`, not retried: whether the
+  // ps answers now, and what it holds.
+  absl::StatusOr<ShardStatus> ProbeShardStatus(absl::Duration timeout);
 
   // Sync: steps wait for `replicas` gradients, and pushes of the `absent`
   // workers are refused. Returns the ps's lowest variable version.

@@ -139,20 +139,32 @@ bool WaitsForStep(const std::vector<std::vector<grpc::Slice>>& messages) {
   return ParseOne(messages, &request) && request.min_version() > 0;
 }
 
-// Whether a push is large enough that checking and applying it would hold
-// the service thread, and health checks with it, for tens of milliseconds
-// or more (a 1 GB push for a good part of a second).
-bool LargePush(const std::vector<std::vector<grpc::Slice>>& messages) {
-  constexpr size_t kLarge = 64 << 20;
-  size_t bytes = 0;
+// Where a call is served (see the class comment).
+enum class Where { kServiceThread, kPullPool, kWorkPool };
+
+// Pushes large enough that checking and applying them would hold the
+// service thread, and health checks with it, for tens of milliseconds or
+// more (a 1 GB push for a good part of a second), go to the work pool.
+Where PushWhere(const std::vector<std::vector<grpc::Slice>>& messages,
+                int64_t large_push_bytes) {
+  int64_t bytes = 0;
   for (const std::vector<grpc::Slice>& message : messages) {
     for (const grpc::Slice& slice : message) bytes += slice.size();
   }
-  return bytes >= kLarge;
+  return bytes >= large_push_bytes ? Where::kWorkPool : Where::kServiceThread;
 }
 
-bool Always(const std::vector<std::vector<grpc::Slice>>&) { return true; }
-bool Never(const std::vector<std::vector<grpc::Slice>>&) { return false; }
+template <typename Request>
+Where PullWhere(const std::vector<std::vector<grpc::Slice>>& messages,
+                int64_t) {
+  return WaitsForStep<Request>(messages) ? Where::kPullPool
+                                         : Where::kServiceThread;
+}
+
+template <Where kWhere>
+Where Fixed(const std::vector<std::vector<grpc::Slice>>&, int64_t) {
+  return kWhere;
+}
 
 }  // namespace
 
@@ -160,23 +172,32 @@ struct PsService::Method {
   const char* name;  // after kMethodPrefix
   // Whether the client streams its request (more than one message).
   bool streamed;
-  // Whether the call may block, hence is served on the pool.
-  bool (*blocks)(const Messages& requests);
+  // Whether only the chief may call it.
+  bool chief_only;
+  // Where a call with these request messages is served, given
+  // large_push_bytes.
+  Where (*where)(const Messages& requests, int64_t large_push_bytes);
   grpc::Status (PsService::*serve)(const Messages& requests, Replies* replies);
 };
 
 const PsService::Method PsService::kMethods[] = {
-    {"CreateVariables", false, Always,
+    {"CreateVariables", false, true, Fixed<Where::kWorkPool>,
      &PsService::Unary<&Shard::CreateVariables>},
-    {"PullDense", false, WaitsForStep<PullDenseRequest>, &PsService::PullDense},
-    {"PushDense", true, LargePush, &PsService::PushDense},
-    {"PullSparse", false, WaitsForStep<PullSparseRequest>,
+    {"PullDense", false, false, PullWhere<PullDenseRequest>,
+     &PsService::PullDense},
+    {"PushDense", true, false, PushWhere, &PsService::PushDense},
+    {"PullSparse", false, false, PullWhere<PullSparseRequest>,
      &PsService::Unary<&Shard::PullSparse>},
-    {"PushSparse", false, Never, &PsService::Unary<&Shard::PushSparse>},
-    {"Save", false, Always, &PsService::Unary<&Shard::Save>},
-    {"Restore", false, Always, &PsService::Unary<&Shard::Restore>},
-    {"GetShardStatus", false, Never, &PsService::Unary<&Shard::GetShardStatus>},
-    {"SetWorkers", false, Never, &PsService::Unary<&Shard::SetWorkers>},
+    {"PushSparse", false, false, Fixed<Where::kServiceThread>,
+     &PsService::Unary<&Shard::PushSparse>},
+    {"Save", false, true, Fixed<Where::kWorkPool>,
+     &PsService::Unary<&Shard::Save>},
+    {"Restore", false, true, Fixed<Where::kWorkPool>,
+     &PsService::Unary<&Shard::Restore>},
+    {"GetShardStatus", false, false, Fixed<Where::kServiceThread>,
+     &PsService::Unary<&Shard::GetShardStatus>},
+    {"SetWorkers", false, true, Fixed<Where::kServiceThread>,
+     &PsService::Unary<&Shard::SetWorkers>},
 };
 
 // One call, from gRPC's match to its status: reads the request messages
@@ -248,7 +269,7 @@ class PsService::Call {
             absl::StrCat("no method ", context_.method(), " on a ps")));
         return;
       }
-      const absl::Status admitted = service_->Admit(context_);
+      const absl::Status admitted = service_->Admit(context_, *method_);
       if (!admitted.ok()) {
         Answer(ToGrpcStatus(admitted));
         return;
@@ -292,15 +313,23 @@ class PsService::Call {
   void Serve() {
     if (unreadable_) {
       Answer(InvalidArgument("a request message could not be read"));
-    } else if (health_) {
-      Answer(service_->CheckHealth(requests_, &reply_));
-    } else if (method_->blocks(requests_)) {
-      service_->pool_->Schedule([this] {
-        Answer((service_->*method_->serve)(requests_, &reply_));
-      });
-    } else {
-      Answer((service_->*method_->serve)(requests_, &reply_));
+      return;
     }
+    if (health_) {
+      Answer(service_->CheckHealth(requests_, &reply_));
+      return;
+    }
+    const Where where =
+        method_->where(requests_, service_->options_.large_push_bytes);
+    if (where == Where::kServiceThread) {
+      Answer((service_->*method_->serve)(requests_, &reply_));
+      return;
+    }
+    ThreadPool* pool = where == Where::kPullPool ? service_->pull_pool_.get()
+                                                 : service_->work_pool_.get();
+    pool->Schedule([this] {
+      Answer((service_->*method_->serve)(requests_, &reply_));
+    });
   }
 
   // Sends reply_ (unless `status` is an error) and `status`.
@@ -345,13 +374,14 @@ class PsService::Call {
 PsService::PsService(Shard* shard, PsServiceOptions options)
     : shard_(shard),
       options_(options),
-      pool_(std::make_unique<ThreadPool>(options.pull_threads)) {}
+      pull_pool_(std::make_unique<ThreadPool>(options.pull_threads)),
+      work_pool_(std::make_unique<ThreadPool>(options.work_threads)) {}
 
 PsService::~PsService() { Stop(); }
 
 absl::Status PsService::Start(const std::string& address, int* bound_port,
                               const GrpcSecurity& security) {
-  auth_token_ = security.auth_token;
+  security_ = security;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
       address, {}, bound_port, security,
       [this](grpc::ServerBuilder* builder) {
@@ -389,14 +419,16 @@ void PsService::Stop() {
   // Cancels what is in flight; returns once every call is over (a call
   // holds its connection, which the server waits for).
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
-  pool_.reset();
+  pull_pool_.reset();
+  work_pool_.reset();
   grpc::Alarm alarm;
   alarm.Set(cq_.get(), absl::ToChronoTime(absl::Now()), this);
   thread_.join();
   server_.reset();
 }
 
-absl::Status PsService::Admit(const grpc::ServerContextBase& context) {
+absl::Status PsService::Admit(const grpc::ServerContextBase& context,
+                              const Method& method) {
   {
     absl::MutexLock lock(&mu_);
     if (refusing_) {
@@ -404,7 +436,14 @@ absl::Status PsService::Admit(const grpc::ServerContextBase& context) {
           absl::StrCat("ps ", shard_->ps_task(), " is shutting down"));
     }
   }
-  return CheckAuthToken(context, auth_token_);
+  absl::StatusOr<Caller> caller =
+      AuthenticateCaller(context, security_, options_.chief_host);
+  if (!caller.ok()) return caller.status();
+  if (method.chief_only && *caller != Caller::kChief) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method.name, " is the chief's alone"));
+  }
+  return absl::OkStatus();
 }
 
 void PsService::CallStarted() {

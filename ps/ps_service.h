@@ -12,11 +12,19 @@
 // service would bring those threads back (it is a callback service), so the
 // health check is answered here.
 //
-// Calls that may block, or take long, are served on a pool of threads of
-// their own: CreateVariables (initialization), Save and Restore (file I/O),
-// pulls that may wait for a sync step (min_version > 0), and pushes of 64 MB
-// or more. The others, most pushes and the pulls of async runs among them,
-// are served on the service thread: they wait only on the variables' locks.
+// Calls that may block, or take long, are served on two pools of threads of
+// their own. Pulls that may wait for a sync step (min_version > 0) have one
+// (pull_threads); the work that ends such a wait never queues behind them:
+// pushes of large_push_bytes or more, CreateVariables (initialization),
+// Save and Restore (file I/O) have the other (work_threads), whose calls
+// wait for nothing but locks and disks. The others, most pushes and the
+// pulls of async runs among them, are served on the service thread: they
+// wait only on the variables' locks.
+//
+// CreateVariables, Save, Restore and SetWorkers are the chief's alone: with
+// a chief token (GrpcSecurity::chief_token) they need it, with mutual TLS a
+// client certificate naming the chief's host (chief_host); other callers
+// get PERMISSION_DENIED. Without security (tests, benchmarks) anyone may.
 //
 // Pulls are streamed in messages of at most max_chunk_bytes of content
 // (request's value, else the default), so no message approaches protobuf's
@@ -50,8 +58,16 @@ namespace ps {
 struct PsServiceOptions {
   // Largest tensor content per pull message unless the request asks less.
   int64_t max_chunk_bytes = 4 << 20;
-  // Threads serving the calls that may block (each may wait for a sync step).
+  // Threads serving pulls that may wait for a sync step. >= 1.
   int pull_threads = 16;
+  // Threads serving large pushes, CreateVariables, Save and Restore. >= 1.
+  int work_threads = 4;
+  // Pushes of this many bytes or more are applied on the work pool (they
+  // would hold the service thread, and health checks, for tens of ms).
+  int64_t large_push_bytes = 64 << 20;
+  // The chief's host in TF_CONFIG: with mutual TLS, chief-only calls need a
+  // client certificate naming it ("" : not checked).
+  std::string chief_host;
 };
 
 class PsService {
@@ -91,10 +107,10 @@ class PsService {
 
   // The service thread: serves the completion queue until it is shut down.
   void Serve();
-  // OK unless the call must be refused: shutting down, or not carrying the
-  // auth token.
-  absl::Status Admit(const grpc::ServerContextBase& context)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // OK unless the call of `method` must be refused: shutting down, not
+  // carrying an auth token, or a chief-only method from another caller.
+  absl::Status Admit(const grpc::ServerContextBase& context,
+                     const Method& method) ABSL_LOCKS_EXCLUDED(mu_);
   void CallStarted() ABSL_LOCKS_EXCLUDED(mu_);
   void CallDone() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -111,7 +127,7 @@ class PsService {
 
   Shard* const shard_;
   const PsServiceOptions options_;
-  std::string auth_token_;
+  GrpcSecurity security_;
 
   absl::Mutex mu_;
   bool refusing_ ABSL_GUARDED_BY(mu_) = false;
@@ -121,7 +137,8 @@ class PsService {
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;  // destroyed before the queue
   std::thread thread_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ThreadPool> pull_pool_;
+  std::unique_ptr<ThreadPool> work_pool_;
 };
 
 }  // namespace ps

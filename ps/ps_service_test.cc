@@ -1,5 +1,6 @@
 #include "ps/ps_service.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,13 +18,13 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-// Creates a float variable "w" of 2 zeros in a run of one worker.
-CreateVariablesRequest CreateW(UpdateConfig::Mode mode) {
+// Creates a float variable "w" of 2 zeros in a run of `workers` workers.
+CreateVariablesRequest CreateW(UpdateConfig::Mode mode, int workers = 1) {
   CreateVariablesRequest create;
   create.mutable_optimizer()->mutable_sgd();
   create.mutable_optimizer()->set_learning_rate(0.1);
   create.mutable_update()->set_mode(mode);
-  create.mutable_update()->set_num_workers(1);
+  create.mutable_update()->set_num_workers(workers);
   create.mutable_update()->set_max_staleness(-1);
   ShardVariable* v = create.add_variables();
   v->mutable_def()->set_name("w");
@@ -229,6 +230,65 @@ TEST_F(PsServiceTest, RefusesIncompletePushStreamsAndMalformedCalls) {
   EXPECT_EQ(*version, 1);
   EXPECT_FLOAT_EQ(w[0], -0.1f);
   EXPECT_FLOAT_EQ(w[1], -0.1f);
+}
+
+// 32 sync workers each pull step 1 (which waits for the step) before they
+// push; there are 2 threads for waiting pulls, and every push is served on
+// a pool (large_push_bytes 0, as pushes of 64 MB are). The pushes never
+// queue behind the waiting pulls, so the step completes and every pull is
+// answered; sharing one pool, 30 pushes would wait behind 30 pulls, each
+// waiting for its step until the step timeout.
+TEST(PsServicePools, WaitingPullsDoNotHoldBackThePushesTheyWaitFor) {
+  constexpr int kWorkers = 32;
+  Shard shard{ShardOptions{}};
+  PsServiceOptions service_options;
+  service_options.pull_threads = 2;
+  service_options.large_push_bytes = 0;
+  PsService service(&shard, service_options);
+  int port = 0;
+  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+
+  auto client = [&](int worker) {
+    PsClientOptions options;
+    options.run_id = "run";
+    options.sender.set_job(JOB_WORKER);
+    options.sender.set_index(worker);
+    return std::make_unique<PsClient>(CreatePstrainChannel(address), options);
+  };
+  CreateVariablesRequest create = CreateW(UpdateConfig::SYNC, kWorkers);
+  create.mutable_update()->set_step_timeout_ms(20000);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(client(0)->CreateVariables(create, &created).ok());
+
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int w = 0; w < kWorkers; ++w) clients.push_back(client(w));
+  std::vector<absl::StatusOr<int64_t>> pulled(kWorkers);
+  std::vector<absl::Status> pushed(kWorkers);
+  std::vector<std::array<float, 2>> values(kWorkers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      float(&into)[2] = *reinterpret_cast<float(*)[2]>(values[w].data());
+      pulled[w] = clients[w]->PullDense(1, {PieceOfW(into)});
+    });
+  }
+  // Let the pulls arrive and fill the pull threads first.
+  absl::SleepFor(absl::Milliseconds(500));
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      float g[2] = {1, 1};
+      pushed[w] = clients[w]->PushDense(0, 1, {PieceOfW(g)}).status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int w = 0; w < kWorkers; ++w) {
+    EXPECT_TRUE(pushed[w].ok()) << w << ": " << pushed[w];
+    ASSERT_TRUE(pulled[w].ok()) << w << ": " << pulled[w].status();
+    EXPECT_EQ(*pulled[w], 1);
+    // The mean gradient 1, once: w = 0 - 0.1.
+    EXPECT_FLOAT_EQ(values[w][0], -0.1f) << w;
+  }
 }
 
 }  // namespace

@@ -132,6 +132,56 @@ absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
   return found;
 }
 
+// RESOURCE_EXHAUSTED, naming the variable that crosses it, if the pieces
+// `request` places on `ps_task` (`arrays` arrays each: value and optimizer
+// slots) would hold more than `max_bytes`; INVALID_ARGUMENT for a negative
+// or overflowing shape. Checked before anything is allocated: the sizes
+// come from the network.
+absl::Status CheckShardBytes(const CreateVariablesRequest& request,
+                             int ps_task, int arrays, int64_t max_bytes) {
+  int64_t total = 0;
+  for (const ShardVariable& variable : request.variables()) {
+    const VariableDef& def = variable.def();
+    // Bytes of one row (of a scalar, the whole).
+    int64_t row_bytes = static_cast<int64_t>(sizeof(float)) * arrays;
+    for (int d = 1; d < def.shape().dims_size(); ++d) {
+      const int64_t dim = def.shape().dims(d);
+      if (dim < 0) {
+        return VariableError(def.name(), absl::StrCat(
+            "shape ", ShapeString(Dims(def.shape())),
+            " has a negative dimension"));
+      }
+      // Past max_bytes, it is refused below however many rows are here.
+      row_bytes = dim > 0 && row_bytes > max_bytes / dim ? max_bytes + 1
+                                                          : row_bytes * dim;
+    }
+    int64_t rows = 0;
+    for (const VariablePlacement::Slice& slice :
+         variable.placement().slices()) {
+      if (slice.ps_task() != ps_task) continue;
+      if (slice.row_begin() < 0 || slice.row_end() < slice.row_begin()) {
+        return VariableError(def.name(), absl::StrCat(
+            "placement rows [", slice.row_begin(), ", ", slice.row_end(),
+            ") are not a range"));
+      }
+      if (def.shape().dims_size() == 0) {
+        rows = 1;
+      } else if (variable.placement().partitioning() !=
+                 VariablePlacement::ROW_HASH) {
+        rows = slice.row_end() - slice.row_begin();
+      }
+    }
+    if (row_bytes > 0 && rows > (max_bytes - total) / row_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "variable '", def.name(), "': the variables placed on ps ", ps_task,
+          " would hold more than its limit of ", max_bytes,
+          " bytes (values and optimizer slots; the ps's --max_shard_bytes)"));
+    }
+    total += rows * row_bytes;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EmbeddingTable*> FindTable(
     const std::map<std::string, std::unique_ptr<EmbeddingTable>>& tables,
     const std::string& name, int ps_task) {
@@ -158,9 +208,10 @@ absl::StatusOr<const Shard::Run*> Shard::CheckRun(
         " has no variables yet (the chief has not created them)"));
   }
   if (header.run_id() != run_->run_id) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run id '", header.run_id(), "' is not this ps's run '",
-                     run_->run_id, "'"));
+    // Neither run id is quoted: the ps's is what a caller must know to
+    // take part in the run.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the request's run id is not the run of ps ", options_.ps_task));
   }
   return run_.get();
 }
@@ -181,9 +232,8 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
   {
     absl::MutexLock lock(&mu_);
     if (run_ != nullptr && run_->run_id != run_id) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("ps ", options_.ps_task, " already belongs to run '",
-                       run_->run_id, "'; refusing run '", run_id, "'"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ps ", options_.ps_task, " already belongs to another run"));
     }
     if (run_ != nullptr) {
       if (run_->definition.SerializeAsString() !=
@@ -214,6 +264,9 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
   run->step_timeout = request.update().step_timeout_ms() > 0
                           ? absl::Milliseconds(request.update().step_timeout_ms())
                           : options_.default_step_timeout;
+  PSTRAIN_RETURN_IF_ERROR(CheckShardBytes(
+      request, options_.ps_task, 1 + run->optimizer->NumSlots(),
+      options_.max_bytes));
   int64_t bytes = 0;
   for (const ShardVariable& variable : request.variables()) {
     const VariableDef& def = variable.def();
@@ -266,6 +319,12 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
     if (!run->dense.emplace(def.name(), std::move(piece)).second) {
       return VariableError(def.name(), "defined twice");
     }
+  }
+  for (const auto& [name, v] : run->dense) {
+    v->SetNeeded(run->replicas_to_aggregate);
+  }
+  for (const auto& [name, t] : run->tables) {
+    t->SetNeeded(run->replicas_to_aggregate);
   }
   run->definition = std::move(definition);
   response->set_num_variables(run->dense.size() + run->tables.size());
@@ -559,8 +618,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   }
   if (run->update.mode() == UpdateConfig::SYNC) {
     for (auto& [v, chunks] : pushed) {
-      applied &= v->AccumulateSync(version, batch_size, chunks,
-                                   run->replicas_to_aggregate.load(), skip_update,
+      applied &= v->AccumulateSync(version, batch_size, chunks, skip_update,
                                    worker);
     }
     response.set_version(version + 1);
@@ -713,9 +771,7 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   bool applied = true;
   if (run.update.mode() == UpdateConfig::SYNC) {
     applied = table->AccumulateSync(request.version(), ids, sums.data(),
-                                    request.batch_size(),
-                                    run.replicas_to_aggregate.load(),
-                                    skip_update, worker);
+                                    request.batch_size(), skip_update, worker);
     response->set_version(request.version() + 1);
   } else if (skip_update) {
     applied = false;
@@ -777,11 +833,11 @@ absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
   run->replicas_to_aggregate = needed;
   int64_t version = -1;
   for (const auto& [name, v] : run->dense) {
-    v->CompleteIfReady(needed);
+    v->SetNeeded(needed);
     version = version < 0 ? v->version() : std::min(version, v->version());
   }
   for (const auto& [name, t] : run->tables) {
-    t->CompleteIfReady(needed);
+    t->SetNeeded(needed);
     version = version < 0 ? t->version() : std::min(version, t->version());
   }
   response->set_version(std::max<int64_t>(version, 0));
@@ -800,6 +856,11 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
   status->set_pushes_dropped_stale(pushes_dropped_stale_.load());
   status->set_pushes_refused(pushes_refused_.load());
   status->set_generation(generation_.load());
+  {
+    absl::MutexLock lock(&mu_);
+    // No run yet (run_id ""): a ps that just (re)started.
+    if (run_ == nullptr) return absl::OkStatus();
+  }
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   status->set_run_id(run->run_id);
   status->set_num_variables(run->dense.size() + run->tables.size());

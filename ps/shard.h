@@ -46,6 +46,14 @@ struct ShardOptions {
   // Called (once per offending push) when a non-finite gradient arrives under
   // NAN_ABORT; main() logs it and exits.
   std::function<void(const absl::Status&)> on_abort;
+  // The directory checkpoints live in (the ps's --model_dir). Save and
+  // Restore name a checkpoint directory inside it, never a path: requests
+  // cannot reach any other file. Empty: Save and Restore are refused.
+  std::string checkpoint_root;
+  // The most bytes (values and optimizer slots) CreateVariables may place on
+  // this shard; a larger request is RESOURCE_EXHAUSTED before anything is
+  // allocated.
+  int64_t max_bytes = int64_t{1} << 40;
 };
 
 class Shard {
@@ -103,14 +111,16 @@ class Shard {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes every piece's arrays (value and optimizer slots) into
-  // "<directory>/ps-<task>.data", atomically, and lists the slices written.
+  // "<checkpoint_root>/<directory>/ps-<task>.data", atomically, and lists
+  // the slices written. request.directory must be one plain name (see
+  // CheckpointDirectory).
   // In sync mode every variable must be at request.step (the chief saves at
   // a step boundary), else FAILED_PRECONDITION naming the variable.
   absl::Status Save(const SaveRequest& request, SaveResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Replaces this shard's state with the parts of request.slices that its
-  // pieces hold (the checkpoint may have been written by another number of
+  // Replaces this shard's state with the parts of request.slices (files of
+  // "<checkpoint_root>/<directory>") that its pieces hold (the checkpoint may have been written by another number of
   // ps tasks). Every byte read is checked against its slice's length and
   // CRC32C, and every row of every piece must be found, before anything
   // changes: a damaged or incomplete checkpoint is DATA_LOSS or
@@ -125,6 +135,9 @@ class Shard {
   absl::Status Restore(const RestoreRequest& request,
                        RestoreResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The shard's counters, and its run's state when the request is of its
+  // run (FAILED_PRECONDITION for another run). Before CreateVariables: the
+  // counters, run_id "".
   absl::Status GetShardStatus(const GetShardStatusRequest& request,
                               ShardStatus* status) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -172,6 +185,11 @@ class Shard {
 
   // OK unless `worker` is one SetWorkers named absent (ABORTED).
   absl::Status CheckPresent(const Run& run, int worker) const;
+
+  // "<checkpoint_root>/<name>" for a checkpoint directory a request names:
+  // INVALID_ARGUMENT unless `name` is one plain name (letters, digits, '.',
+  // '_', '-', not starting with '.'), FAILED_PRECONDITION without a root.
+  absl::StatusOr<std::string> CheckpointDirectory(const std::string& name) const;
 
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);

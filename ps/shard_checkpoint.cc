@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/atomic_file.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
@@ -89,12 +89,12 @@ class RegionReader {
       }
       done += n;
     }
-    const uint32_t actual = Crc32c(data.data(), data.size());
-    if (actual != crc32c) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s: bytes [%d, %d) fail their CRC32C check (stored %08x, computed "
-          "%08x)",
-          path, offset, offset + length, crc32c, actual));
+    // The computed CRC32C is not put in the message: it would tell the
+    // caller the bytes read.
+    if (Crc32c(data.data(), data.size()) != crc32c) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": bytes [", offset, ", ", offset + length,
+                       ") fail their CRC32C check"));
     }
     return data;
   }
@@ -171,11 +171,30 @@ absl::Status NotInCheckpoint(const std::string& name) {
 
 }  // namespace
 
+absl::StatusOr<std::string> Shard::CheckpointDirectory(
+    const std::string& name) const {
+  if (options_.checkpoint_root.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ps ", options_.ps_task,
+        " has no checkpoint directory (start it with --model_dir)"));
+  }
+  bool plain = !name.empty() && name.size() <= 255 && name[0] != '.';
+  for (const char c : name) {
+    plain &= absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+             c == '_' || c == '-';
+  }
+  if (!plain) {
+    return absl::InvalidArgumentError(
+        "checkpoint directory: not a plain name inside the ps's --model_dir "
+        "(letters, digits, '.', '_' and '-', not starting with '.')");
+  }
+  return absl::StrCat(options_.checkpoint_root, "/", name);
+}
+
 absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
-  if (request.directory().empty()) {
-    return absl::InvalidArgumentError("Save: directory is empty");
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string directory,
+                           CheckpointDirectory(request.directory()));
   if (run->update.mode() == UpdateConfig::SYNC) {
     auto check = [&](const std::string& name, int64_t version) -> absl::Status {
       if (version == request.step()) return absl::OkStatus();
@@ -190,11 +209,11 @@ absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
       PSTRAIN_RETURN_IF_ERROR(check(name, t->version()));
     }
   }
-  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(request.directory()));
+  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(directory));
   const std::string file = absl::StrCat("ps-", options_.ps_task, ".data");
   PSTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<AtomicFile> out,
-      AtomicFile::Create(absl::StrCat(request.directory(), "/", file)));
+      AtomicFile::Create(absl::StrCat(directory, "/", file)));
 
   response->Clear();
   absl::Status status;
@@ -257,15 +276,14 @@ absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
 absl::Status Shard::Restore(const RestoreRequest& request,
                             RestoreResponse* response) {
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
-  if (request.directory().empty()) {
-    return absl::InvalidArgumentError("Restore: directory is empty");
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string directory,
+                           CheckpointDirectory(request.directory()));
   std::map<std::string, std::vector<const SavedSlice*>> by_name;
   for (const SavedSlice& slice : request.slices()) {
     PSTRAIN_RETURN_IF_ERROR(CheckFileName(slice.file()));
     by_name[slice.name()].push_back(&slice);
   }
-  RegionReader reader(request.directory());
+  RegionReader reader(directory);
 
   // Stage everything; change nothing until every piece is complete.
   struct StagedDense {

@@ -15,9 +15,14 @@ namespace {
 
 constexpr char kRun[] = "run-1";
 
-std::string Dir(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-}
+// The shards' checkpoint root (their --model_dir).
+std::string Root() { return std::getenv("TEST_TMPDIR"); }
+
+// The path of checkpoint directory `name`; requests name it by `name`.
+std::string Dir(const std::string& name) { return Root() + "/" + name; }
+
+// The name a request gives for checkpoint directory `dir`.
+std::string Name(const std::string& dir) { return dir.substr(Root().size() + 1); }
 
 void AddVariable(CreateVariablesRequest* r, const std::string& name,
                  std::vector<int64_t> dims, bool sparse,
@@ -65,6 +70,7 @@ CreateVariablesRequest Create(int num_ps, int task) {
 std::unique_ptr<Shard> MakeShard(int num_ps, int task) {
   ShardOptions options;
   options.ps_task = task;
+  options.checkpoint_root = Root();
   auto shard = std::make_unique<Shard>(options);
   CreateVariablesResponse created;
   EXPECT_TRUE(shard->CreateVariables(Create(num_ps, task), &created).ok());
@@ -133,7 +139,7 @@ std::vector<float> PullEmb(Shard* shard, std::vector<int64_t> ids) {
 SaveResponse Save(Shard* shard, const std::string& dir) {
   SaveRequest r;
   r.mutable_header()->set_run_id(kRun);
-  r.set_directory(dir);
+  r.set_directory(Name(dir));
   SaveResponse response;
   absl::Status status = shard->Save(r, &response);
   EXPECT_TRUE(status.ok()) << status;
@@ -145,7 +151,7 @@ absl::Status Restore(Shard* shard, const std::string& dir,
                      int64_t generation = 0) {
   RestoreRequest r;
   r.mutable_header()->set_run_id(kRun);
-  r.set_directory(dir);
+  r.set_directory(Name(dir));
   r.set_generation(generation);
   for (const SavedSlice& s : slices) *r.add_slices() = s;
   RestoreResponse response;
@@ -210,6 +216,7 @@ TEST(ShardCheckpoint, RestoreStartsANewGenerationAndWakesWaitingPulls) {
 TEST(ShardCheckpoint, RestoreWakesWaitingSparsePulls) {
   // Steps time out after 10 s.
   ShardOptions options;
+  options.checkpoint_root = Root();
   options.default_step_timeout = absl::Seconds(10);
   auto shard = std::make_unique<Shard>(options);
   CreateVariablesResponse created;
@@ -331,12 +338,14 @@ TEST(ShardCheckpoint, DamagedCheckpointIsRefusedAndChangesNothing) {
 TEST(ShardCheckpoint, SyncSaveOnlyAtAStepBoundary) {
   CreateVariablesRequest create = Create(1, 0);
   create.mutable_update()->set_mode(UpdateConfig::SYNC);
-  Shard shard{ShardOptions()};
+  ShardOptions options;
+  options.checkpoint_root = Root();
+  Shard shard{options};
   CreateVariablesResponse created;
   ASSERT_TRUE(shard.CreateVariables(create, &created).ok());
   SaveRequest r;
   r.mutable_header()->set_run_id(kRun);
-  r.set_directory(Dir("ckpt-5"));
+  r.set_directory("ckpt-5");
   r.set_step(3);
   SaveResponse response;
   const absl::Status status = shard.Save(r, &response);

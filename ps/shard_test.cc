@@ -147,8 +147,9 @@ TEST_F(ShardTest, CreateIsIdempotentButRefusesAnotherDefinitionOrRun) {
             absl::StatusCode::kAlreadyExists);
   other = create;
   other.mutable_header()->set_run_id("run-2");
+  // The ps's run id is what a caller must know to take part: never told.
   EXPECT_EQ(shard_.CreateVariables(other, &response).message(),
-            "ps 0 already belongs to run 'run-1'; refusing run 'run-2'");
+            "ps 0 already belongs to another run");
 }
 
 TEST(Shard, CreateRefusesBadRequests) {
@@ -175,6 +176,40 @@ TEST(Shard, CreateRefusesBadRequests) {
   create.mutable_optimizer()->set_learning_rate(-1);
   EXPECT_EQ(shard.CreateVariables(create, &response).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Sizes come from the network: a run that would hold more than the shard
+// may is refused before anything is allocated, and leaves the shard free
+// for a run that fits. A table of 2^40 rows once made `new` throw.
+TEST(Shard, CreateRefusesMoreThanMaxBytes) {
+  ShardOptions options;
+  options.max_bytes = 1 << 20;
+  Shard shard(options);
+  CreateVariablesResponse response;
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 1);
+  ShardVariable* table = create.add_variables();
+  table->mutable_def()->set_name("emb");
+  table->mutable_def()->set_dtype(DT_FLOAT);
+  table->mutable_def()->set_sparse(true);
+  table->mutable_def()->mutable_shape()->add_dims(int64_t{1} << 40);
+  table->mutable_def()->mutable_shape()->add_dims(1);
+  table->mutable_def()->mutable_initializer()->mutable_zeros();
+  table->mutable_placement()->set_name("emb");
+  table->mutable_placement()->set_partitioning(VariablePlacement::ROW_RANGES);
+  table->mutable_placement()->add_slices()->set_row_end(int64_t{1} << 40);
+  const absl::Status refused = shard.CreateVariables(create, &response);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("variable 'emb'"), std::string::npos)
+      << refused;
+  // A dimension so large that a row's bytes overflow is refused too.
+  table->mutable_def()->mutable_shape()->set_dims(1, int64_t{1} << 62);
+  table->mutable_placement()->mutable_slices(0)->set_row_end(1);
+  table->mutable_def()->mutable_shape()->set_dims(0, 1);
+  EXPECT_EQ(shard.CreateVariables(create, &response).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Nothing was claimed: a run that fits is created.
+  EXPECT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 1), &response)
+                  .ok());
 }
 
 TEST_F(ShardTest, SyncAppliesOnceWithTheGlobalBatch) {
@@ -462,7 +497,7 @@ TEST_F(ShardTest, RefusesBadPushesWithoutChangingAnything) {
   PushDenseRequest p = Push(0, 1, {1, 1, 1, 1}, {1, 1, 1});
   p.mutable_header()->set_run_id("old-run");
   ExpectRefused(p, absl::StatusCode::kFailedPrecondition,
-                "run id 'old-run' is not this ps's run 'run-1'");
+                "the request's run id is not the run of ps 0");
 
   p = Push(0, 0, {1, 1, 1, 1}, {1, 1, 1});
   ExpectRefused(p, absl::StatusCode::kInvalidArgument, "batch_size 0 must be > 0");

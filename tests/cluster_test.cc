@@ -29,7 +29,7 @@ TEST(Cluster, SyncRunOfTheMlpFinishesAndEveryTaskExits) {
   for (int i = 0; i < 2; ++i) tasks.push_back(cluster.Start("sync", "ps", i));
   for (int i = 0; i < 2; ++i)
     tasks.push_back(cluster.Start("sync", "worker", i));
-  const std::string model_dir = TempPath("sync-run");
+  const std::string model_dir = TempPath("sync-model");
   Subprocess chief = cluster.Start(
       "sync", "chief", 0,
       {"--model=mlp", "--optimizer=adam", "--steps=60", "--batch_size=32",
@@ -61,7 +61,7 @@ TEST(Cluster, AsyncRunFinishes) {
   tasks.push_back(cluster.Start("async", "ps", 0));
   for (int i = 0; i < 2; ++i)
     tasks.push_back(cluster.Start("async", "worker", i));
-  const std::string model_dir = TempPath("async-run");
+  const std::string model_dir = TempPath("async-model");
   Subprocess chief =
       cluster.Start("async", "chief", 0,
                     {"--model=mlp", "--mode=async", "--max_staleness=4",
@@ -82,7 +82,7 @@ TEST(Cluster, BackupWorkersLateGradientsAreCountedInTheSummary) {
   tasks.push_back(cluster.Start("backup", "worker", 0));
   tasks.push_back(cluster.Start("backup", "worker", 1));
   tasks.push_back(cluster.Start("backup", "worker", 2, {"--push_delay_ms=50"}));
-  const std::string model_dir = TempPath("backup-run");
+  const std::string model_dir = TempPath("backup-model");
   Subprocess chief =
       cluster.Start("backup", "chief", 0,
                     {"--model=mlp", "--replicas_to_aggregate=2", "--steps=20",

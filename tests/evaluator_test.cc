@@ -18,7 +18,7 @@ TEST(Evaluator, EvaluatesEachEpochsCheckpointForTheChief) {
   if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   LocalCluster cluster(1, 2);
   cluster.AddEvaluator();
-  const std::string model_dir = TempPath("evaluated");
+  const std::string model_dir = TempPath("eval-model");
   std::vector<Subprocess> tasks;
   tasks.push_back(cluster.Start("eval", "ps", 0));
   for (int i = 0; i < 2; ++i) {

@@ -14,8 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpoint_reader.h"
+#include "chief/chief_client.h"
+#include "common/grpc_options.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/local_cluster.h"
@@ -136,6 +139,18 @@ class ClusterRun {
         << chief_log();
   }
 
+  // Sends `signal` to `type`:`index` (SIGSTOP, SIGCONT).
+  void Signal(const std::string& type, int index, int signal) {
+    ASSERT_EQ(kill(Task(type, index)->pid(), signal), 0);
+  }
+
+  // The chief's address, for a test's own calls to it.
+  std::string ChiefAddress() const {
+    const nlohmann::json config =
+        nlohmann::json::parse(cluster_.TfConfig("chief", 0));
+    return config["cluster"]["chief"][0].get<std::string>();
+  }
+
   int64_t KillAndRestart(const std::string& type, int index) {
     const int64_t step = Kill(type, index);
     Restart(type, index);
@@ -162,6 +177,7 @@ class ClusterRun {
       flags.insert(flags.end(), chief_flags_.begin(), chief_flags_.end());
     }
     if (type == "worker") flags = kWorkerFlags;
+    if (type == "ps") flags = {"--model_dir=" + model_dir_};
     return std::make_unique<Subprocess>(
         cluster_.Start(name_ + suffix, type, index, flags));
   }
@@ -281,6 +297,61 @@ TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {
   const std::string log = run.chief_log();
   EXPECT_NE(log.find("ps:1 restarted"), std::string::npos) << log;
   EXPECT_NE(log.find("steps are trained again"), std::string::npos) << log;
+}
+
+// A ps that stalls (SIGSTOP: silent to the chief and everyone, as behind a
+// partition) for 15 s, well past --failure_timeout, still holds its shard:
+// the chief waits for it and nothing is rolled back. A Register forged in
+// ps 0's name, claiming a new process, makes the chief ask ps 0, which
+// holds its shard: nothing happens either.
+TEST_F(FailureTest, AStalledPsOrAForgedRegisterRollsNothingBack) {
+  ClusterRun run("ps-stalled");
+  run.WaitForStep(RandomStep());
+  chief::ChiefClient forger(CreatePstrainChannel(run.ChiefAddress()),
+                            MakeTask(JOB_PS, 0), "");
+  const absl::StatusOr<RegisterResponse> forged =
+      forger.Register(absl::Seconds(10));
+  EXPECT_TRUE(forged.ok()) << forged.status();
+  ASSERT_GE(SecondsUntil([&] {
+              return run.ChiefSaid("ps:0 restarted") &&
+                     run.ChiefSaid("ps:0 answers and still holds its shard");
+            }),
+            0)
+      << run.chief_log();
+
+  const int64_t at = LastStep(run.chief_log());
+  run.Signal("ps", 1, SIGSTOP);
+  absl::SleepFor(absl::Seconds(15));
+  run.Signal("ps", 1, SIGCONT);
+  std::printf("stalled ps 1 for 15 s after step %ld\n", static_cast<long>(at));
+  ExpectCompletedLikeUndisturbed(run);
+  const std::string log = run.chief_log();
+  EXPECT_NE(log.find("ps:1 sent nothing for"), std::string::npos) << log;
+  EXPECT_NE(log.find("ps:1 answers and still holds its shard"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("recovered in"), std::string::npos) << log;
+  EXPECT_EQ(log.find("steps are trained again"), std::string::npos) << log;
+}
+
+// --on_worker_failure=continue: worker 1 dies and the others take its share;
+// then the chief dies, and worker 1 comes back while there is no chief. The
+// new chief finds every worker registered: the ps tasks must take its
+// membership (worker 1 present again), or worker 1's pushes are refused
+// forever and the run never ends.
+TEST_F(FailureTest, WithContinueAWorkerBackDuringAChiefRestartIsTakenBack) {
+  ClusterRun run("chief-and-worker-back", {"--on_worker_failure=continue"});
+  run.WaitForStep(RandomStep(/*first=*/20) / 2);
+  run.Kill("worker", 1);
+  ASSERT_GE(SecondsUntil(
+                [&] { return run.ChiefSaid("going on without worker 1"); }),
+            0)
+      << run.chief_log();
+  run.Kill("chief", 0);
+  run.Restart("worker", 1);
+  absl::SleepFor(absl::Seconds(2));
+  run.Restart("chief", 0);
+  ExpectCompletedLikeUndisturbed(run);
 }
 
 TEST_F(FailureTest, RestartedChiefTakesTheRunUpFromTheLatestCheckpoint) {

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
@@ -52,8 +54,17 @@ Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
                                int index,
                                const std::vector<std::string>& args) const {
   const std::string binary = type == "evaluator" ? "chief" : type;
+  std::vector<std::string> flags = args;
+  // The chief and the ps tasks share a model_dir: give them the same one
+  // unless the test names it.
+  if (type != "worker" &&
+      std::none_of(args.begin(), args.end(), [](const std::string& arg) {
+        return absl::StartsWith(arg, "--model_dir=");
+      })) {
+    flags.push_back("--model_dir=" + TempPath(name + "-model"));
+  }
   return Subprocess::Start(
-      absl::StrCat(binary, "/", binary), args,
+      absl::StrCat(binary, "/", binary), flags,
       {{"TF_CONFIG", TfConfig(type, index)}},
       TempPath(absl::StrCat(name, "-", type, index, ".log")));
 }
@@ -61,8 +72,14 @@ Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
 std::string LocalCluster::Run(
     const std::string& name, const std::vector<std::string>& chief_flags,
     const std::vector<std::string>& worker_flags) const {
+  std::vector<std::string> ps_flags;
+  for (const std::string& flag : chief_flags) {
+    if (absl::StartsWith(flag, "--model_dir=")) ps_flags.push_back(flag);
+  }
   std::vector<Subprocess> tasks;
-  for (int i = 0; i < num_ps(); ++i) tasks.push_back(Start(name, "ps", i));
+  for (int i = 0; i < num_ps(); ++i) {
+    tasks.push_back(Start(name, "ps", i, ps_flags));
+  }
   for (int i = 0; i < num_workers(); ++i) {
     tasks.push_back(Start(name, "worker", i, worker_flags));
   }

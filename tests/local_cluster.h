@@ -40,14 +40,15 @@ class LocalCluster {
   std::string TfConfig(const std::string& type, int index) const;
 
   // Starts task `type`:`index` ("chief", "ps", "worker" or "evaluator")
-  // with `args`; its
-  // log is "<name>-<type><index>.log" in the test's scratch directory.
+  // with `args`; its log is "<name>-<type><index>.log" in the test's
+  // scratch directory. A chief, ps or evaluator not given --model_dir gets
+  // "<name>-model" there: the tasks of one `name` share it.
   Subprocess Start(const std::string& name, const std::string& type, int index,
                    const std::vector<std::string>& args = {}) const;
 
-  // Runs a whole run: every ps and worker (with `worker_flags`), then the
-  // chief with `chief_flags`; expects every process to exit 0 and returns
-  // the chief's log.
+  // Runs a whole run: every ps (with the chief's --model_dir) and worker
+  // (with `worker_flags`), then the chief with `chief_flags`; expects every
+  // process to exit 0 and returns the chief's log.
   std::string Run(const std::string& name,
                   const std::vector<std::string>& chief_flags,
                   const std::vector<std::string>& worker_flags = {}) const;

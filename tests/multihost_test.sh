@@ -185,8 +185,8 @@ start() {
 }
 
 model_dir=$scratch/model
-start ps0 ps 0
-start ps1 ps 1
+start ps0 ps 0 --model_dir="$model_dir"
+start ps1 ps 1 --model_dir="$model_dir"
 start w0 worker 0 --threads=1
 start w1 worker 1 --threads=1
 if [ $tls -eq 1 ]; then

@@ -15,12 +15,17 @@ absl::Status PsCluster::Start(int num_ps, const std::vector<std::string>& flags)
   }
   const std::string jobs = absl::StrCat(
       "{\"ps\": [\"", absl::StrJoin(addresses_, "\", \""), "\"]}");
+  // Unique per cluster: a test may start several.
+  static int clusters = 0;
+  model_dir_ = TempPath(absl::StrCat("ps-cluster-", clusters++));
+  std::vector<std::string> all_flags = {"--model_dir=" + model_dir_};
+  all_flags.insert(all_flags.end(), flags.begin(), flags.end());
   for (int i = 0; i < num_ps; ++i) {
     const std::string tf_config = absl::StrCat(
         "{\"cluster\": ", jobs, ", \"task\": {\"type\": \"ps\", \"index\": ", i,
         "}}");
     processes_.push_back(Subprocess::Start(
-        "ps/ps", flags, {{"TF_CONFIG", tf_config}},
+        "ps/ps", all_flags, {{"TF_CONFIG", tf_config}},
         TempPath(absl::StrCat("ps", i, ".log"))));
   }
   for (int i = 0; i < num_ps; ++i) {

@@ -22,10 +22,12 @@ namespace testing {
 class PsCluster {
  public:
   // Starts `num_ps` ps processes (extra flags for each in `flags`) and waits
-  // until each accepts connections.
+  // until each accepts connections. They share a fresh --model_dir.
   absl::Status Start(int num_ps, const std::vector<std::string>& flags = {});
 
   int num_ps() const { return addresses_.size(); }
+  // The ps tasks' --model_dir: checkpoints are named inside it.
+  const std::string& model_dir() const { return model_dir_; }
   const std::string& address(int task) const { return addresses_[task]; }
   Subprocess& process(int task) { return processes_[task]; }
 
@@ -43,6 +45,7 @@ class PsCluster {
  private:
   std::vector<std::string> addresses_;
   std::vector<Subprocess> processes_;
+  std::string model_dir_;
 };
 
 // A float32 variable of `dims` with a constant initial value.

@@ -2,13 +2,20 @@
 #include <signal.h>
 
 #include <cmath>
-#include <functional>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/atomic_file.h"
+#include "common/crc32c.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
 #include "gtest/gtest.h"
@@ -217,7 +224,7 @@ TEST_F(PsClusterTest, BadRequestsAreRefusedAndChangeNothing) {
   expect_refused(cluster_.Client(0, "other-run", 0).get(),
                  {piece("dense/bias", {64}, 64, &bias)}, 0,
                  absl::StatusCode::kFailedPrecondition,
-                 "run id 'other-run' is not this ps's run 'run-1'");
+                 "the request's run id is not the run of ps 0");
   expect_refused(ps0.get(), {piece("dense/gamma", {64}, 64, &bias)}, 0,
                  absl::StatusCode::kInvalidArgument,
                  "variable 'dense/gamma': not held by ps 0");
@@ -388,7 +395,7 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
   g.Fill(1, 2);
   ASSERT_TRUE(w0->PushDense(0, 1, g.map()).ok());
   ASSERT_TRUE(w0->PullDense(0, saved.map()).ok());
-  const std::string dir = TempPath("ckpt-1");
+  const std::string dir = "ckpt-1";  // in the ps tasks' --model_dir
   std::vector<SavedSlice> slices;
   for (int task = 0; task < 2; ++task) {
     absl::StatusOr<SaveResponse> r = w0->client(task)->Save(dir, 1);
@@ -406,12 +413,85 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
                         saved.bias.num_bytes()), 0);
 
   {
-    std::fstream f(dir + "/ps-1.data", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(cluster_.model_dir() + "/ckpt-1/ps-1.data",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(100);
     f.put('\x01');
   }
   const absl::Status damaged = w0->client(1)->Restore(dir, slices, 1, 0);
   EXPECT_EQ(damaged.code(), absl::StatusCode::kDataLoss) << damaged;
+  // The refusal names the bytes that failed, not what they hold: the CRC32C
+  // of what was read would give a caller the file's content.
+  for (const SavedSlice& slice : slices) {
+    if (slice.file() != "ps-1.data" || slice.offset() > 100 ||
+        slice.offset() + slice.length() <= 100) {
+      continue;
+    }
+    const std::string bytes = ReadFile(cluster_.model_dir() + "/ckpt-1/ps-1.data")
+                                  .substr(slice.offset(), slice.length());
+    const uint32_t crc = Crc32c(bytes.data(), bytes.size());
+    EXPECT_FALSE(absl::StrContains(absl::AsciiStrToLower(damaged.message()),
+                                   absl::StrFormat("%08x", crc)))
+        << damaged;
+    EXPECT_FALSE(absl::StrContains(damaged.message(), absl::StrCat(crc)))
+        << damaged;
+  }
+}
+
+// A run asking a ps for more than it may hold (an embedding of 2^40 rows) is
+// refused before anything is allocated; the ps lives on and takes a run
+// that fits.
+TEST_F(PsClusterTest, OversizedCreateVariablesIsRefusedAndThePsLives) {
+  VariableDef huge = ConstantVariable("embedding/embeddings",
+                                      {int64_t{1} << 40, 1}, 0.0f);
+  huge.set_sparse(true);
+  auto client = cluster_.Connect("greedy-run", 0, {huge});
+  ASSERT_TRUE(client.ok()) << client.status();
+  const absl::Status refused =
+      (*client)->CreateVariables(Sgd(0.5), Update(UpdateConfig::ASYNC, 1));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(Contains(std::string(refused.message()), "embedding/embeddings"))
+      << refused;
+  // Alive, and not claimed by the refused run.
+  Create(Update(UpdateConfig::ASYNC, 1));
+  auto w0 = Connect(0);
+  Buffers values;
+  EXPECT_TRUE(w0->PullDense(0, values.map()).ok());
+}
+
+// Save and Restore name a checkpoint inside the ps's --model_dir: a path
+// anywhere else, absolute or climbing out, is refused before any file is
+// touched, and the refusal says nothing of the file.
+TEST_F(PsClusterTest, CheckpointPathsOutsideTheModelDirAreRefused) {
+  Create(Update(UpdateConfig::ASYNC, 1));
+  auto w0 = Connect(0);
+  const std::string outside = TempPath("outside");
+  ASSERT_TRUE(MakeDirectories(outside).ok());
+  {
+    std::ofstream secret(outside + "/ps-0.data");
+    secret << std::string(64, 'k');
+  }
+  SavedSlice slice;
+  slice.set_name("kernel");
+  slice.set_file("ps-0.data");
+  slice.set_length(64);
+  slice.mutable_rows()->set_end(8);
+  for (const std::string& dir :
+       {outside, std::string("../outside"), std::string("ckpt-1/../../x"),
+        std::string(".."), std::string("a/b"), std::string(""),
+        std::string("/etc")}) {
+    const absl::StatusOr<SaveResponse> saved = w0->client(0)->Save(dir, 0);
+    EXPECT_EQ(saved.status().code(), absl::StatusCode::kInvalidArgument)
+        << dir << ": " << saved.status();
+    const absl::Status restored = w0->client(0)->Restore(dir, {slice}, 0, 0);
+    EXPECT_EQ(restored.code(), absl::StatusCode::kInvalidArgument)
+        << dir << ": " << restored;
+    EXPECT_FALSE(absl::StrContains(restored.message(), "ps-0.data")) << restored;
+    EXPECT_FALSE(absl::StrContains(restored.message(), "64")) << restored;
+  }
+  // Nothing was written outside the model_dir.
+  EXPECT_FALSE(std::filesystem::exists(TempPath("x")));
+  EXPECT_EQ(ReadFile(outside + "/ps-0.data"), std::string(64, 'k'));
 }
 
 // A growing embedding table hashed over both ps tasks: rows are created on

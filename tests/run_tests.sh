@@ -3,14 +3,17 @@
 # install_deps.sh), builds and tests everything offline (`bazel test //...`),
 # checks that the CPU-only build (`--config=cpu`) still builds, runs the fuzz
 # targets under libFuzzer and the sanitizers (`--config=fuzz`, tests/fuzz/),
-# and ends with one line "N passed, N failed" counting Bazel's test targets
-# of both test runs (a failed CPU-only or fuzz build counts as one failure).
-# Exits non-zero on any failure. Extra arguments go to the main `bazel test`
+# and ends with one line "N passed, N failed, N skipped" counting Bazel's
+# test targets of both test runs (a failed CPU-only or fuzz build counts as
+# one failure). A target that passed but skipped tests (no GPU here, no
+# root: it prints why, gtest's "[  SKIPPED ]" or a shell test's
+# "SKIPPED: ...") counts as skipped, not passed, and is listed with its
+# reasons. Exits non-zero on any failure. Extra arguments go to the main `bazel test`
 # (e.g. --config=opt). PSTRAIN_FUZZ=0 skips the libFuzzer runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-third_party/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+third_party/install_deps.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 
 log=$(mktemp)
 fuzz_log=$(mktemp)
@@ -40,6 +43,20 @@ summary='^//[^ ]+ +(\(cached\) )?'
 count() { grep -cE "${summary}$1" "$2"; }
 bad='(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)'
 passed=$(( $(count PASSED "$log") + $(count PASSED "$fuzz_log") ))
+# Targets of the main run that passed but skipped tests, from their logs.
+skipped=0
+testlogs=$(bazel info "$@" bazel-testlogs 2>/dev/null || bazel info bazel-testlogs)
+for target in $(grep -E "${summary}PASSED" "$log" | cut -d' ' -f1); do
+  target_log="$testlogs/$(echo "${target#//}" | tr : /)/test.log"
+  [ -f "$target_log" ] || continue
+  if grep -qE '^(\[  SKIPPED \] |SKIPPED: )' "$target_log"; then
+    echo "skipped: $target"
+    grep -E '^SKIPPED: |skipped: ' "$target_log" | sort -u | head -5 |
+      sed 's/^/    /'
+    skipped=$((skipped + 1))
+    passed=$((passed - 1))
+  fi
+done
 failed=$(count "$bad" "$log")
 # A build error with no test left to blame still fails the run.
 if [ "$test_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
@@ -53,5 +70,5 @@ if [ "$cpu_rc" -ne 0 ]; then
   echo "bazel build --config=cpu //... failed"
   failed=$((failed + 1))
 fi
-echo "${passed} passed, ${failed} failed"
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]

@@ -98,7 +98,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < num_ps; i++)); do
   TF_CONFIG=$(tf_config ps "$i") supervise "$bin/ps/ps" \
-    >>"$model_dir/logs/ps-$i.log" 2>&1 &
+    --model_dir="$model_dir" >>"$model_dir/logs/ps-$i.log" 2>&1 &
   pids+=($!)
 done
 for ((i = 0; i < num_workers; i++)); do
