@@ -553,10 +553,21 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
   }
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t version, ps_->PullDense(0, pull));
   for (const auto& [name, table] : tables) {
-    std::vector<int64_t> ids(table->shape()[0]);
-    for (size_t id = 0; id < ids.size(); ++id) ids[id] = id;
-    PSTRAIN_RETURN_IF_ERROR(
-        ps_->PullSparse(name, ids, 0, table->flat<float>().data()));
+    // In pieces of about 4 MB: a reply is one message, and gRPC refuses
+    // messages over 64 MB.
+    const int64_t rows = table->shape()[0];
+    const int64_t width = std::max<int64_t>(1, table->row_elements());
+    const int64_t per_pull =
+        std::max<int64_t>(1, (int64_t{4} << 20) / (width * sizeof(float)));
+    std::vector<int64_t> ids;
+    for (int64_t begin = 0; begin < rows; begin += per_pull) {
+      ids.clear();
+      for (int64_t id = begin; id < std::min(rows, begin + per_pull); ++id) {
+        ids.push_back(id);
+      }
+      PSTRAIN_RETURN_IF_ERROR(ps_->PullSparse(
+          name, ids, 0, table->flat<float>().data() + begin * width));
+    }
   }
   return EvaluateOnTestSet(evaluator_, *test_, weights, version,
                            options_.eval_batch);

@@ -84,6 +84,18 @@ absl::StatusOr<ClusterSpec::Job> ParseJob(
     }
     job.emplace(index, *std::move(host_port));
   }
+  // A sparse job may leave indices out (TensorFlow runs a subset of a job
+  // that way); pstrain places variables and shards data over every task of
+  // a job by index, so a job must hold tasks 0..n-1.
+  int expected = 0;
+  for (const auto& [index, address] : job) {
+    if (index != expected) {
+      return Error(field, absl::StrCat(
+          "task ", expected, " is missing (a job's tasks must be numbered 0 "
+          "to ", job.size() - 1, " without gaps)"));
+    }
+    ++expected;
+  }
   return job;
 }
 
@@ -113,24 +125,16 @@ absl::StatusOr<ClusterSpec> ParseCluster(const Json& cluster) {
   return ClusterSpec(std::move(jobs));
 }
 
-// Checks that `index` names a task of `job` in `cluster`.
+// Checks that `index` names a task of `job` in `cluster` (whose tasks are
+// numbered 0..n-1: ParseJob).
 absl::Status CheckIndexInJob(const ClusterSpec& cluster, JobType job,
                              int index) {
-  const std::vector<int> indices = cluster.TaskIndices(job);
-  for (int i : indices) {
-    if (i == index) return absl::OkStatus();
-  }
-  const bool dense = indices.back() == static_cast<int>(indices.size()) - 1;
-  if (dense) {
-    return Error("task.index",
-                 absl::StrCat(index, " is out of range: job \"", JobName(job),
-                              "\" has ", indices.size(), " task",
-                              indices.size() == 1 ? "" : "s", " (indices 0-",
-                              indices.size() - 1, ")"));
-  }
+  const int tasks = cluster.NumTasks(job);
+  if (index < tasks) return absl::OkStatus();
   return Error("task.index",
-               absl::StrCat(index, " is not an index of job \"", JobName(job),
-                            "\" (indices ", absl::StrJoin(indices, ", "), ")"));
+               absl::StrCat(index, " is out of range: job \"", JobName(job),
+                            "\" has ", tasks, " task", tasks == 1 ? "" : "s",
+                            " (indices 0-", tasks - 1, ")"));
 }
 
 absl::StatusOr<TaskRef> ParseTask(const Json& task, const ClusterSpec& cluster) {

@@ -80,13 +80,25 @@ TEST(TfConfig, ParsesTfJobStyleConfig) {
 
 TEST(TfConfig, ParsesSparseJobs) {
   const TfConfig config = MustParse(R"({
-    "cluster": {"chief": {"0": "h0:1"}, "worker": {"1": "h1:1", "3": "h3:1"}},
+    "cluster": {"chief": {"0": "h0:1"}, "worker": {"1": "h1:1", "0": "h3:1"}},
+    "task": {"type": "worker", "index": 1}
+  })");
+  EXPECT_EQ(config.cluster.TaskIndices(JOB_WORKER), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Address(config.cluster, JOB_WORKER, 1), "h1:1");
+  EXPECT_EQ(config.cluster.Address(MakeTask(JOB_WORKER, 2)).status().message(),
+            "task worker:2 is not in the cluster");
+}
+
+// Every task of a job is placed on, or sharded to, by index: a job with a
+// gap would fail the run later; it is refused here, naming the gap.
+TEST(TfConfig, RefusesSparseJobsWithGaps) {
+  const absl::StatusOr<TfConfig> config = ParseTfConfig(R"({
+    "cluster": {"chief": ["h0:1"], "worker": {"0": "h1:1", "3": "h3:1"}},
     "task": {"type": "worker", "index": 3}
   })");
-  EXPECT_EQ(config.cluster.TaskIndices(JOB_WORKER), (std::vector<int>{1, 3}));
-  EXPECT_EQ(Address(config.cluster, JOB_WORKER, 3), "h3:1");
-  EXPECT_EQ(config.cluster.Address(MakeTask(JOB_WORKER, 0)).status().message(),
-            "task worker:0 is not in the cluster");
+  EXPECT_EQ(config.status().message(),
+            "TF_CONFIG: cluster.worker: task 1 is missing (a job's tasks must "
+            "be numbered 0 to 1 without gaps)");
 }
 
 TEST(TfConfig, AcceptsLegacyMasterAsChief) {
@@ -247,10 +259,10 @@ TEST(TfConfig, RefusesBadTaskIndex) {
   ExpectError("{" + cluster +
                   R"(, "task": {"type": "worker", "index": 99999999999}})",
               "TF_CONFIG: task.index: 99999999999 is too large");
-  ExpectError(R"({"cluster": {"worker": {"1": "a:1", "5": "b:1"}},
+  ExpectError(R"({"cluster": {"worker": {"1": "a:1", "0": "b:1"}},
                   "task": {"type": "worker", "index": 2}})",
-              "TF_CONFIG: task.index: 2 is not an index of job \"worker\" "
-              "(indices 1, 5)");
+              "TF_CONFIG: task.index: 2 is out of range: job \"worker\" "
+              "has 2 tasks (indices 0-1)");
   ExpectError(R"({"cluster": {"evaluator": ["e:1"]}, "task": {"type": "evaluator", "index": 1}})",
               "TF_CONFIG: task.index: 1 is out of range: job \"evaluator\" has "
               "1 task (indices 0-0)");

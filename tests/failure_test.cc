@@ -18,6 +18,7 @@
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/chief_client.h"
+#include "common/cluster_spec.h"
 #include "common/grpc_options.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

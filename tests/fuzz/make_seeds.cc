@@ -245,6 +245,7 @@ std::string SeedName(const std::string& name) {
 RestoreRequest RestoreOfSaved(uint8_t mode) {
   ps::ShardOptions options;
   options.default_step_timeout = absl::Milliseconds(1);
+  options.checkpoint_root = TempDir();
   ps::Shard shard(options);
   CreateVariablesResponse created;
   if (!shard.CreateVariables(ShardFixture(mode), &created).ok()) {
@@ -256,7 +257,7 @@ RestoreRequest RestoreOfSaved(uint8_t mode) {
   }
   SaveRequest save;
   *save.mutable_header() = Header();
-  save.set_directory(TempDir() + "/save");
+  save.set_directory("save");
   SaveResponse saved;
   const absl::Status status = shard.Save(save, &saved);
   if (!status.ok()) Fail("save: " + status.ToString());
@@ -389,6 +390,7 @@ void PsSeeds() {
 void CheckpointSeeds() {
   ps::ShardOptions options;
   options.default_step_timeout = absl::Milliseconds(1);
+  options.checkpoint_root = TempDir();
   ps::Shard shard(options);
   CreateVariablesResponse created;
   const CreateVariablesRequest create = ShardFixture(6);  // async, Adam
@@ -400,7 +402,7 @@ void CheckpointSeeds() {
   const std::string dir = TempDir() + "/ckpt-seed";
   SaveRequest save;
   *save.mutable_header() = Header();
-  save.set_directory(dir);
+  save.set_directory("ckpt-seed");
   SaveResponse saved;
   if (!shard.Save(save, &saved).ok()) Fail("save");
   // Only ps 0's pieces exist: the index covers the variables whose rows are

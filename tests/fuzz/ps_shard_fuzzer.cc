@@ -63,6 +63,7 @@ ShardOptions FixtureOptions() {
   options.ps_task = 0;
   options.default_step_timeout = absl::Milliseconds(1);
   options.on_abort = [](const absl::Status&) {};  // main() would exit.
+  options.checkpoint_root = fuzz::TempDir();
   return options;
 }
 
@@ -249,7 +250,7 @@ class ShardFuzzer {
   void Save(absl::string_view record) {
     SaveRequest request;
     if (!Parse(record, &request)) return;
-    if (!request.directory().empty()) request.set_directory(CheckpointDir());
+    if (!request.directory().empty()) request.set_directory("ckpt");
     SaveResponse response;
     CheckRefusal(shard_->Save(request, &response));
   }
@@ -257,7 +258,7 @@ class ShardFuzzer {
   void Restore(absl::string_view record) {
     RestoreRequest request;
     if (!Parse(record, &request)) return;
-    if (!request.directory().empty()) request.set_directory(CheckpointDir());
+    if (!request.directory().empty()) request.set_directory("ckpt");
     RestoreResponse response;
     CheckRefusal(shard_->Restore(request, &response));
   }
