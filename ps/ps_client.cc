@@ -95,6 +95,7 @@ void PsClient::FillHeader(RequestHeader* header) {
   *header->mutable_sender() = options_.sender;
   header->set_request_id(next_request_id_++);
   header->set_generation(generation_);
+  if (step_ >= 0) header->set_step(step_);
 }
 
 template <typename Request, typename Response, typename Method>

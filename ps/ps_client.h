@@ -142,6 +142,9 @@ class PsClient {
   // The recovery generation put in every request from now on
   // (RequestHeader.generation).
   void set_generation(int64_t generation) { generation_ = generation; }
+  // The worker's training step put in every request from now on
+  // (RequestHeader.step; < 0: none): an async ps applies a step's push once.
+  void set_step(int64_t step) { step_ = step; }
 
  private:
   void FillHeader(RequestHeader* header);
@@ -172,6 +175,7 @@ class PsClient {
   // answer from its record without applying them (0 means "no id").
   uint64_t next_request_id_;
   int64_t generation_ = 0;
+  int64_t step_ = -1;
   // Reused across pull messages, so its header is allocated once.
   PullDenseView pull_view_;
 };
@@ -216,6 +220,10 @@ class PsClusterClient {
   // Sets every client's recovery generation.
   void set_generation(int64_t generation) {
     for (auto& client : clients_) client->set_generation(generation);
+  }
+  // Sets every client's step (PsClient::set_step).
+  void set_step(int64_t step) {
+    for (auto& client : clients_) client->set_step(step);
   }
   int num_ps() const { return clients_.size(); }
 

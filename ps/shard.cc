@@ -55,15 +55,23 @@ void AddWholeFloats(int64_t offset, absl::Span<const absl::string_view> pieces,
   }
 }
 
-// The reply recorded for `worker`'s push `request_id` in `recent`, if any.
-template <typename Response>
+// What identifies an async push among its sender's: the worker's step when
+// the header has one (a step redone is the same push), else the request id
+// (a retry is). Tagged in the low bit, so the two never collide; 0: none.
+uint64_t PushKey(const RequestHeader& header) {
+  if (header.has_step()) return static_cast<uint64_t>(header.step()) << 1 | 1;
+  return header.request_id() << 1;
+}
+
+// The reply recorded under `key` for sender `who` in `recent`, if any.
+template <typename Who, typename Response>
 const Response* FindRecorded(
-    const std::map<int, std::vector<std::pair<uint64_t, Response>>>& recent,
-    int worker, uint64_t request_id) {
-  auto it = recent.find(worker);
+    const std::map<Who, std::vector<std::pair<uint64_t, Response>>>& recent,
+    const Who& who, uint64_t key) {
+  auto it = recent.find(who);
   if (it == recent.end()) return nullptr;
   for (const auto& [id, response] : it->second) {
-    if (id == request_id) return &response;
+    if (id == key) return &response;
   }
   return nullptr;
 }
@@ -505,16 +513,16 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     return Refuse(absl::InvalidArgumentError(
         absl::StrCat("version ", version, " is negative")));
   }
-  const uint64_t request_id = first.header().request_id();
+  const uint64_t key = PushKey(first.header());
   const bool remember =
-      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && key != 0;
   if (remember) {
     // A retry is answered from the record before the checks below: it
     // passed them when it was applied, and the staleness bound may refuse
     // it now.
     absl::MutexLock lock(&recent_mu_);
     if (const PushDenseResponse* earlier =
-            FindRecorded(recent_, worker, request_id)) {
+            FindRecorded(recent_, worker, key)) {
       return *earlier;
     }
   }
@@ -606,7 +614,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     // as applied rather than applied twice.
     absl::MutexLock lock(&recent_mu_);
     if (const PushDenseResponse* earlier =
-            FindRecorded(recent_, worker, request_id)) {
+            FindRecorded(recent_, worker, key)) {
       return *earlier;
     }
     auto& recent = recent_[worker];
@@ -614,7 +622,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     pending.set_version(version + 1);
     pending.set_applied(true);
     if (recent.size() >= 16) recent.erase(recent.begin());
-    recent.emplace_back(request_id, pending);
+    recent.emplace_back(key, pending);
   }
   if (run->update.mode() == UpdateConfig::SYNC) {
     for (auto& [v, chunks] : pushed) {
@@ -638,7 +646,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   if (remember) {
     absl::MutexLock lock(&recent_mu_);
     for (auto& [id, earlier] : recent_[worker]) {
-      if (id == request_id) earlier = response;
+      if (id == key) earlier = response;
     }
   }
   return response;
@@ -706,13 +714,14 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   // when applied; entered before applying, so a retry racing the original
   // is answered as applied rather than applied twice); sync, AccumulateSync
   // counts each worker once per step.
-  const uint64_t request_id = request.header().request_id();
+  const uint64_t key = PushKey(request.header());
+  const std::pair<int, std::string> who(worker, name);
   const bool remember =
-      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && request_id != 0;
+      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && key != 0;
   if (remember) {
     absl::MutexLock lock(&recent_mu_);
     if (const PushSparseResponse* earlier =
-            FindRecorded(recent_sparse_, worker, request_id)) {
+            FindRecorded(recent_sparse_, who, key)) {
       *response = *earlier;
       return absl::OkStatus();
     }
@@ -757,16 +766,16 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   if (remember) {
     absl::MutexLock lock(&recent_mu_);
     if (const PushSparseResponse* earlier =
-            FindRecorded(recent_sparse_, worker, request_id)) {
+            FindRecorded(recent_sparse_, who, key)) {
       *response = *earlier;
       return absl::OkStatus();
     }
-    auto& recent = recent_sparse_[worker];
+    auto& recent = recent_sparse_[who];
     PushSparseResponse pending;
     pending.set_version(request.version() + 1);
     pending.set_applied(true);
     if (recent.size() >= 16) recent.erase(recent.begin());
-    recent.emplace_back(request_id, pending);
+    recent.emplace_back(key, pending);
   }
   bool applied = true;
   if (run.update.mode() == UpdateConfig::SYNC) {
@@ -785,8 +794,8 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
       .fetch_add(1, std::memory_order_relaxed);
   if (remember) {
     absl::MutexLock lock(&recent_mu_);
-    for (auto& [id, earlier] : recent_sparse_[worker]) {
-      if (id == request_id) earlier = *response;
+    for (auto& [id, earlier] : recent_sparse_[who]) {
+      if (id == key) earlier = *response;
     }
   }
   return absl::OkStatus();

@@ -104,8 +104,8 @@ class Shard {
   // Row gradients of an embedding table; rows of duplicate ids are summed,
   // and only the touched rows are updated. Checked like PushDense, and as
   // idempotent (see Restore): sync, a worker counts once per step and
-  // table; async, a retried push (same sender and request id) is answered
-  // with the recorded response instead of being applied again.
+  // table; async, a worker's push of a step to a table (or a retry) is
+  // answered with the recorded response instead of being applied again.
   absl::Status PushSparse(const PushSparseRequest& request,
                           PushSparseResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -130,8 +130,9 @@ class Shard {
   // another generation are refused with ABORTED.
   //
   // Pushes are idempotent: in sync mode a worker's gradient counts once per
-  // step however often it is pushed; in async mode a retried push (same
-  // sender and request id) is answered without being applied again.
+  // step however often it is pushed; in async mode a worker's push of a
+  // step (RequestHeader.step), or a retried push (same request id), is
+  // answered without being applied again.
   absl::Status Restore(const RestoreRequest& request,
                        RestoreResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -217,14 +218,16 @@ class Shard {
   // lands after a restore.
   absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
-  // Async pushes lately applied, by sending worker: a retried push (same
-  // request id) is answered from here instead of being applied again.
-  // Dense and sparse pushes have a record each (the 16 latest of each);
-  // a PsClient's request ids count both kinds of call.
-  absl::Mutex recent_mu_;
+  // Async pushes lately applied, by sending worker (and table, for sparse
+  // ones), under their key (PushKey: the worker's step, or the request
+  // id): a push of the same step, or a retry, is answered from here
+  // instead of being applied again. The 16 latest of each; cleared by
+  // Restore, after which steps are trained, and pushed, again.
+  absl::Mutex recent_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);
   std::map<int, std::vector<std::pair<uint64_t, PushDenseResponse>>> recent_
       ABSL_GUARDED_BY(recent_mu_);
-  std::map<int, std::vector<std::pair<uint64_t, PushSparseResponse>>>
+  std::map<std::pair<int, std::string>,
+           std::vector<std::pair<uint64_t, PushSparseResponse>>>
       recent_sparse_ ABSL_GUARDED_BY(recent_mu_);
 
   std::atomic<int64_t> pushes_applied_{0};

@@ -381,6 +381,12 @@ absl::Status Shard::Restore(const RestoreRequest& request,
 
   absl::MutexLock apply_lock(&apply_mu_);
   generation_.store(request.generation());
+  {
+    // The restored steps are trained, and pushed, again.
+    absl::MutexLock lock(&recent_mu_);
+    recent_.clear();
+    recent_sparse_.clear();
+  }
   for (StagedDense& s : dense) s.variable->Restore(s.arrays, s.version);
   for (StagedTable& s : tables) s.table->Restore(s.ids, s.arrays, s.version);
   response->set_num_variables(dense.size() + tables.size());

@@ -78,11 +78,17 @@ std::unique_ptr<Shard> MakeShard(int num_ps, int task) {
 }
 
 // Pushes gradient `g` (all elements) to this shard's piece of "w" (rows
-// given) and to `ids` of "emb".
+// given) and to `ids` of "emb"; from worker 0's step `step` if >= 0.
 void Push(Shard* shard, int64_t rows_begin, int64_t rows_end, float g,
-          std::vector<int64_t> ids) {
+          std::vector<int64_t> ids, int64_t step = -1) {
+  RequestHeader header;
+  header.set_run_id(kRun);
+  if (step >= 0) {
+    header.mutable_sender()->set_job(JOB_WORKER);
+    header.set_step(step);
+  }
   PushDenseRequest p;
-  p.mutable_header()->set_run_id(kRun);
+  *p.mutable_header() = header;
   p.set_batch_size(1);
   p.set_version(0);
   NamedTensor* t = p.add_gradients();
@@ -98,7 +104,7 @@ void Push(Shard* shard, int64_t rows_begin, int64_t rows_end, float g,
   ASSERT_TRUE(shard->PushDense(messages).ok());
   if (ids.empty()) return;
   PushSparseRequest s;
-  s.mutable_header()->set_run_id(kRun);
+  *s.mutable_header() = header;
   s.set_name("emb");
   s.set_batch_size(1);
   for (int64_t id : ids) s.add_ids(id);
@@ -333,6 +339,25 @@ TEST(ShardCheckpoint, DamagedCheckpointIsRefusedAndChangesNothing) {
   EXPECT_EQ(Restore(shard.get(), dir, escaping).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(PullW(shard.get()), current);
+}
+
+// An async ps applies a worker's push of a step once (a restarted worker
+// redoing it is answered from the record); once restored, the steps after
+// the checkpoint are trained again, and their pushes count again.
+TEST(ShardCheckpoint, RestoredStepsArePushedAndAppliedAgain) {
+  auto shard = MakeShard(1, 0);
+  const std::string dir = Dir("ckpt-redo");
+  const std::vector<SavedSlice> slices = Slices(Save(shard.get(), dir));
+  const std::vector<float> saved = PullW(shard.get());
+  Push(shard.get(), 0, 4, 1.0f, {3}, /*step=*/0);
+  const std::vector<float> after_step_0 = PullW(shard.get());
+  ASSERT_NE(after_step_0, saved);
+  Push(shard.get(), 0, 4, 1.0f, {3}, /*step=*/0);  // redone: not applied
+  EXPECT_EQ(PullW(shard.get()), after_step_0);
+  ASSERT_TRUE(Restore(shard.get(), dir, slices).ok());
+  EXPECT_EQ(PullW(shard.get()), saved);
+  Push(shard.get(), 0, 4, 1.0f, {3}, /*step=*/0);  // trained again: applied
+  EXPECT_EQ(PullW(shard.get()), after_step_0);
 }
 
 TEST(ShardCheckpoint, SyncSaveOnlyAtAStepBoundary) {

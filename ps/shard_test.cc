@@ -330,6 +330,36 @@ TEST_F(ShardTest, AsyncAppliesARetriedPushOnce) {
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
 }
 
+// A worker's push of a step counts once in async mode too: the step redone
+// (by a restarted worker, or after another ps task failed its push) comes
+// with a new request id but the same step, and is answered from the record
+// without being applied.
+TEST_F(ShardTest, AsyncAppliesAWorkersPushOfAStepOnce) {
+  Init(Create(UpdateConfig::ASYNC, 2));
+  auto at_step = [](int64_t step, PushDenseRequest push) {
+    push.mutable_header()->set_step(step);
+    return push;
+  };
+  absl::StatusOr<PushDenseResponse> first = Send(
+      shard_, at_step(5, From(1, 42, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}))));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.75f));
+  absl::StatusOr<PushDenseResponse> redone = Send(
+      shard_, at_step(5, From(1, 77, Push(1, 2, {1, 1, 1, 1}, {0, 0, 0}))));
+  ASSERT_TRUE(redone.ok()) << redone.status();
+  EXPECT_EQ(redone->version(), first->version());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.75f));
+  // Another worker's step 5, and this worker's step 6, are other pushes.
+  ASSERT_TRUE(Send(shard_, at_step(5, From(0, 77, Push(1, 2, {1, 1, 1, 1},
+                                                       {0, 0, 0}))))
+                  .ok());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
+  ASSERT_TRUE(Send(shard_, at_step(6, From(1, 78, Push(2, 2, {1, 1, 1, 1},
+                                                       {0, 0, 0}))))
+                  .ok());
+  EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.25f));
+}
+
 TEST(Shard, GradientsCutAnywhereApplyAsWhole) {
   const PushDenseRequest push = Push(0, 2, {1.5, -2, 3.25, 4}, {0.5, 1, -1});
   for (UpdateConfig::Mode mode : {UpdateConfig::ASYNC, UpdateConfig::SYNC}) {

@@ -267,6 +267,9 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     absl::SleepFor(options_.push_delay);
     // The tables' rows, then the dense variables. Either order would do in
     // sync mode: the next step's pulls wait for this one on every piece.
+    // Async ps tasks apply this worker's push of a step once, however
+    // often it is redone (RequestHeader.step).
+    ps_->set_step(*step);
     absl::Status pushed =
         sparse_->Push(*step, result->examples, buffers.gradients);
     if (pushed.ok() || (!sync && ps::IsStaleGradient(pushed))) {
