@@ -203,15 +203,15 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
   return ++version_;
 }
 
-bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
-                                   absl::Span<const Chunk> chunks,
-                                   bool skip_update, int sender) {
+DenseVariable::Accumulated DenseVariable::AccumulateSync(
+    int64_t version, int64_t batch_size, absl::Span<const Chunk> chunks,
+    bool skip_update, int sender) {
   absl::MutexLock sum_lock(&sum_mu_);
-  if (version != this->version()) return false;
+  if (version != this->version()) return Accumulated::kLate;
   if (sender >= 0) {
     if (std::find(contributors_.begin(), contributors_.end(), sender) !=
         contributors_.end()) {
-      return true;  // counted already (the step completes as it did)
+      return Accumulated::kCountedBefore;  // the step completes as it did
     }
     contributors_.push_back(sender);
   }
@@ -225,7 +225,7 @@ bool DenseVariable::AccumulateSync(int64_t version, int64_t batch_size,
   batch_sum_ += batch_size;
   skip_update_ = skip_update_ || skip_update;
   if (contributions_ >= needed_) CompleteStepLocked();
-  return true;
+  return Accumulated::kAdded;
 }
 
 void DenseVariable::Interrupt(const std::string& why) {

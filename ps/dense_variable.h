@@ -117,11 +117,12 @@ class DenseVariable {
   // the step: counted once). The needed-th contribution (SetNeeded)
   // divides the sum by the step's summed batch sizes and applies it once
   // (`skip_update`: a contribution that must void the step's update, e.g. a
-  // NaN under nan_policy skip_step). Returns false if dropped as late.
-  bool AccumulateSync(int64_t version, int64_t batch_size,
-                      absl::Span<const Chunk> chunks, bool skip_update,
-                      int sender)
-      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // NaN under nan_policy skip_step). Says whether the contribution was
+  // added, had been counted before, or was dropped as late.
+  enum class Accumulated { kAdded, kCountedBefore, kLate };
+  Accumulated AccumulateSync(int64_t version, int64_t batch_size,
+                             absl::Span<const Chunk> chunks, bool skip_update,
+                             int sender) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);

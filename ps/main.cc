@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
+#include "common/atomic_file.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/process.h"
@@ -43,6 +44,10 @@ ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
           "The run's model directory, shared with the chief (its "
           "--model_dir): this task writes and reads its part of every "
           "checkpoint there, and nowhere else");
+ABSL_FLAG(std::string, count_batches, "",
+          "For tests: count how many times each global batch is applied, "
+          "and write \"<batch> <count>\" lines to this file when the ps "
+          "stops");
 ABSL_FLAG(int64_t, max_shard_bytes, 0,
           "The most bytes of variables and optimizer state this task holds; "
           "a run asking more is refused (0: this host's physical memory)");
@@ -141,6 +146,8 @@ int Main() {
                              " is negative"));
   }
   shard_options.max_bytes = max_bytes > 0 ? max_bytes : PhysicalMemoryBytes();
+  const std::string ledger_path = absl::GetFlag(FLAGS_count_batches);
+  shard_options.count_batches = !ledger_path.empty();
   shard_options.checkpoint_root = absl::GetFlag(FLAGS_model_dir);
   if (shard_options.checkpoint_root.empty()) {
     return Fail("--model_dir: empty (the run's checkpoints go there)");
@@ -242,6 +249,20 @@ int Main() {
   service.Stop();
   stopping.Notify();
   if (heartbeat.joinable()) heartbeat.join();
+  if (!ledger_path.empty()) {
+    std::string ledger;
+    for (const auto& [batch, count] : shard.BatchesApplied()) {
+      absl::StrAppend(&ledger, batch, " ", count, "\n");
+    }
+    absl::StatusOr<std::unique_ptr<AtomicFile>> file =
+        AtomicFile::Create(ledger_path);
+    absl::Status written = file.status();
+    if (file.ok()) written = (*file)->Append(ledger.data(), ledger.size()).status();
+    if (written.ok()) written = (*file)->Commit();
+    if (!written.ok()) {
+      LogError(absl::StrCat("--count_batches: ", written.message()));
+    }
+  }
   LogInfo(absl::StrCat("ps ", config->task.index(), ": stopped"));
   return chief_lost ? 1 : 0;
 }

@@ -95,7 +95,12 @@ void PsClient::FillHeader(RequestHeader* header) {
   *header->mutable_sender() = options_.sender;
   header->set_request_id(next_request_id_++);
   header->set_generation(generation_);
+}
+
+void PsClient::FillPushHeader(RequestHeader* header) {
+  FillHeader(header);
   if (step_ >= 0) header->set_step(step_);
+  header->mutable_batches()->Add(batches_.begin(), batches_.end());
 }
 
 template <typename Request, typename Response, typename Method>
@@ -348,7 +353,7 @@ class PullCall : public PsClient::AsyncCall {
 
 PushDenseRequest PsClient::NewPush(int64_t version, int64_t batch_size) {
   PushDenseRequest first;
-  FillHeader(first.mutable_header());
+  FillPushHeader(first.mutable_header());
   first.set_version(version);
   first.set_batch_size(batch_size);
   return first;
@@ -470,7 +475,7 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
     absl::Span<const float> rows, int64_t width, int64_t version,
     int64_t batch_size) {
   PushSparseRequest request;
-  FillHeader(request.mutable_header());
+  FillPushHeader(request.mutable_header());
   request.set_name(name);
   request.mutable_ids()->Add(ids.begin(), ids.end());
   TensorProto* g = request.mutable_gradients();
@@ -550,9 +555,10 @@ absl::StatusOr<int64_t> PsClusterClient::SetWorkers(
   for (auto& client : clients_) {
     PSTRAIN_ASSIGN_OR_RETURN(const int64_t v,
                              client->SetWorkers(replicas, absent));
-    version = version < 0 ? v : std::min(version, v);
+    // A ps task holding no variables (-1) collects no step.
+    if (v >= 0) version = version < 0 ? v : std::min(version, v);
   }
-  return version;
+  return std::max<int64_t>(version, 0);
 }
 
 absl::StatusOr<std::unique_ptr<PsClusterClient>> PsClusterClient::Create(

@@ -125,7 +125,8 @@ class PsClient {
   absl::StatusOr<ShardStatus> ProbeShardStatus(absl::Duration timeout);
 
   // Sync: steps wait for `replicas` gradients, and pushes of the `absent`
-  // workers are refused. Returns the ps's lowest variable version.
+  // workers are refused. Returns the ps's lowest variable version (-1 if
+  // it holds none).
   absl::StatusOr<int64_t> SetWorkers(int replicas, absl::Span<const int> absent);
 
   // Has the ps write its shard into `directory` at `step`.
@@ -142,12 +143,18 @@ class PsClient {
   // The recovery generation put in every request from now on
   // (RequestHeader.generation).
   void set_generation(int64_t generation) { generation_ = generation; }
-  // The worker's training step put in every request from now on
-  // (RequestHeader.step; < 0: none): an async ps applies a step's push once.
-  void set_step(int64_t step) { step_ = step; }
+  // The worker's training step (< 0: none) and the global batches its
+  // gradient sums over, put in every push from now on (RequestHeader.step
+  // and .batches): an async ps applies a step's push once.
+  void set_step(int64_t step, std::vector<int64_t> batches) {
+    step_ = step;
+    batches_ = std::move(batches);
+  }
 
  private:
   void FillHeader(RequestHeader* header);
+  // FillHeader, and the step and batches of a push.
+  void FillPushHeader(RequestHeader* header);
   void SetDeadline(grpc::ClientContext* context) const;
   // One attempt of a call of stub_ with a fresh context.
   template <typename Request, typename Response, typename Method>
@@ -176,6 +183,7 @@ class PsClient {
   uint64_t next_request_id_;
   int64_t generation_ = 0;
   int64_t step_ = -1;
+  std::vector<int64_t> batches_;
   // Reused across pull messages, so its header is allocated once.
   PullDenseView pull_view_;
 };
@@ -192,7 +200,8 @@ class PsClusterClient {
   absl::Status CreateVariables(const OptimizerConfig& optimizer,
                                const UpdateConfig& update);
 
-  // PsClient::SetWorkers on every ps task; returns the lowest version.
+  // PsClient::SetWorkers on every ps task; returns the lowest version of
+  // those holding variables (the step the cluster collects).
   absl::StatusOr<int64_t> SetWorkers(int replicas, absl::Span<const int> absent);
 
   // Pushes full-size gradient sums (by variable name; each float32 of the
@@ -221,9 +230,9 @@ class PsClusterClient {
   void set_generation(int64_t generation) {
     for (auto& client : clients_) client->set_generation(generation);
   }
-  // Sets every client's step (PsClient::set_step).
-  void set_step(int64_t step) {
-    for (auto& client : clients_) client->set_step(step);
+  // Sets every client's step and batches (PsClient::set_step).
+  void set_step(int64_t step, const std::vector<int64_t>& batches) {
+    for (auto& client : clients_) client->set_step(step, batches);
   }
   int num_ps() const { return clients_.size(); }
 

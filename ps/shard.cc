@@ -624,10 +624,15 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     if (recent.size() >= 16) recent.erase(recent.begin());
     recent.emplace_back(key, pending);
   }
+  // Whether this push added its batches (not a late push, not one counted
+  // before).
+  bool added = false;
   if (run->update.mode() == UpdateConfig::SYNC) {
     for (auto& [v, chunks] : pushed) {
-      applied &= v->AccumulateSync(version, batch_size, chunks, skip_update,
-                                   worker);
+      const DenseVariable::Accumulated result =
+          v->AccumulateSync(version, batch_size, chunks, skip_update, worker);
+      applied &= result != DenseVariable::Accumulated::kLate;
+      added |= result == DenseVariable::Accumulated::kAdded;
     }
     response.set_version(version + 1);
   } else if (skip_update) {
@@ -638,8 +643,10 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     for (auto& [v, chunks] : pushed) {
       new_version = std::max(new_version, v->ApplyAsync(batch_size, chunks));
     }
+    added = true;
     response.set_version(new_version);
   }
+  if (added && !skip_update) CountBatches(first.header());
   response.set_applied(applied);
   (applied ? pushes_applied_ : pushes_dropped_stale_)
       .fetch_add(1, std::memory_order_relaxed);
@@ -849,8 +856,19 @@ absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
     t->SetNeeded(needed);
     version = version < 0 ? t->version() : std::min(version, t->version());
   }
-  response->set_version(std::max<int64_t>(version, 0));
+  response->set_version(version);  // -1: no variables here
   return absl::OkStatus();
+}
+
+void Shard::CountBatches(const RequestHeader& header) {
+  if (!options_.count_batches) return;
+  absl::MutexLock lock(&ledger_mu_);
+  for (int64_t batch : header.batches()) ++batches_applied_[batch];
+}
+
+std::map<int64_t, int> Shard::BatchesApplied() const {
+  absl::MutexLock lock(&ledger_mu_);
+  return batches_applied_;
 }
 
 int64_t Shard::DenseBytes() const {
@@ -884,6 +902,9 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
   for (const auto& [name, t] : run->tables) add(name, t->bytes_held(), t->version());
   status->set_num_bytes(bytes);
   status->set_version(std::max<int64_t>(version, 0));
+  for (const auto& [batch, count] : BatchesApplied()) {
+    (*status->mutable_batches_applied())[batch] = count;
+  }
   return absl::OkStatus();
 }
 

@@ -54,6 +54,10 @@ struct ShardOptions {
   // this shard; a larger request is RESOURCE_EXHAUSTED before anything is
   // allocated.
   int64_t max_bytes = int64_t{1} << 40;
+  // Count how many times each global batch (RequestHeader.batches) is
+  // applied by a dense push (ShardStatus.batches_applied, BatchesApplied):
+  // for tests that check that no batch is lost or counted twice.
+  bool count_batches = false;
 };
 
 class Shard {
@@ -153,6 +157,8 @@ class Shard {
                           SetWorkersResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
   int ps_task() const { return options_.ps_task; }
+  // With count_batches: how many times each global batch was applied.
+  std::map<int64_t, int> BatchesApplied() const ABSL_LOCKS_EXCLUDED(ledger_mu_);
   // Bytes of the dense pieces' values (0 before CreateVariables): the most
   // gradient content one dense push carries.
   int64_t DenseBytes() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -229,6 +235,13 @@ class Shard {
   std::map<std::pair<int, std::string>,
            std::vector<std::pair<uint64_t, PushSparseResponse>>>
       recent_sparse_ ABSL_GUARDED_BY(recent_mu_);
+
+  // Adds one to the count of each of `header`'s batches (count_batches).
+  void CountBatches(const RequestHeader& header) ABSL_LOCKS_EXCLUDED(ledger_mu_);
+
+  // With count_batches: applications of each global batch.
+  mutable absl::Mutex ledger_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);
+  std::map<int64_t, int> batches_applied_ ABSL_GUARDED_BY(ledger_mu_);
 
   std::atomic<int64_t> pushes_applied_{0};
   std::atomic<int64_t> pushes_dropped_stale_{0};

@@ -387,6 +387,14 @@ absl::Status Shard::Restore(const RestoreRequest& request,
     recent_.clear();
     recent_sparse_.clear();
   }
+  {
+    // Their batches are no longer applied.
+    absl::MutexLock lock(&ledger_mu_);
+    const int64_t workers = run->update.num_workers();
+    batches_applied_.erase(
+        batches_applied_.lower_bound(request.step() * workers),
+        batches_applied_.end());
+  }
   for (StagedDense& s : dense) s.variable->Restore(s.arrays, s.version);
   for (StagedTable& s : tables) s.table->Restore(s.ids, s.arrays, s.version);
   response->set_num_variables(dense.size() + tables.size());

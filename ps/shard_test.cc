@@ -315,6 +315,54 @@ TEST_F(ShardTest, SetWorkersCompletesThePendingStepAndRefusesAbsentWorkers) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// With count_batches, the shard counts each global batch as applied: a
+// retried push, or one dropped as late, adds nothing.
+TEST(Shard, CountsEachBatchAsItIsApplied) {
+  ShardOptions options;
+  options.count_batches = true;
+  Shard shard(options);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 2), &created)
+                  .ok());
+  auto batch = [](int64_t b, PushDenseRequest push) {
+    push.mutable_header()->add_batches(b);
+    return push;
+  };
+  const PushDenseRequest from_0 =
+      batch(0, From(0, 1, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0})));
+  ASSERT_TRUE(Send(shard, from_0).ok());
+  ASSERT_TRUE(Send(shard, from_0).ok());  // a retry
+  ASSERT_TRUE(Send(shard, batch(1, From(1, 1, Push(0, 1, {1, 1, 1, 1},
+                                                   {0, 0, 0}))))
+                  .ok());
+  // Step 0 is complete: a push of it now is late.
+  absl::StatusOr<PushDenseResponse> late =
+      Send(shard, batch(0, From(0, 9, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0}))));
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_FALSE(late->applied());
+  EXPECT_EQ(shard.BatchesApplied(), (std::map<int64_t, int>{{0, 1}, {1, 1}}));
+}
+
+// A ps task that holds no variables collects no step: it answers -1, so
+// that the chief does not take step 0 for the step the cluster is stuck at.
+TEST(Shard, SetWorkersOnAShardWithoutVariablesCollectsNoStep) {
+  ShardOptions options;
+  options.ps_task = 5;
+  Shard shard(options);
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 3);
+  create.set_ps_task(5);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(create, &created).ok());
+  ASSERT_EQ(created.num_variables(), 0);
+  SetWorkersRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  request.set_replicas_to_aggregate(2);
+  request.add_absent_workers(1);
+  SetWorkersResponse response;
+  ASSERT_TRUE(shard.SetWorkers(request, &response).ok());
+  EXPECT_EQ(response.version(), -1);
+}
+
 TEST_F(ShardTest, AsyncAppliesARetriedPushOnce) {
   Init(Create(UpdateConfig::ASYNC, 2));
   const PushDenseRequest push = From(1, 42, Push(0, 2, {1, 1, 1, 1}, {0, 0, 0}));

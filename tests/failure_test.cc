@@ -1,13 +1,18 @@
 // Runs that lose a process: a worker, a ps task or the chief is killed with
-// SIGKILL at a random step and started again at once (as Kubernetes would).
-// Each run must complete with a test accuracy within one point of an
-// undisturbed run with the same seed, and every checkpoint it left must
-// verify. Each test prints how long training took to get going again.
+// SIGKILL at a random step and started again at once (as Kubernetes would),
+// or a ps stalls. Each run must complete with every global batch applied
+// exactly once on every ps (the ps tasks count them: --count_batches), with
+// a test accuracy within one point of an undisturbed run with the same
+// seed, and every checkpoint it left must verify. Each test prints how long
+// training took to get going again.
 #include <signal.h>
 
+#include <map>
 #include <memory>
 #include <random>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +78,28 @@ double SecondsUntil(const std::function<bool()>& done, double limit = 300) {
   return absl::ToDoubleSeconds(absl::Now() - start);
 }
 
+// The numbers of every match of `pattern`'s first group in `log`.
+std::vector<int64_t> AllMatches(const std::string& log,
+                                const std::string& pattern) {
+  const std::regex re(pattern);
+  std::vector<int64_t> found;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    found.push_back(std::stoll((*it)[1]));
+  }
+  return found;
+}
+
+// A ps's --count_batches file: applications of each global batch.
+std::map<int64_t, int> ReadLedger(const std::string& path) {
+  std::map<int64_t, int> ledger;
+  std::istringstream in(ReadFile(path));
+  int64_t batch;
+  int count;
+  while (in >> batch >> count) ledger[batch] = count;
+  return ledger;
+}
+
 void ExpectEveryCheckpointVerifies(const std::string& model_dir) {
   const std::vector<chief::CheckpointRef> all =
       chief::ListCompleteCheckpoints(model_dir);
@@ -120,6 +147,7 @@ class ClusterRun {
   // Starts `type`:`index` again.
   void Restart(const std::string& type, int index) {
     Task(type, index) = Start(type, index, "-restarted");
+    if (type == "ps") restarted_ps_.insert(index);
   }
 
   // Whether the chief's log says `text`.
@@ -165,6 +193,43 @@ class ClusterRun {
     for (auto& p : workers_) EXPECT_EQ(p->Wait(60), 0) << Log(*p);
   }
 
+  // After Finish: every global batch of the run (kSteps steps of 2
+  // workers) was applied exactly once on each ps, as the ps tasks counted
+  // (--count_batches). A ps that was restarted counts from the step it was
+  // restored at. `may_repeat`: batches that may count twice (a known
+  // limitation, see the README); reported when they do.
+  void ExpectEveryBatchAppliedOnce(const std::set<int64_t>& may_repeat = {}) {
+    const std::vector<int64_t> restored =
+        AllMatches(chief_log(), "restored [^ ]+ at step ([0-9]+)");
+    for (int task = 0; task < 2; ++task) {
+      const int64_t first_step =
+          restarted_ps_.count(task) > 0 && !restored.empty() ? restored.back()
+                                                             : 0;
+      const std::map<int64_t, int> ledger = ReadLedger(ledger_[task]);
+      int64_t wrong = 0;
+      for (int64_t batch = 2 * first_step; batch < 2 * kSteps; ++batch) {
+        auto it = ledger.find(batch);
+        const int count = it == ledger.end() ? 0 : it->second;
+        if (count == 2 && may_repeat.count(batch) > 0) {
+          std::printf("ps %d: batch %ld applied twice (known limitation)\n",
+                      task, static_cast<long>(batch));
+          continue;
+        }
+        if (count != 1 && ++wrong <= 5) {
+          ADD_FAILURE() << "ps " << task << ": batch " << batch << " (step "
+                        << batch / 2 << ", worker " << batch % 2
+                        << ") applied " << count << " times";
+        }
+      }
+      for (const auto& [batch, count] : ledger) {
+        EXPECT_TRUE(batch >= 2 * first_step && batch < 2 * kSteps)
+            << "ps " << task << " counted batch " << batch;
+      }
+      EXPECT_EQ(wrong, 0) << "ps " << task << ": " << wrong
+                          << " batches not applied exactly once";
+    }
+  }
+
  private:
   std::unique_ptr<Subprocess>& Task(const std::string& type, int index) {
     return type == "ps" ? ps_[index] : type == "worker" ? workers_[index] : chief_;
@@ -178,7 +243,11 @@ class ClusterRun {
       flags.insert(flags.end(), chief_flags_.begin(), chief_flags_.end());
     }
     if (type == "worker") flags = kWorkerFlags;
-    if (type == "ps") flags = {"--model_dir=" + model_dir_};
+    if (type == "ps") {
+      ledger_[index] = TempPath(absl::StrCat(name_, suffix, "-ps", index,
+                                             ".batches"));
+      flags = {"--model_dir=" + model_dir_, "--count_batches=" + ledger_[index]};
+    }
     return std::make_unique<Subprocess>(
         cluster_.Start(name_ + suffix, type, index, flags));
   }
@@ -189,6 +258,10 @@ class ClusterRun {
   const LocalCluster cluster_;
   std::vector<std::unique_ptr<Subprocess>> ps_, workers_;
   std::unique_ptr<Subprocess> chief_;
+  // Each ps task's --count_batches file (its latest process's), and the
+  // ps tasks restarted.
+  std::map<int, std::string> ledger_;
+  std::set<int> restarted_ps_;
 };
 
 class FailureTest : public ::testing::Test {
@@ -197,6 +270,7 @@ class FailureTest : public ::testing::Test {
     if (!HaveFashionMnist()) return;
     ClusterRun run("undisturbed");
     run.Finish();
+    run.ExpectEveryBatchAppliedOnce();
     undisturbed_accuracy_ = TestAccuracy(run.model_dir());
     std::printf("undisturbed run: test accuracy %.4f\n", undisturbed_accuracy_);
   }
@@ -212,13 +286,31 @@ class FailureTest : public ::testing::Test {
     return first + random() % 140;
   }
 
-  static void ExpectCompletedLikeUndisturbed(ClusterRun& run) {
+  // The run completes, every batch applied once on every ps (but for
+  // `may_repeat`), with the accuracy of an undisturbed run.
+  static void ExpectCompletedLikeUndisturbed(
+      ClusterRun& run, const std::set<int64_t>& may_repeat = {}) {
     run.Finish();
+    run.ExpectEveryBatchAppliedOnce(may_repeat);
     const double accuracy = TestAccuracy(run.model_dir());
     std::printf("test accuracy %.4f (undisturbed %.4f)\n", accuracy,
                 undisturbed_accuracy_);
     EXPECT_NEAR(accuracy, undisturbed_accuracy_, 0.01);
     ExpectEveryCheckpointVerifies(run.model_dir());
+  }
+
+  // Under --on_worker_failure=continue: a dead worker's batch of the step it
+  // died in, which may have reached some ps tasks and is trained again by
+  // the worker covering for it (README, "Not yet true").
+  static std::set<int64_t> UnfinishedBatches(ClusterRun& run, int worker) {
+    std::set<int64_t> batches;
+    for (int64_t step :
+         AllMatches(run.chief_log(),
+                    absl::StrCat("going on without worker ", worker,
+                                 " from step ([0-9]+)"))) {
+      batches.insert(2 * step + worker);
+    }
+    return batches;
   }
 
   static double undisturbed_accuracy_;
@@ -254,7 +346,7 @@ TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
   run.RestartAbsentWorker(1);
-  ExpectCompletedLikeUndisturbed(run);
+  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
 }
 
 TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
@@ -279,7 +371,7 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
   run.RestartAbsentWorker(1);
-  ExpectCompletedLikeUndisturbed(run);
+  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
 }
 
 TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {
@@ -352,7 +444,7 @@ TEST_F(FailureTest, WithContinueAWorkerBackDuringAChiefRestartIsTakenBack) {
   run.Restart("worker", 1);
   absl::SleepFor(absl::Seconds(2));
   run.Restart("chief", 0);
-  ExpectCompletedLikeUndisturbed(run);
+  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
 }
 
 TEST_F(FailureTest, RestartedChiefTakesTheRunUpFromTheLatestCheckpoint) {

@@ -268,8 +268,14 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     // The tables' rows, then the dense variables. Either order would do in
     // sync mode: the next step's pulls wait for this one on every piece.
     // Async ps tasks apply this worker's push of a step once, however
-    // often it is redone (RequestHeader.step).
-    ps_->set_step(*step);
+    // often it is redone (RequestHeader.step); the global batches it sums.
+    std::vector<int64_t> batches = {*step * options_.num_workers +
+                                    options_.worker_index};
+    for (const CoveredBatch& covered : buffers.covered) {
+      batches.push_back(covered.ref.step * options_.num_workers +
+                        covered.ref.worker);
+    }
+    ps_->set_step(*step, batches);
     absl::Status pushed =
         sparse_->Push(*step, result->examples, buffers.gradients);
     if (pushed.ok() || (!sync && ps::IsStaleGradient(pushed))) {
