@@ -129,6 +129,7 @@ absl::StatusOr<bool> Driver::HandleFailures() {
       case PsShard::kIntact:
         LogInfo(absl::StrCat("chief: ", name, " answers and still holds its "
                              "shard: nothing to restore"));
+        state_->HeardFrom(MakeTask(JOB_PS, it->first));
         it = suspect_ps_.erase(it);
         break;
       case PsShard::kUnreachable:
@@ -150,6 +151,15 @@ absl::StatusOr<bool> Driver::HandleFailures() {
     PSTRAIN_RETURN_IF_ERROR(TakeBack(worker));
   }
   return false;
+}
+
+void Driver::SuspectEveryPs(const std::string& why) {
+  LogError(absl::StrCat("chief: ", why, "; asking every ps task whether it "
+                        "still holds its shard"));
+  const absl::Time now = absl::Now();
+  for (int task = 0; task < ps_->num_ps(); ++task) {
+    suspect_ps_.try_emplace(task, now);
+  }
 }
 
 Driver::PsShard Driver::ProbePs(int task, std::string* lost) {
@@ -370,9 +380,24 @@ absl::Status Driver::Train() {
   start_loop();
   state_->SetPhase(PHASE_TRAINING);
   train_start_ = absl::Now();
-  while (step < total || !state_->AllWorkersFinished()) {
+  for (;;) {
     PSTRAIN_ASSIGN_OR_RETURN(const bool recovered, HandleFailures());
     if (recovered) start_loop();
+    if (step >= total && state_->AllWorkersFinished()) {
+      // The final checkpoint, once no ps task is in doubt.
+      if (!suspect_ps_.empty()) {
+        absl::SleepFor(absl::Milliseconds(200));
+        continue;
+      }
+      absl::Status saved = SaveCheckpoint(total);
+      if (!IsPeerFailure(saved)) {
+        PSTRAIN_RETURN_IF_ERROR(saved);
+        break;
+      }
+      SuspectEveryPs(absl::StrCat("the final checkpoint failed (",
+                                  saved.message(), ")"));
+      continue;
+    }
     const int64_t next_print =
         std::min(total, last_print_step_ + options_.print_every_steps);
     int64_t target = std::min(next_print, next_epoch_end);
@@ -392,15 +417,15 @@ absl::Status Driver::Train() {
     } else if (step >= next_print && step > last_print_step_) {
       PrintProgress(step, /*ended_epoch=*/0);
     }
-    if (pause > 0 && step >= pause) {
+    if (pause > 0 && step >= pause && suspect_ps_.empty()) {
       // Every worker holds at `pause`: nothing changes on the ps tasks.
       state_->SetPhase(PHASE_PAUSED);
       absl::Status saved = SaveCheckpoint(pause);
       if (IsPeerFailure(saved)) {
-        PSTRAIN_RETURN_IF_ERROR(Recover(absl::StrCat(
-            "the checkpoint of step ", pause, " failed (", saved.message(),
-            ")")));
-        start_loop();
+        // Tried again once every ps task answers with its shard; restored
+        // if one lost it.
+        SuspectEveryPs(absl::StrCat("the checkpoint of step ", pause,
+                                    " failed (", saved.message(), ")"));
         continue;
       }
       PSTRAIN_RETURN_IF_ERROR(saved);
@@ -420,7 +445,6 @@ absl::Status Driver::Train() {
     // Every step done: only TrainingFinished calls are still to come.
     if (step >= total) absl::SleepFor(absl::Milliseconds(10));
   }
-  PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(total));
   const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
 
   PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, FinalEvaluation());

@@ -63,8 +63,9 @@ struct DriverOptions {
   // Examples per evaluation batch.
   int64_t eval_batch = 500;
   // How long at most to keep answering after the run is over, until every
-  // process has heard it (in a heartbeat).
-  absl::Duration linger = absl::Seconds(3);
+  // live process has heard it (in a heartbeat; one cut off a moment ago may
+  // take a few seconds to reconnect).
+  absl::Duration linger = absl::Seconds(10);
   // A checkpoint every this many steps (0: not by steps).
   int64_t checkpoint_every_steps = 0;
   // A checkpoint every this long (zero: not by time).
@@ -119,6 +120,10 @@ class Driver {
   // What ps task `task` says of its shard; *lost says why when kLost.
   enum class PsShard { kIntact, kLost, kUnreachable };
   PsShard ProbePs(int task, std::string* lost);
+  // A call to the ps tasks failed (`why`) for want of one: HandleFailures
+  // asks each whether it holds its shard, and the caller tries again once
+  // none is in doubt.
+  void SuspectEveryPs(const std::string& why);
   // The run goes on without worker `dead`: the ps tasks stop waiting for
   // it, and the next present worker trains its share.
   absl::Status DropWorker(int dead);

@@ -349,6 +349,14 @@ bool RunState::WaitUntilToldOver(absl::Time deadline) const {
   return mu_.AwaitWithDeadline(absl::Condition(&all_told), deadline);
 }
 
+void RunState::HeardFrom(const TaskRef& task) {
+  absl::MutexLock lock(&mu_);
+  auto it = registered_.find(TaskName(task));
+  if (it == registered_.end()) return;
+  it->second.last_seen = absl::Now();
+  it->second.dead = false;
+}
+
 std::vector<int> RunState::TakeRestartedPs() {
   absl::MutexLock lock(&mu_);
   return std::exchange(restarted_ps_, {});

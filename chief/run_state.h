@@ -100,6 +100,8 @@ class RunState {
   // restart, or a caller claiming one) since the last call or recovery.
   // Whether such a ps lost its shard is for the driver to ask it.
   std::vector<int> TakeRestartedPs() ABSL_LOCKS_EXCLUDED(mu_);
+  // `task` answered the chief (a sign of life, as a request is).
+  void HeardFrom(const TaskRef& task) ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until every ps task has been heard from within `timeout` of now,
   // or `deadline`; returns those still silent ("ps:1").
   std::vector<std::string> WaitForLivePs(absl::Duration timeout,

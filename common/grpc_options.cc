@@ -46,6 +46,9 @@ const Tuning kTuning[] = {
     // speed of pushes at 4 MB per round.
 };
 
+// How often a client pings a connection that has calls in flight.
+constexpr int kKeepaliveMs = 5000;
+
 template <typename Args>
 void Apply(Args* args) {
   if (std::getenv("PSTRAIN_GRPC_NO_TUNING") != nullptr) return;
@@ -203,6 +206,13 @@ std::shared_ptr<grpc::Channel> CreatePstrainChannel(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A connection that stalls (a partition drops packets and resets
+  // nothing) is found dead by a ping within seconds and replaced, instead
+  // of holding calls until TCP's retransmissions, backing off to tens of
+  // seconds, get through after the network heals.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   Apply(&args);
@@ -214,6 +224,11 @@ std::shared_ptr<grpc::Channel> CreatePstrainChannel(
 void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
   builder->SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
   builder->SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  // Accepts the clients' keepalive pings (gRPC's default would answer
+  // pings more often than every 5 minutes with GOAWAY).
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                              kKeepaliveMs / 2);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   struct {
     grpc::ServerBuilder* builder;
     void SetInt(const char* name, int value) {

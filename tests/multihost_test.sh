@@ -4,8 +4,10 @@
 # hosts joined by veth pairs to a bridge (in a sixth, "switch" namespace, so
 # nothing is added to the machine's own network). It trains one epoch of the
 # mlp on Fashion-MNIST; once the run is under way, worker 1's link goes down
-# for LINK_DOWN_SECONDS and comes back, and the run must still complete: every
-# process exits 0 and summary.json reports the epoch.
+# for LINK_DOWN_SECONDS and comes back, then the chief and ps 1 are cut off
+# from each other (blackhole routes) for PARTITION_SECONDS, and the run must
+# still complete without rolling anything back: every process exits 0,
+# summary.json reports the epoch, and the chief's log no restore.
 #
 # With --tls, the hosts have the DNS names of the Kubernetes Jobs
 # (pstrain-ps-0.pstrain-ps.ml.svc.cluster.local, resolved through
@@ -26,6 +28,7 @@ tls=0
 [ "${1:-}" = "--tls" ] && tls=1
 
 LINK_DOWN_SECONDS=${LINK_DOWN_SECONDS:-3}
+PARTITION_SECONDS=${PARTITION_SECONDS:-15}
 # The step after which the link goes down (an epoch of the mlp with 2 workers
 # of batch 64 is 468 steps).
 FLAP_AFTER_STEP=${FLAP_AFTER_STEP:-100}
@@ -225,6 +228,17 @@ if [ $tls -eq 0 ]; then
   echo "link up again at step $(step_now)"
   kill -0 "${pid_of[chief]}" 2>/dev/null ||
     { dump_logs; fail "the run ended before the link came back: the flap tested nothing"; }
+  # A partition between the chief and ps 1 alone (the workers still reach
+  # both ps tasks), longer than the chief's --failure_timeout (10 s): ps 1
+  # holds its shard all along, so nothing may be rolled back, and every
+  # process must still hear that the run is over.
+  echo "step $(step_now): the chief and ps 1 cut off from each other for ${PARTITION_SECONDS} s"
+  net -n "$prefix-chief" route add blackhole "${ip[ps1]}/32"
+  net -n "$prefix-ps1" route add blackhole "${ip[chief]}/32"
+  sleep "$PARTITION_SECONDS"
+  net -n "$prefix-chief" route del blackhole "${ip[ps1]}/32"
+  net -n "$prefix-ps1" route del blackhole "${ip[chief]}/32"
+  echo "partition healed at step $(step_now)"
 fi
 
 # Every process must exit 0: the chief when the epoch is done, the others
@@ -268,6 +282,15 @@ if [ $tls -eq 1 ]; then
 fi
 epochs=$(jq -r '.epochs' <<<"$summary")
 [ "$epochs" = 1 ] || fail "summary.json: epochs is $epochs, expected 1"
+# Training here may reach its end (the epoch's evaluation and the final
+# checkpoint, which need ps 1) before the partition heals: then the chief
+# waits for ps 1 rather than presume it dead.
+grep -q "ps:1 sent nothing for" "$scratch/chief.log" &&
+  echo "the chief presumed ps 1 dead during the partition; ps 1 still held its shard"
+if grep -qE "recovered in|steps are trained again" "$scratch/chief.log"; then
+  dump_logs
+  fail "the chief rolled the run back for a partition"
+fi
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.80) }' ||
   fail "test accuracy $accuracy < 0.80 after one epoch of the mlp"
-echo "PASSED: one epoch across 5 namespaces, worker 1's link down for ${LINK_DOWN_SECONDS} s, test accuracy $accuracy"
+echo "PASSED: one epoch across 5 namespaces, worker 1's link down for ${LINK_DOWN_SECONDS} s, the chief and ps 1 partitioned for ${PARTITION_SECONDS} s with nothing rolled back, test accuracy $accuracy"
