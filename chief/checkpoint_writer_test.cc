@@ -96,6 +96,20 @@ TEST(CheckpointWriter, PruneKeepsTheNewestCompleteCheckpoints) {
   EXPECT_TRUE(std::filesystem::exists(model_dir + "/ckpt-50"));
 }
 
+// A directory that only looks like a leftover, its step past int64 (once
+// an abort in std::stoll), is left alone.
+TEST(CheckpointWriter, PruneLeavesStrayNamesAlone) {
+  const std::string model_dir = FreshDir("prune-stray");
+  for (int step : {10, 20}) WriteTinyCheckpoint(model_dir, step);
+  const std::string stray = model_dir + "/ckpt-99999999999999999999.tmp-1";
+  std::filesystem::create_directories(stray);
+  std::filesystem::create_directories(model_dir + "/ckpt-99999999999999999999");
+  ASSERT_TRUE(PruneCheckpoints(model_dir, 1).ok());
+  EXPECT_TRUE(std::filesystem::exists(stray));
+  EXPECT_FALSE(std::filesystem::exists(model_dir + "/ckpt-10"));
+  EXPECT_TRUE(std::filesystem::exists(model_dir + "/ckpt-20"));
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

@@ -1,5 +1,7 @@
 #include "tests/ps_cluster.h"
 
+#include <signal.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -13,29 +15,41 @@ absl::Status PsCluster::Start(int num_ps, const std::vector<std::string>& flags)
   for (int i = 0; i < num_ps; ++i) {
     addresses_.push_back(absl::StrCat("127.0.0.1:", PickFreePort()));
   }
-  const std::string jobs = absl::StrCat(
-      "{\"ps\": [\"", absl::StrJoin(addresses_, "\", \""), "\"]}");
   // Unique per cluster: a test may start several.
   static int clusters = 0;
   model_dir_ = TempPath(absl::StrCat("ps-cluster-", clusters++));
-  std::vector<std::string> all_flags = {"--model_dir=" + model_dir_};
-  all_flags.insert(all_flags.end(), flags.begin(), flags.end());
+  flags_ = {"--model_dir=" + model_dir_};
+  flags_.insert(flags_.end(), flags.begin(), flags.end());
   for (int i = 0; i < num_ps; ++i) {
-    const std::string tf_config = absl::StrCat(
-        "{\"cluster\": ", jobs, ", \"task\": {\"type\": \"ps\", \"index\": ", i,
-        "}}");
-    processes_.push_back(Subprocess::Start(
-        "ps/ps", all_flags, {{"TF_CONFIG", tf_config}},
-        TempPath(absl::StrCat("ps", i, ".log"))));
+    processes_.push_back(StartTask(i, absl::StrCat("ps", i)));
   }
-  for (int i = 0; i < num_ps; ++i) {
-    auto channel = CreatePstrainChannel(addresses_[i]);
-    if (!channel->WaitForConnected(
-            absl::ToChronoTime(absl::Now() + absl::Seconds(30)))) {
-      return absl::UnavailableError(absl::StrCat(
-          "ps ", i, " did not start; its log:\n",
-          ReadFile(processes_[i].log_path())));
-    }
+  for (int i = 0; i < num_ps; ++i) PSTRAIN_RETURN_IF_ERROR(WaitForTask(i));
+  return absl::OkStatus();
+}
+
+absl::Status PsCluster::Restart(int task) {
+  processes_[task]->Stop(SIGKILL);
+  processes_[task] = StartTask(task, absl::StrCat("ps", task, "-restarted"));
+  return WaitForTask(task);
+}
+
+std::unique_ptr<Subprocess> PsCluster::StartTask(int task,
+                                                 const std::string& log_name) {
+  const std::string tf_config = absl::StrCat(
+      "{\"cluster\": {\"ps\": [\"", absl::StrJoin(addresses_, "\", \""),
+      "\"]}, \"task\": {\"type\": \"ps\", \"index\": ", task, "}}");
+  return std::make_unique<Subprocess>(
+      Subprocess::Start("ps/ps", flags_, {{"TF_CONFIG", tf_config}},
+                        TempPath(log_name + ".log")));
+}
+
+absl::Status PsCluster::WaitForTask(int task) {
+  auto channel = CreatePstrainChannel(addresses_[task]);
+  if (!channel->WaitForConnected(
+          absl::ToChronoTime(absl::Now() + absl::Seconds(30)))) {
+    return absl::UnavailableError(
+        absl::StrCat("ps ", task, " did not start; its log:\n",
+                     ReadFile(processes_[task]->log_path())));
   }
   return absl::OkStatus();
 }

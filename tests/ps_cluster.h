@@ -29,7 +29,11 @@ class PsCluster {
   // The ps tasks' --model_dir: checkpoints are named inside it.
   const std::string& model_dir() const { return model_dir_; }
   const std::string& address(int task) const { return addresses_[task]; }
-  Subprocess& process(int task) { return processes_[task]; }
+  Subprocess& process(int task) { return *processes_[task]; }
+  // Kills ps task `task` (SIGKILL) and starts it again, as a new process
+  // with no variables, at the same address; returns once it accepts
+  // connections.
+  absl::Status Restart(int task);
 
   // A client of ps task `task` for `run_id`, sending as worker `worker`.
   std::unique_ptr<ps::PsClient> Client(int task, const std::string& run_id,
@@ -43,8 +47,14 @@ class PsCluster {
       PlacementOptions options = {}) const;
 
  private:
+  // Starts ps task `task` with log "<log_name>.log".
+  std::unique_ptr<Subprocess> StartTask(int task, const std::string& log_name);
+  // Waits until ps task `task` accepts connections.
+  absl::Status WaitForTask(int task);
+
   std::vector<std::string> addresses_;
-  std::vector<Subprocess> processes_;
+  std::vector<std::string> flags_;
+  std::vector<std::unique_ptr<Subprocess>> processes_;
   std::string model_dir_;
 };
 

@@ -14,6 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "chief/checkpointer.h"
+#include "common/cluster_spec.h"
 #include "common/atomic_file.h"
 #include "common/crc32c.h"
 #include "common/grpc_options.h"
@@ -492,6 +494,74 @@ TEST_F(PsClusterTest, CheckpointPathsOutsideTheModelDirAreRefused) {
   // Nothing was written outside the model_dir.
   EXPECT_FALSE(std::filesystem::exists(TempPath("x")));
   EXPECT_EQ(ReadFile(outside + "/ps-0.data"), std::string(64, 'k'));
+}
+
+// A ps task that cannot be reached, or holds no variables yet, while a
+// checkpoint is restored says nothing about the checkpoint: the restore
+// waits for it, rather than fall back to an older checkpoint (or fail).
+TEST(CheckpointerOverGrpc, RestoreWaitsForAPsInsteadOfFallingBack) {
+  PsCluster cluster;
+  ASSERT_TRUE(cluster.Start(2).ok());
+  const std::vector<VariableDef> variables = Model();
+  PlacementOptions placement_options = SplitKernel();
+  placement_options.num_ps = 2;
+  const absl::StatusOr<Placement> placement =
+      ComputePlacement(variables, placement_options);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  // The chief's client tries a call for a second only: the waiting is the
+  // Checkpointer's.
+  std::vector<std::unique_ptr<ps::PsClient>> clients;
+  for (int task = 0; task < 2; ++task) {
+    ps::PsClientOptions options;
+    options.run_id = kRun;
+    options.sender = MakeTask(JOB_CHIEF, 0);
+    options.retry.retry_for = absl::Seconds(1);
+    clients.push_back(std::make_unique<ps::PsClient>(
+        CreatePstrainChannel(cluster.address(task)), options));
+  }
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> chief =
+      ps::PsClusterClient::Create(std::move(clients), *placement, variables);
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  const UpdateConfig update = Update(UpdateConfig::ASYNC, 1);
+  ASSERT_TRUE((*chief)->CreateVariables(Sgd(0.5), update).ok());
+  TrainingConfig config;
+  config.set_model_name("dense");
+  for (const VariableDef& v : variables) *config.add_variables() = v;
+  chief::CheckpointerOptions options;
+  options.model_dir = cluster.model_dir();
+  options.run_id = kRun;
+  chief::Checkpointer checkpointer(options, &config, &*placement, chief->get());
+
+  Buffers g, at_1, values;
+  g.Fill(1, 2);
+  ASSERT_TRUE(checkpointer.Save(0, 0).ok());
+  ASSERT_TRUE((*chief)->PushDense(0, 1, g.map()).ok());
+  ASSERT_TRUE(checkpointer.Save(1, 0).ok());
+  ASSERT_TRUE((*chief)->PullDense(0, at_1.map()).ok());
+  ASSERT_TRUE((*chief)->PushDense(1, 1, g.map()).ok());
+
+  // ps 1 restarts: until its variables are created again (3 s from now),
+  // it answers UNAVAILABLE.
+  ASSERT_TRUE(cluster.Restart(1).ok());
+  std::thread create([&] {
+    absl::SleepFor(absl::Seconds(3));
+    auto again = cluster.Connect(kRun, 0, variables, SplitKernel());
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE((*again)->CreateVariables(Sgd(0.5), update).ok());
+  });
+  const absl::StatusOr<chief::LoadedCheckpoint> restored =
+      checkpointer.RestoreLatest(/*generation=*/1);
+  create.join();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->index.step(), 1);
+  (*chief)->set_generation(1);
+  ASSERT_TRUE((*chief)->PullDense(0, values.map()).ok());
+  EXPECT_EQ(std::memcmp(values.kernel.raw_data(), at_1.kernel.raw_data(),
+                        at_1.kernel.num_bytes()),
+            0);
+  EXPECT_EQ(std::memcmp(values.bias.raw_data(), at_1.bias.raw_data(),
+                        at_1.bias.num_bytes()),
+            0);
 }
 
 // A growing embedding table hashed over both ps tasks: rows are created on
