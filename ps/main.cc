@@ -192,6 +192,15 @@ int Main() {
                              index = config->task.index()] {
       bool registered = false;
       absl::Time last_answer = absl::Now();
+      // Whether the chief's answer says the run is over; then stops the ps.
+      auto over = [index](RunPhase phase) {
+        if (phase != PHASE_FINISHED && phase != PHASE_FAILED) return false;
+        LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
+                             phase == PHASE_FINISHED ? "is finished"
+                                                     : "failed"));
+        kill(getpid(), SIGTERM);
+        return true;
+      };
       // The first beat at once: a restarted ps is waited for.
       for (absl::Duration wait = absl::ZeroDuration();
            !stopping.WaitForNotificationWithTimeout(wait);
@@ -204,17 +213,15 @@ int Main() {
             last_answer = absl::Now();
             LogInfo(absl::StrCat("ps ", index, ": registered in run ",
                                  run->run_id()));
+            // A Register retried after its first attempt timed out may be
+            // answered after the run ended: the chief counts this answer as
+            // telling the ps so.
+            if (over(run->state().phase())) return;
           }
         } else if (absl::StatusOr<HeartbeatResponse> beat = chief->Heartbeat(0);
                    beat.ok()) {
           last_answer = absl::Now();
-          if (beat->phase() == PHASE_FINISHED || beat->phase() == PHASE_FAILED) {
-            LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
-                                 beat->phase() == PHASE_FINISHED ? "is finished"
-                                                                 : "failed"));
-            kill(getpid(), SIGTERM);
-            return;
-          }
+          if (over(beat->phase())) return;
         } else if (absl::IsNotFound(beat.status())) {
           // A restarted chief: this shard stays as it is until it says.
           LogInfo(absl::StrCat("ps ", index, ": ", beat.status().message()));
