@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -142,9 +143,9 @@ absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
 
 // RESOURCE_EXHAUSTED, naming the variable that crosses it, if the pieces
 // `request` places on `ps_task` (`arrays` arrays each: value and optimizer
-// slots) would hold more than `max_bytes`; INVALID_ARGUMENT for a negative
-// or overflowing shape. Checked before anything is allocated: the sizes
-// come from the network.
+// slots) would hold more than `max_bytes` (sizes past int64 included);
+// INVALID_ARGUMENT for a negative dimension or row range. Checked before
+// anything is allocated: the sizes come from the network.
 absl::Status CheckShardBytes(const CreateVariablesRequest& request,
                              int ps_task, int arrays, int64_t max_bytes) {
   int64_t total = 0;
@@ -159,9 +160,10 @@ absl::Status CheckShardBytes(const CreateVariablesRequest& request,
             "shape ", ShapeString(Dims(def.shape())),
             " has a negative dimension"));
       }
-      // Past max_bytes, it is refused below however many rows are here.
-      row_bytes = dim > 0 && row_bytes > max_bytes / dim ? max_bytes + 1
-                                                          : row_bytes * dim;
+      // Past max_bytes (or int64), it is refused below if any row is here.
+      row_bytes = dim > 0 && row_bytes > max_bytes / dim
+                      ? std::numeric_limits<int64_t>::max()
+                      : row_bytes * dim;
     }
     int64_t rows = 0;
     for (const VariablePlacement::Slice& slice :
