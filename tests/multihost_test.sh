@@ -155,6 +155,7 @@ for i in "${!hosts[@]}"; do
 done
 echo "hosts: $(for h in "${hosts[@]}"; do printf '%s=%s ' "$h" "${ip[$h]}"; done)"
 security=()
+chief_token=()
 if [ $tls -eq 1 ]; then
   # Each host resolves the names (ip netns exec reads /etc/netns/NS/hosts as
   # its /etc/hosts), and every process gets make_secret.sh's material.
@@ -165,11 +166,13 @@ if [ $tls -eq 1 ]; then
     } >"/etc/netns/$prefix-$h/hosts"
   done
   "$make_secret" --namespace ml >"$scratch/secret.yaml" || fail "make_secret.sh failed"
-  for k in ca.crt tls.crt tls.key token; do
+  for k in ca.crt tls.crt tls.key token chief-token; do
     awk -v k="$k:" '$1 == k { print $2 }' "$scratch/secret.yaml" | base64 -d >"$scratch/$k"
   done
   security=(--tls_cert="$scratch/tls.crt" --tls_key="$scratch/tls.key"
             --tls_ca="$scratch/ca.crt" --auth_token_file="$scratch/token")
+  # The chief's own token, for the chief and the ps tasks only.
+  chief_token=(--chief_token_file="$scratch/chief-token")
 fi
 
 cluster="{\"chief\": [\"${addr[chief]}:$PORT\"],"
@@ -188,12 +191,13 @@ start() {
 }
 
 model_dir=$scratch/model
-start ps0 ps 0 --model_dir="$model_dir"
-start ps1 ps 1 --model_dir="$model_dir"
+start ps0 ps 0 --model_dir="$model_dir" "${chief_token[@]}"
+start ps1 ps 1 --model_dir="$model_dir" "${chief_token[@]}"
 start w0 worker 0 --threads=1
 start w1 worker 1 --threads=1
 if [ $tls -eq 1 ]; then
-  start chief chief 0 --model=mlp --steps=100 --mode=sync --model_dir="$model_dir"
+  start chief chief 0 --model=mlp --steps=100 --mode=sync --model_dir="$model_dir" \
+    "${chief_token[@]}"
 else
   start chief chief 0 --model=mlp --epochs=1 --mode=sync --model_dir="$model_dir"
 fi

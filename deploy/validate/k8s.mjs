@@ -450,6 +450,15 @@ function checkJobs(objects, tls) {
       for (const f of ["tls_cert", "tls_key", "tls_ca", "auth_token_file"]) {
         check(flags.some((x) => x.name === f), `${where}: no --${f}`);
       }
+      // The chief's own token: the chief and the ps tasks have it, the
+      // workers must not be able to read it.
+      const chiefToken = flags.some((x) => x.name === "chief_token_file");
+      const chiefSecret = (pod.volumes ?? []).some((v) => v.secret?.secretName === "pstrain-chief");
+      if (role === "worker") {
+        check(!chiefToken && !chiefSecret, `${where}: a worker gets the chief's token`);
+      } else {
+        check(chiefToken && chiefSecret, `${where}: no --chief_token_file from Secret pstrain-chief`);
+      }
     }
     pods[role] = { pod, container, jobName, subdomain: pod.subdomain };
   }

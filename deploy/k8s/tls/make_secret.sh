@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prints the Secret "pstrain-tls" that deploy/k8s/tls mounts: a new cluster
-# CA (ca.crt), one certificate and key that every task of the cluster
-# presents as server and as client (tls.crt, tls.key), and a random token
-# (token) for --auth_token_file.
+# Prints the two Secrets that deploy/k8s/tls mounts: "pstrain-tls", for
+# every task (a new cluster CA, ca.crt; one certificate and key that every
+# task presents as server and as client, tls.crt and tls.key; a random
+# token for --auth_token_file), and "pstrain-chief", for the chief and the
+# ps tasks only (chief-token, a second random token for --chief_token_file:
+# the ps tasks accept their chief-only calls only with it).
 #
 #   deploy/k8s/tls/make_secret.sh --namespace ml > deploy/k8s/tls/secret.yaml
 #
@@ -50,6 +52,7 @@ EOF
 quiet openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
   -days "$days" -extfile ext.cnf -out tls.crt
 quiet openssl rand -hex 32 >token
+quiet openssl rand -hex 32 >chief-token
 
 b64() { base64 -w0 <"$1"; }
 cat <<EOF
@@ -69,4 +72,16 @@ data:
   tls.crt: $(b64 tls.crt)
   tls.key: $(b64 tls.key)
   token: $(b64 token)
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: pstrain-chief
+  namespace: $namespace
+  labels:
+    app.kubernetes.io/name: pstrain
+    app.kubernetes.io/instance: $name
+type: Opaque
+data:
+  chief-token: $(b64 chief-token)
 EOF
