@@ -96,11 +96,8 @@ absl::Status WriteCheckpointIndex(const std::string& dir,
   if (!index.SerializeToString(&bytes)) {
     return absl::InternalError("cannot serialize the checkpoint index");
   }
-  PSTRAIN_ASSIGN_OR_RETURN(
-      std::unique_ptr<AtomicFile> file,
-      AtomicFile::Create(absl::StrCat(dir, "/", kCheckpointIndexFile)));
-  PSTRAIN_RETURN_IF_ERROR(file->Append(bytes.data(), bytes.size()).status());
-  return file->Commit();
+  return WriteFileAtomically(absl::StrCat(dir, "/", kCheckpointIndexFile),
+                             bytes);
 }
 
 absl::Status PruneCheckpoints(const std::string& model_dir, int keep) {

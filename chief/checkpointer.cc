@@ -164,7 +164,7 @@ absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest(
         const absl::Time give_up = absl::Now() + options_.peer_patience;
         for (int attempt = 1;; ++attempt) {
           status = ps_->client(task)->Restore(Basename(ref.dir), slices,
-                                               index->step(), generation);
+                                              index->step(), generation);
           if (!IsPeerFailure(status) || absl::Now() > give_up) break;
           absl::SleepFor(Backoff(RetryOptions(), attempt));
         }

@@ -127,16 +127,17 @@ absl::StatusOr<bool> Driver::HandleFailures() {
         why = absl::StrCat(name, " lost its shard (", lost, ")");
         break;
       case PsShard::kIntact:
-        LogInfo(absl::StrCat("chief: ", name, " answers and still holds its "
-                             "shard: nothing to restore"));
+        LogInfo(absl::StrCat("chief: ", name,
+                             " answers and still holds its shard: nothing "
+                             "to restore"));
         state_->HeardFrom(MakeTask(JOB_PS, it->first));
         it = suspect_ps_.erase(it);
         break;
       case PsShard::kUnreachable:
         if (now - it->second > options_.wait_for_tasks) {
-          return absl::DeadlineExceededError(absl::StrCat(
-              name, " could not be reached for ",
-              absl::FormatDuration(options_.wait_for_tasks)));
+          return absl::DeadlineExceededError(
+              absl::StrCat(name, " could not be reached for ",
+                           absl::FormatDuration(options_.wait_for_tasks)));
         }
         ++it;
         break;
@@ -154,8 +155,9 @@ absl::StatusOr<bool> Driver::HandleFailures() {
 }
 
 void Driver::SuspectEveryPs(const std::string& why) {
-  LogError(absl::StrCat("chief: ", why, "; asking every ps task whether it "
-                        "still holds its shard"));
+  LogError(absl::StrCat("chief: ", why,
+                        "; asking every ps task whether it still holds "
+                        "its shard"));
   const absl::Time now = absl::Now();
   for (int task = 0; task < ps_->num_ps(); ++task) {
     suspect_ps_.try_emplace(task, now);
@@ -394,8 +396,8 @@ absl::Status Driver::Train() {
         PSTRAIN_RETURN_IF_ERROR(saved);
         break;
       }
-      SuspectEveryPs(absl::StrCat("the final checkpoint failed (",
-                                  saved.message(), ")"));
+      SuspectEveryPs(
+          absl::StrCat("the final checkpoint failed (", saved.message(), ")"));
       continue;
     }
     const int64_t next_print =
@@ -471,11 +473,8 @@ absl::Status Driver::Train() {
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
       num_workers, ps_->num_ps(), dropped);
   PSTRAIN_RETURN_IF_ERROR(MakeDirectories(options_.model_dir));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      std::unique_ptr<AtomicFile> file,
-      AtomicFile::Create(options_.model_dir + "/summary.json"));
-  PSTRAIN_RETURN_IF_ERROR(file->Append(summary.data(), summary.size()).status());
-  PSTRAIN_RETURN_IF_ERROR(file->Commit());
+  PSTRAIN_RETURN_IF_ERROR(
+      WriteFileAtomically(options_.model_dir + "/summary.json", summary));
   LogInfo(absl::StrFormat(
       "chief: done: test accuracy %.4f, test loss %.4f, %d steps in %s; "
       "summary in %s/summary.json",

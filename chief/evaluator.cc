@@ -55,8 +55,9 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
       // read. That is no damage: a newer one is there or on its way.
       std::error_code error;
       if (!std::filesystem::exists(ref.dir, error)) {
-        LogInfo(absl::StrCat("evaluator: ", ref.dir, " was pruned before it "
-                             "could be read; skipping it"));
+        LogInfo(absl::StrCat("evaluator: ", ref.dir,
+                             " was pruned before it could be read; "
+                             "skipping it"));
         continue;
       }
       return read.status();

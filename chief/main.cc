@@ -310,8 +310,9 @@ int Main() {
   }
   if (!security->auth_token.empty() && security->chief_token.empty() &&
       !security->tls()) {
-    return Fail("--chief_token_file: needed with --auth_token_file (the ps "
-                "tasks accept the chief's calls only with it)");
+    return Fail(
+        "--chief_token_file: needed with --auth_token_file (the ps "
+        "tasks accept the chief's calls only with it)");
   }
   security->is_chief = true;
   const ClusterSpec& cluster = tf_config->cluster;

@@ -49,6 +49,16 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
       new AtomicFile(std::move(path), std::move(temp), fd));
 }
 
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content) {
+  absl::StatusOr<std::unique_ptr<AtomicFile>> file = AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<int64_t> written =
+      (*file)->Append(content.data(), content.size());
+  if (!written.ok()) return written.status();
+  return (*file)->Commit();
+}
+
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) close(fd_);
   if (!committed_) unlink(temp_.c_str());

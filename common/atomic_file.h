@@ -44,6 +44,10 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Writes `content` as the whole of `path`, atomically (an AtomicFile).
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content);
+
 // Creates `path` and its missing parents (mkdir -p).
 absl::Status MakeDirectories(const std::string& path);
 

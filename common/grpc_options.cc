@@ -226,8 +226,8 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
   builder->SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   // Accepts the clients' keepalive pings (gRPC's default would answer
   // pings more often than every 5 minutes with GOAWAY).
-  builder->AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                              kKeepaliveMs / 2);
+  builder->AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kKeepaliveMs / 2);
   builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   struct {
     grpc::ServerBuilder* builder;

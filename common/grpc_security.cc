@@ -171,8 +171,9 @@ absl::StatusOr<GrpcSecurity> LoadGrpcSecurity(const GrpcSecurityFiles& files) {
         ReadToken("--chief_token_file", files.chief_token_file);
     if (!token.ok()) return token.status();
     if (*token == security.auth_token) {
-      return FlagError("--chief_token_file",
-                       "the chief's token must differ from --auth_token_file's");
+      return FlagError(
+          "--chief_token_file",
+          "the chief's token must differ from --auth_token_file's");
     }
     security.chief_token = *std::move(token);
   }
@@ -223,7 +224,8 @@ AuthTokenInterceptors(const GrpcSecurity& security) {
                                  ? security.chief_token
                                  : security.auth_token;
   if (!token.empty()) {
-    interceptors.push_back(std::make_unique<AuthTokenInterceptorFactory>(token));
+    interceptors.push_back(
+        std::make_unique<AuthTokenInterceptorFactory>(token));
   }
   return interceptors;
 }
@@ -251,22 +253,21 @@ absl::StatusOr<Caller> AuthenticateCaller(
     const grpc::ServerContextBase& context, const GrpcSecurity& security,
     absl::string_view chief_host) {
   bool chief = true;
-  if (!security.auth_token.empty() || !security.chief_token.empty()) {
+  // A chief token comes with a task token (LoadGrpcSecurity).
+  if (!security.auth_token.empty()) {
     const bool by_chief_token =
         !security.chief_token.empty() &&
         CheckAuthToken(context, security.chief_token).ok();
     if (!by_chief_token) {
-      // The task token (when there is none, only the chief's is accepted).
-      absl::Status checked = CheckAuthToken(
-          context, security.auth_token.empty() ? security.chief_token
-                                               : security.auth_token);
+      absl::Status checked = CheckAuthToken(context, security.auth_token);
       if (!checked.ok()) return checked;
     }
     if (!security.chief_token.empty()) chief = by_chief_token;
   }
   if (security.tls() && !chief_host.empty()) {
     bool named = false;
-    const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    const std::shared_ptr<const grpc::AuthContext> auth =
+        context.auth_context();
     if (auth != nullptr) {
       for (const char* property :
            {GRPC_X509_SAN_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {

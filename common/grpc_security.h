@@ -107,8 +107,8 @@ absl::Status CheckAuthToken(const grpc::ServerContextBase& context,
 enum class Caller { kTask, kChief };
 
 // Who made the call, by what it proved:
-// - a token is required when `security` has one (auth_token or
-//   chief_token): UNAUTHENTICATED unless the call carries one of them;
+// - a token is required when `security` has one: UNAUTHENTICATED unless
+//   the call carries auth_token or chief_token;
 // - it is the chief if every configured proof says so: with a chief_token,
 //   the call carried it; with TLS and a `chief_host`, the client
 //   certificate names that host (a DNS or IP subject alternative name, or

@@ -90,9 +90,11 @@ absl::StatusOr<ClusterSpec::Job> ParseJob(
   int expected = 0;
   for (const auto& [index, address] : job) {
     if (index != expected) {
-      return Error(field, absl::StrCat(
-          "task ", expected, " is missing (a job's tasks must be numbered 0 "
-          "to ", job.size() - 1, " without gaps)"));
+      return Error(field,
+                   absl::StrCat("task ", expected,
+                                " is missing (a job's tasks must be numbered "
+                                "0 to ",
+                                job.size() - 1, " without gaps)"));
     }
     ++expected;
   }

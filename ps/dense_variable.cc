@@ -34,8 +34,8 @@ absl::StatusOr<std::unique_ptr<DenseVariable>> DenseVariable::Create(
   absl::StatusOr<Tensor> value = Tensor::Create(DT_FLOAT, std::move(shape));
   if (!value.ok()) {
     return absl::Status(value.status().code(),
-                        absl::StrCat("variable '", def.name(), "': ",
-                                     value.status().message()));
+                        absl::StrCat("variable '", def.name(),
+                                     "': ", value.status().message()));
   }
   if (value->num_elements() > 0) {
     FillRows(def, row_begin, row_end - row_begin, value->data<float>());
@@ -46,16 +46,15 @@ absl::StatusOr<std::unique_ptr<DenseVariable>> DenseVariable::Create(
     absl::StatusOr<Tensor> slot = Tensor::Create(DT_FLOAT, value->shape());
     if (!slot.ok()) {
       return absl::Status(slot.status().code(),
-                          absl::StrCat("variable '", def.name(), "': ",
-                                       slot.status().message()));
+                          absl::StrCat("variable '", def.name(),
+                                       "': ", slot.status().message()));
     }
     std::fill(slot->flat<float>().begin(), slot->flat<float>().end(),
               optimizer->SlotInitialValue(i));
     slots.push_back(*std::move(slot));
   }
-  return std::unique_ptr<DenseVariable>(
-      new DenseVariable(def, row_begin, row_end, optimizer, *std::move(value),
-                        std::move(slots)));
+  return std::unique_ptr<DenseVariable>(new DenseVariable(
+      def, row_begin, row_end, optimizer, *std::move(value), std::move(slots)));
 }
 
 DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,

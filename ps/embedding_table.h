@@ -94,12 +94,11 @@ class EmbeddingTable {
   // Sync: adds the rows to step `version`'s sums unless worker `sender`
   // (>= 0) already contributed to it (a retried push, or a restarted worker
   // redoing the step: counted once), as DenseVariable::AccumulateSync; the
-  // needed-th contribution (SetNeeded) applies the step to the touched rows. Returns
-  // false if dropped as late.
+  // needed-th contribution (SetNeeded) applies the step to the touched rows.
+  // Returns false if dropped as late.
   bool AccumulateSync(int64_t version, absl::Span<const int64_t> ids,
                       const float* g, int64_t batch_size, bool skip_update,
-                      int sender)
-      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+                      int sender) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);

@@ -137,13 +137,12 @@ int Main() {
   }
   const int pull_threads = absl::GetFlag(FLAGS_pull_threads);
   if (pull_threads < 1) {
-    return Fail(absl::StrCat("--pull_threads: ", pull_threads,
-                             " must be >= 1"));
+    return Fail(
+        absl::StrCat("--pull_threads: ", pull_threads, " must be >= 1"));
   }
   const int64_t max_bytes = absl::GetFlag(FLAGS_max_shard_bytes);
   if (max_bytes < 0) {
-    return Fail(absl::StrCat("--max_shard_bytes: ", max_bytes,
-                             " is negative"));
+    return Fail(absl::StrCat("--max_shard_bytes: ", max_bytes, " is negative"));
   }
   shard_options.max_bytes = max_bytes > 0 ? max_bytes : PhysicalMemoryBytes();
   const std::string ledger_path = absl::GetFlag(FLAGS_count_batches);
@@ -195,9 +194,9 @@ int Main() {
       // Whether the chief's answer says the run is over; then stops the ps.
       auto over = [index](RunPhase phase) {
         if (phase != PHASE_FINISHED && phase != PHASE_FAILED) return false;
-        LogInfo(absl::StrCat("ps ", index, ": the chief says the run ",
-                             phase == PHASE_FINISHED ? "is finished"
-                                                     : "failed"));
+        LogInfo(
+            absl::StrCat("ps ", index, ": the chief says the run ",
+                         phase == PHASE_FINISHED ? "is finished" : "failed"));
         kill(getpid(), SIGTERM);
         return true;
       };
@@ -261,11 +260,7 @@ int Main() {
     for (const auto& [batch, count] : shard.BatchesApplied()) {
       absl::StrAppend(&ledger, batch, " ", count, "\n");
     }
-    absl::StatusOr<std::unique_ptr<AtomicFile>> file =
-        AtomicFile::Create(ledger_path);
-    absl::Status written = file.status();
-    if (file.ok()) written = (*file)->Append(ledger.data(), ledger.size()).status();
-    if (written.ok()) written = (*file)->Commit();
+    const absl::Status written = WriteFileAtomically(ledger_path, ledger);
     if (!written.ok()) {
       LogError(absl::StrCat("--count_batches: ", written.message()));
     }

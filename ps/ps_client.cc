@@ -525,8 +525,7 @@ absl::StatusOr<ShardStatus> PsClient::GetShardStatus() {
   return status;
 }
 
-absl::StatusOr<ShardStatus> PsClient::ProbeShardStatus(
-    absl::Duration timeout) {
+absl::StatusOr<ShardStatus> PsClient::ProbeShardStatus(absl::Duration timeout) {
   GetShardStatusRequest request;
   FillHeader(request.mutable_header());
   grpc::ClientContext context;

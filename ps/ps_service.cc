@@ -327,9 +327,8 @@ class PsService::Call {
     }
     ThreadPool* pool = where == Where::kPullPool ? service_->pull_pool_.get()
                                                  : service_->work_pool_.get();
-    pool->Schedule([this] {
-      Answer((service_->*method_->serve)(requests_, &reply_));
-    });
+    pool->Schedule(
+        [this] { Answer((service_->*method_->serve)(requests_, &reply_)); });
   }
 
   // Sends reply_ (unless `status` is an error) and `status`.

@@ -146,8 +146,8 @@ absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
 // slots) would hold more than `max_bytes` (sizes past int64 included);
 // INVALID_ARGUMENT for a negative dimension or row range. Checked before
 // anything is allocated: the sizes come from the network.
-absl::Status CheckShardBytes(const CreateVariablesRequest& request,
-                             int ps_task, int arrays, int64_t max_bytes) {
+absl::Status CheckShardBytes(const CreateVariablesRequest& request, int ps_task,
+                             int arrays, int64_t max_bytes) {
   int64_t total = 0;
   for (const ShardVariable& variable : request.variables()) {
     const VariableDef& def = variable.def();
@@ -156,9 +156,9 @@ absl::Status CheckShardBytes(const CreateVariablesRequest& request,
     for (int d = 1; d < def.shape().dims_size(); ++d) {
       const int64_t dim = def.shape().dims(d);
       if (dim < 0) {
-        return VariableError(def.name(), absl::StrCat(
-            "shape ", ShapeString(Dims(def.shape())),
-            " has a negative dimension"));
+        return VariableError(
+            def.name(), absl::StrCat("shape ", ShapeString(Dims(def.shape())),
+                                     " has a negative dimension"));
       }
       // Past max_bytes (or int64), it is refused below if any row is here.
       row_bytes = dim > 0 && row_bytes > max_bytes / dim
@@ -170,9 +170,10 @@ absl::Status CheckShardBytes(const CreateVariablesRequest& request,
          variable.placement().slices()) {
       if (slice.ps_task() != ps_task) continue;
       if (slice.row_begin() < 0 || slice.row_end() < slice.row_begin()) {
-        return VariableError(def.name(), absl::StrCat(
-            "placement rows [", slice.row_begin(), ", ", slice.row_end(),
-            ") are not a range"));
+        return VariableError(
+            def.name(),
+            absl::StrCat("placement rows [", slice.row_begin(), ", ",
+                         slice.row_end(), ") are not a range"));
       }
       if (def.shape().dims_size() == 0) {
         rows = 1;
@@ -274,9 +275,9 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
   run->step_timeout = request.update().step_timeout_ms() > 0
                           ? absl::Milliseconds(request.update().step_timeout_ms())
                           : options_.default_step_timeout;
-  PSTRAIN_RETURN_IF_ERROR(CheckShardBytes(
-      request, options_.ps_task, 1 + run->optimizer->NumSlots(),
-      options_.max_bytes));
+  PSTRAIN_RETURN_IF_ERROR(CheckShardBytes(request, options_.ps_task,
+                                          1 + run->optimizer->NumSlots(),
+                                          options_.max_bytes));
   int64_t bytes = 0;
   for (const ShardVariable& variable : request.variables()) {
     const VariableDef& def = variable.def();
@@ -523,8 +524,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     // passed them when it was applied, and the staleness bound may refuse
     // it now.
     absl::MutexLock lock(&recent_mu_);
-    if (const PushDenseResponse* earlier =
-            FindRecorded(recent_, worker, key)) {
+    if (const PushDenseResponse* earlier = FindRecorded(recent_, worker, key)) {
       return *earlier;
     }
   }
@@ -615,8 +615,7 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     // Recorded before applying, so a retry racing the original is answered
     // as applied rather than applied twice.
     absl::MutexLock lock(&recent_mu_);
-    if (const PushDenseResponse* earlier =
-            FindRecorded(recent_, worker, key)) {
+    if (const PushDenseResponse* earlier = FindRecorded(recent_, worker, key)) {
       return *earlier;
     }
     auto& recent = recent_[worker];

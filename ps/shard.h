@@ -124,13 +124,13 @@ class Shard {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces this shard's state with the parts of request.slices (files of
-  // "<checkpoint_root>/<directory>") that its pieces hold (the checkpoint may have been written by another number of
-  // ps tasks). Every byte read is checked against its slice's length and
-  // CRC32C, and every row of every piece must be found, before anything
-  // changes: a damaged or incomplete checkpoint is DATA_LOSS or
-  // FAILED_PRECONDITION naming the file or variable, and leaves the shard
-  // as it was. Once restored, the shard serves request.generation: pulls
-  // waiting for a step are woken with ABORTED, and pushes and pulls of
+  // "<checkpoint_root>/<directory>") that its pieces hold (the checkpoint may
+  // have been written by another number of ps tasks). Every byte read is
+  // checked against its slice's length and CRC32C, and every row of every piece
+  // must be found, before anything changes: a damaged or incomplete checkpoint
+  // is DATA_LOSS or FAILED_PRECONDITION naming the file or variable, and leaves
+  // the shard as it was. Once restored, the shard serves request.generation:
+  // pulls waiting for a step are woken with ABORTED, and pushes and pulls of
   // another generation are refused with ABORTED.
   //
   // Pushes are idempotent: in sync mode a worker's gradient counts once per
@@ -196,7 +196,8 @@ class Shard {
   // "<checkpoint_root>/<name>" for a checkpoint directory a request names:
   // INVALID_ARGUMENT unless `name` is one plain name (letters, digits, '.',
   // '_', '-', not starting with '.'), FAILED_PRECONDITION without a root.
-  absl::StatusOr<std::string> CheckpointDirectory(const std::string& name) const;
+  absl::StatusOr<std::string> CheckpointDirectory(
+      const std::string& name) const;
 
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);
@@ -237,7 +238,8 @@ class Shard {
       recent_sparse_ ABSL_GUARDED_BY(recent_mu_);
 
   // Adds one to the count of each of `header`'s batches (count_batches).
-  void CountBatches(const RequestHeader& header) ABSL_LOCKS_EXCLUDED(ledger_mu_);
+  void CountBatches(const RequestHeader& header)
+      ABSL_LOCKS_EXCLUDED(ledger_mu_);
 
   // With count_batches: applications of each global batch.
   mutable absl::Mutex ledger_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);

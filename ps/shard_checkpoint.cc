@@ -92,9 +92,9 @@ class RegionReader {
     // The computed CRC32C is not put in the message: it would tell the
     // caller the bytes read.
     if (Crc32c(data.data(), data.size()) != crc32c) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": bytes [", offset, ", ", offset + length,
-                       ") fail their CRC32C check"));
+      return absl::DataLossError(absl::StrCat(path, ": bytes [", offset, ", ",
+                                              offset + length,
+                                              ") fail their CRC32C check"));
     }
     return data;
   }

@@ -22,7 +22,9 @@ std::string Root() { return std::getenv("TEST_TMPDIR"); }
 std::string Dir(const std::string& name) { return Root() + "/" + name; }
 
 // The name a request gives for checkpoint directory `dir`.
-std::string Name(const std::string& dir) { return dir.substr(Root().size() + 1); }
+std::string Name(const std::string& dir) {
+  return dir.substr(Root().size() + 1);
+}
 
 void AddVariable(CreateVariablesRequest* r, const std::string& name,
                  std::vector<int64_t> dims, bool sparse,

@@ -208,8 +208,8 @@ TEST(Shard, CreateRefusesMoreThanMaxBytes) {
   EXPECT_EQ(shard.CreateVariables(create, &response).code(),
             absl::StatusCode::kResourceExhausted);
   // Nothing was claimed: a run that fits is created.
-  EXPECT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 1), &response)
-                  .ok());
+  EXPECT_TRUE(
+      shard.CreateVariables(Create(UpdateConfig::SYNC, 1), &response).ok());
 }
 
 TEST_F(ShardTest, SyncAppliesOnceWithTheGlobalBatch) {
@@ -322,8 +322,8 @@ TEST(Shard, CountsEachBatchAsItIsApplied) {
   options.count_batches = true;
   Shard shard(options);
   CreateVariablesResponse created;
-  ASSERT_TRUE(shard.CreateVariables(Create(UpdateConfig::SYNC, 2), &created)
-                  .ok());
+  ASSERT_TRUE(
+      shard.CreateVariables(Create(UpdateConfig::SYNC, 2), &created).ok());
   auto batch = [](int64_t b, PushDenseRequest push) {
     push.mutable_header()->add_batches(b);
     return push;
@@ -332,9 +332,9 @@ TEST(Shard, CountsEachBatchAsItIsApplied) {
       batch(0, From(0, 1, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0})));
   ASSERT_TRUE(Send(shard, from_0).ok());
   ASSERT_TRUE(Send(shard, from_0).ok());  // a retry
-  ASSERT_TRUE(Send(shard, batch(1, From(1, 1, Push(0, 1, {1, 1, 1, 1},
-                                                   {0, 0, 0}))))
-                  .ok());
+  ASSERT_TRUE(
+      Send(shard, batch(1, From(1, 1, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0}))))
+          .ok());
   // Step 0 is complete: a push of it now is late.
   absl::StatusOr<PushDenseResponse> late =
       Send(shard, batch(0, From(0, 9, Push(0, 1, {1, 1, 1, 1}, {0, 0, 0}))));
@@ -398,13 +398,13 @@ TEST_F(ShardTest, AsyncAppliesAWorkersPushOfAStepOnce) {
   EXPECT_EQ(redone->version(), first->version());
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.75f));
   // Another worker's step 5, and this worker's step 6, are other pushes.
-  ASSERT_TRUE(Send(shard_, at_step(5, From(0, 77, Push(1, 2, {1, 1, 1, 1},
-                                                       {0, 0, 0}))))
-                  .ok());
+  ASSERT_TRUE(
+      Send(shard_, at_step(5, From(0, 77, Push(1, 2, {1, 1, 1, 1}, {0, 0, 0}))))
+          .ok());
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.5f));
-  ASSERT_TRUE(Send(shard_, at_step(6, From(1, 78, Push(2, 2, {1, 1, 1, 1},
-                                                       {0, 0, 0}))))
-                  .ok());
+  ASSERT_TRUE(
+      Send(shard_, at_step(6, From(1, 78, Push(2, 2, {1, 1, 1, 1}, {0, 0, 0}))))
+          .ok());
   EXPECT_EQ(Pull(shard_, "w"), std::vector<float>(4, 0.25f));
 }
 

@@ -217,8 +217,8 @@ class ClusterRun {
         }
         if (count != 1 && ++wrong <= 5) {
           ADD_FAILURE() << "ps " << task << ": batch " << batch << " (step "
-                        << batch / 2 << ", worker " << batch % 2
-                        << ") applied " << count << " times";
+                        << batch / 2 << ", worker " << batch % 2 << ") applied "
+                        << count << " times";
         }
       }
       for (const auto& [batch, count] : ledger) {
@@ -244,9 +244,10 @@ class ClusterRun {
     }
     if (type == "worker") flags = kWorkerFlags;
     if (type == "ps") {
-      ledger_[index] = TempPath(absl::StrCat(name_, suffix, "-ps", index,
-                                             ".batches"));
-      flags = {"--model_dir=" + model_dir_, "--count_batches=" + ledger_[index]};
+      ledger_[index] =
+          TempPath(absl::StrCat(name_, suffix, "-ps", index, ".batches"));
+      flags = {"--model_dir=" + model_dir_,
+               "--count_batches=" + ledger_[index]};
     }
     return std::make_unique<Subprocess>(
         cluster_.Start(name_ + suffix, type, index, flags));
@@ -304,10 +305,9 @@ class FailureTest : public ::testing::Test {
   // the worker covering for it (README, "Not yet true").
   static std::set<int64_t> UnfinishedBatches(ClusterRun& run, int worker) {
     std::set<int64_t> batches;
-    for (int64_t step :
-         AllMatches(run.chief_log(),
-                    absl::StrCat("going on without worker ", worker,
-                                 " from step ([0-9]+)"))) {
+    for (int64_t step : AllMatches(
+             run.chief_log(), absl::StrCat("going on without worker ", worker,
+                                           " from step ([0-9]+)"))) {
       batches.insert(2 * step + worker);
     }
     return batches;
@@ -436,9 +436,9 @@ TEST_F(FailureTest, WithContinueAWorkerBackDuringAChiefRestartIsTakenBack) {
   ClusterRun run("chief-and-worker-back", {"--on_worker_failure=continue"});
   run.WaitForStep(RandomStep(/*first=*/20) / 2);
   run.Kill("worker", 1);
-  ASSERT_GE(SecondsUntil(
-                [&] { return run.ChiefSaid("going on without worker 1"); }),
-            0)
+  ASSERT_GE(
+      SecondsUntil([&] { return run.ChiefSaid("going on without worker 1"); }),
+      0)
       << run.chief_log();
   run.Kill("chief", 0);
   run.Restart("worker", 1);

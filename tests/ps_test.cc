@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "chief/checkpointer.h"
-#include "common/cluster_spec.h"
 #include "common/atomic_file.h"
+#include "common/cluster_spec.h"
 #include "common/crc32c.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
@@ -429,8 +429,9 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
         slice.offset() + slice.length() <= 100) {
       continue;
     }
-    const std::string bytes = ReadFile(cluster_.model_dir() + "/ckpt-1/ps-1.data")
-                                  .substr(slice.offset(), slice.length());
+    const std::string bytes =
+        ReadFile(cluster_.model_dir() + "/ckpt-1/ps-1.data")
+            .substr(slice.offset(), slice.length());
     const uint32_t crc = Crc32c(bytes.data(), bytes.size());
     EXPECT_FALSE(absl::StrContains(absl::AsciiStrToLower(damaged.message()),
                                    absl::StrFormat("%08x", crc)))
@@ -444,8 +445,8 @@ TEST_F(PsClusterTest, SaveAndRestoreThroughGrpc) {
 // refused before anything is allocated; the ps lives on and takes a run
 // that fits.
 TEST_F(PsClusterTest, OversizedCreateVariablesIsRefusedAndThePsLives) {
-  VariableDef huge = ConstantVariable("embedding/embeddings",
-                                      {int64_t{1} << 40, 1}, 0.0f);
+  VariableDef huge =
+      ConstantVariable("embedding/embeddings", {int64_t{1} << 40, 1}, 0.0f);
   huge.set_sparse(true);
   auto client = cluster_.Connect("greedy-run", 0, {huge});
   ASSERT_TRUE(client.ok()) << client.status();
@@ -488,7 +489,8 @@ TEST_F(PsClusterTest, CheckpointPathsOutsideTheModelDirAreRefused) {
     const absl::Status restored = w0->client(0)->Restore(dir, {slice}, 0, 0);
     EXPECT_EQ(restored.code(), absl::StatusCode::kInvalidArgument)
         << dir << ": " << restored;
-    EXPECT_FALSE(absl::StrContains(restored.message(), "ps-0.data")) << restored;
+    EXPECT_FALSE(absl::StrContains(restored.message(), "ps-0.data"))
+        << restored;
     EXPECT_FALSE(absl::StrContains(restored.message(), "64")) << restored;
   }
   // Nothing was written outside the model_dir.

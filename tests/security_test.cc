@@ -148,8 +148,8 @@ Subprocess StartPs(const std::string& name,
   Subprocess ps = Subprocess::Start(
       "ps/ps", flags,
       {{"TF_CONFIG",
-        absl::StrCat("{\"cluster\": {\"chief\": [\"localhost:",
-                     PickFreePort(), "\"], \"ps\": [\"", *address,
+        absl::StrCat("{\"cluster\": {\"chief\": [\"localhost:", PickFreePort(),
+                     "\"], \"ps\": [\"", *address,
                      "\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}")}},
       TempPath(name + "-ps.log"));
   EXPECT_TRUE(CreatePstrainChannel(*address, security)
@@ -384,7 +384,8 @@ std::map<std::string, absl::Status> Call(
 
 // Creates the run of CreateRequest() on the ps at `address` through
 // `channel` (the chief's) and saves "ckpt-setup"; returns its slices.
-std::vector<SavedSlice> SetUpRun(const std::shared_ptr<grpc::Channel>& channel) {
+std::vector<SavedSlice> SetUpRun(
+    const std::shared_ptr<grpc::Channel>& channel) {
   auto stub = ParameterServer::NewStub(channel);
   grpc::ClientContext create_context;
   CreateVariablesResponse created;

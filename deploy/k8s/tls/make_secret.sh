@@ -54,34 +54,25 @@ quiet openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
 quiet openssl rand -hex 32 >token
 quiet openssl rand -hex 32 >chief-token
 
-b64() { base64 -w0 <"$1"; }
-cat <<EOF
-# Made by deploy/k8s/tls/make_secret.sh for namespace $namespace: keep it
-# out of git.
+# secret NAME FILE...: a Secret holding FILE... under their names.
+secret() {
+  cat <<EOF
 apiVersion: v1
 kind: Secret
 metadata:
-  name: pstrain-tls
+  name: $1
   namespace: $namespace
   labels:
     app.kubernetes.io/name: pstrain
     app.kubernetes.io/instance: $name
 type: Opaque
 data:
-  ca.crt: $(b64 ca.crt)
-  tls.crt: $(b64 tls.crt)
-  tls.key: $(b64 tls.key)
-  token: $(b64 token)
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: pstrain-chief
-  namespace: $namespace
-  labels:
-    app.kubernetes.io/name: pstrain
-    app.kubernetes.io/instance: $name
-type: Opaque
-data:
-  chief-token: $(b64 chief-token)
 EOF
+  shift
+  for f in "$@"; do echo "  $f: $(base64 -w0 <"$f")"; done
+}
+echo "# Made by deploy/k8s/tls/make_secret.sh for namespace $namespace: keep it"
+echo "# out of git."
+secret pstrain-tls ca.crt tls.crt tls.key token
+echo "---"
+secret pstrain-chief chief-token
