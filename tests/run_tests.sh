@@ -8,8 +8,8 @@
 # one failure). A target that passed but skipped tests (no GPU here, no
 # root: it prints why, gtest's "[  SKIPPED ]" or a shell test's
 # "SKIPPED: ...") counts as skipped, not passed, and is listed with its
-# reasons. Exits non-zero on any failure. Extra arguments go to the main `bazel test`
-# (e.g. --config=opt). PSTRAIN_FUZZ=0 skips the libFuzzer runs.
+# reasons. Exits non-zero on any failure. Extra arguments go to the main
+# `bazel test` (e.g. --config=opt). PSTRAIN_FUZZ=0 skips the libFuzzer runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -382,8 +382,8 @@ std::map<std::string, absl::Status> Call(
   return result;
 }
 
-// Creates the run of CreateRequest() on the ps at `address` through
-// `channel` (the chief's) and saves "ckpt-setup"; returns its slices.
+// Creates the run of CreateRequest() on the ps behind `channel` (a
+// channel of the chief's) and saves "ckpt-setup"; returns its slices.
 std::vector<SavedSlice> SetUpRun(
     const std::shared_ptr<grpc::Channel>& channel) {
   auto stub = ParameterServer::NewStub(channel);
