@@ -1,0 +1,404 @@
+#include "worker/model/keras_layers.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/derived_seed.h"
+#include "common/json_util.h"
+#include "common/status_macros.h"
+#include "common/tensor.h"
+#include "nlohmann/json.hpp"
+#include "worker/model/keras_objects.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using Json = nlohmann::json;
+using Window = std::pair<int, int>;
+
+// Most floats in all the variables together: as in one tensor (2^62 bytes).
+constexpr int64_t kMaxTotalElements = (int64_t{1} << 62) / sizeof(float);
+
+// ---------------------------------------------------------------------------
+// Options shared by several layers.
+
+absl::StatusOr<Activation> ParseActivation(
+    const KerasFields& fields, absl::string_view key,
+    std::optional<std::string> fallback) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::string name,
+                           fields.String(key, std::move(fallback)));
+  if (name == "linear") return Activation::kLinear;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "softmax") return Activation::kSoftmax;
+  return fields.Unsupported(key, Json(name),
+                            "expected \"relu\", \"softmax\" or \"linear\"");
+}
+
+// "data_format" must mean channels_last (null is Keras's default, which is
+// channels_last unless keras.json says otherwise).
+absl::Status ExpectChannelsLast(const KerasFields& fields) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::string format,
+                           fields.String("data_format", "channels_last"));
+  if (format == "channels_last") return absl::OkStatus();
+  return fields.Unsupported("data_format", Json(format),
+                            "expected \"channels_last\"");
+}
+
+
+// Appends the variable `<layer>/<suffix>` of `shape` to `variables`, its
+// initializer seeded from the run seed and its name.
+absl::Status AddVariable(const KerasFields& fields, absl::string_view suffix,
+                         const std::vector<int64_t>& shape, Initializer init,
+                         bool sparse, uint64_t seed, LayerSpec* layer,
+                         std::vector<VariableDef>* variables) {
+  const std::string name = absl::StrCat(layer->name, "/", suffix);
+  const absl::StatusOr<int64_t> elements = NumElements(shape, sizeof(float));
+  if (!elements.ok()) {
+    return fields.Error(absl::StrCat("variable ", name, " of shape ",
+                                     ShapeString(shape), " is too large"));
+  }
+  // Together too, so that ParameterCount cannot overflow: each variable is
+  // below the limit, so the running total stays below twice the limit.
+  int64_t total = *elements;
+  for (const VariableDef& v : *variables) {
+    int64_t n = 1;
+    for (const int64_t dim : v.shape().dims()) n *= dim;
+    total += n;
+    if (total > kMaxTotalElements) {
+      return fields.Error(absl::StrCat(
+          "variable ", name, " makes the model's variables too large (over ",
+          kMaxTotalElements, " floats together)"));
+    }
+  }
+  VariableDef def;
+  def.set_name(name);
+  def.set_dtype(DT_FLOAT);
+  for (const int64_t dim : shape) def.mutable_shape()->add_dims(dim);
+  init.set_seed(DeriveSeed(seed, name));
+  *def.mutable_initializer() = std::move(init);
+  def.set_sparse(sparse);
+  layer->variables.push_back(name);
+  variables->push_back(std::move(def));
+  return absl::OkStatus();
+}
+
+// Conv2D's and Dense's activation, kernel and bias: kernel of
+// `kernel_shape`, bias of `units`.
+absl::Status ParseKernelAndBias(const KerasFields& fields,
+                                const std::vector<int64_t>& kernel_shape,
+                                int64_t units, uint64_t seed, LayerSpec* layer,
+                                std::vector<VariableDef>* variables) {
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
+                           ParseActivation(fields, "activation", "linear"));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->use_bias, fields.Bool("use_bias", true));
+  Initializer glorot;
+  glorot.mutable_glorot_uniform();
+  Initializer zeros;
+  zeros.mutable_zeros();
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Initializer kernel_init,
+      ParseInitializer(fields, "kernel_initializer", glorot));
+  PSTRAIN_ASSIGN_OR_RETURN(Initializer bias_init,
+                           ParseInitializer(fields, "bias_initializer", zeros));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->l2, ParseL2(fields, "kernel_regularizer"));
+  for (const char* key : {"bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "bias_constraint"}) {
+    PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
+  }
+  PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, "kernel", kernel_shape,
+                                      std::move(kernel_init), false, seed,
+                                      layer, variables));
+  if (!layer->use_bias) return absl::OkStatus();
+  return AddVariable(fields, "bias", {units}, std::move(bias_init), false, seed,
+                     layer, variables);
+}
+
+absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
+                        size_t rank, absl::string_view meaning) {
+  if (layer.input_shape.size() == rank) return absl::OkStatus();
+  return fields.Error(absl::StrCat("expects an input of rank ", rank, " ",
+                                   meaning, ", got ",
+                                   ShapeString(layer.input_shape)));
+}
+
+// Conv2D's and MaxPooling2D's strides and padding for a `window` read from
+// field `window_key`; sets the layer's window fields and output_shape (with
+// the input's channels).
+absl::Status ParseWindow(const KerasFields& fields,
+                         absl::string_view window_key, Window window,
+                         Window default_strides, LayerSpec* layer) {
+  PSTRAIN_RETURN_IF_ERROR(
+      ExpectRank(fields, *layer, 3, "[height, width, channels]"));
+  PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
+  PSTRAIN_ASSIGN_OR_RETURN(const Window strides,
+                           fields.IntPair("strides", default_strides));
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string padding,
+                           fields.String("padding", "valid"));
+  if (padding != "valid" && padding != "same") {
+    return fields.Unsupported("padding", Json(padding),
+                              "expected \"valid\" or \"same\"");
+  }
+  layer->kernel_h = window.first;
+  layer->kernel_w = window.second;
+  layer->stride_h = strides.first;
+  layer->stride_w = strides.second;
+  layer->same_padding = padding == "same";
+  const int64_t in_h = layer->input_shape[0];
+  const int64_t in_w = layer->input_shape[1];
+  if (!layer->same_padding && (in_h < window.first || in_w < window.second)) {
+    return fields.Error(absl::StrCat(window_key, " [", window.first, ", ",
+                                     window.second, "] does not fit the input ",
+                                     ShapeString(layer->input_shape),
+                                     " with padding \"valid\""));
+  }
+  const auto length = [&](int64_t in, int k, int s) {
+    return layer->same_padding ? (in + s - 1) / s : (in - k) / s + 1;
+  };
+  layer->output_shape = {length(in_h, window.first, strides.first),
+                         length(in_w, window.second, strides.second),
+                         layer->input_shape[2]};
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// The layers. Each reads its config from `fields`, fills `layer` (whose name
+// and input_shape are set) and appends its variables.
+
+absl::Status ParseConv2D(const KerasFields& fields, uint64_t seed,
+                         LayerSpec* layer,
+                         std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kConv2D;
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t filters,
+                           fields.Int("filters", 1, kMaxDim, std::nullopt));
+  layer->filters = static_cast<int>(filters);
+  PSTRAIN_ASSIGN_OR_RETURN(const Window kernel,
+                           fields.IntPair("kernel_size", std::nullopt));
+  PSTRAIN_RETURN_IF_ERROR(
+      ParseWindow(fields, "kernel_size", kernel, {1, 1}, layer));
+  PSTRAIN_ASSIGN_OR_RETURN(const Window dilation,
+                           fields.IntPair("dilation_rate", Window{1, 1}));
+  if (dilation != Window{1, 1}) {
+    return fields.Unsupported("dilation_rate", *fields.Find("dilation_rate"),
+                              "expected 1 or [1, 1]");
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t groups,
+                           fields.Int("groups", 1, kMaxDim, 1));
+  if (groups != 1) {
+    return fields.Unsupported("groups", Json(groups), "expected 1");
+  }
+  const int64_t in_channels = layer->input_shape[2];
+  layer->output_shape[2] = filters;
+  return ParseKernelAndBias(fields,
+                            {kernel.first, kernel.second, in_channels, filters},
+                            filters, seed, layer, variables);
+}
+
+absl::Status ParseMaxPooling2D(const KerasFields& fields, uint64_t,
+                               LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kMaxPool2D;
+  PSTRAIN_ASSIGN_OR_RETURN(const Window pool,
+                           fields.IntPair("pool_size", Window{2, 2}));
+  // Keras: strides null means the pool size.
+  return ParseWindow(fields, "pool_size", pool, pool, layer);
+}
+
+absl::Status ParseFlatten(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                          std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kFlatten;
+  PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
+  absl::StatusOr<int64_t> size = NumElements(layer->input_shape, sizeof(float));
+  if (!size.ok()) {
+    return fields.Error(absl::StrCat("input ", ShapeString(layer->input_shape),
+                                     " is too large to flatten"));
+  }
+  layer->output_shape = {*size};
+  return absl::OkStatus();
+}
+
+absl::Status ParseDense(const KerasFields& fields, uint64_t seed,
+                        LayerSpec* layer, std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kDense;
+  if (layer->input_shape.size() != 1) {
+    return fields.Error(absl::StrCat(
+        "input of rank ", layer->input_shape.size(), " ",
+        ShapeString(layer->input_shape),
+        " is not supported (Dense takes rank-1 inputs: add a Flatten before "
+        "it)"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(layer->units,
+                           fields.Int("units", 1, kMaxDim, std::nullopt));
+  layer->output_shape = {layer->units};
+  return ParseKernelAndBias(fields, {layer->input_shape[0], layer->units},
+                            layer->units, seed, layer, variables);
+}
+
+absl::Status ParseDropout(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                          std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kDropout;
+  PSTRAIN_ASSIGN_OR_RETURN(const double rate,
+                           fields.Number("rate", std::nullopt));
+  if (!(rate >= 0 && rate < 1)) {
+    return fields.FieldError("rate",
+                             absl::StrCat(rate, " is out of range [0, 1)"));
+  }
+  layer->rate = static_cast<float>(rate);
+  PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull("noise_shape"));
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+absl::Status ParseEmbedding(const KerasFields& fields, uint64_t seed,
+                            LayerSpec* layer,
+                            std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kEmbedding;
+  PSTRAIN_RETURN_IF_ERROR(ExpectRank(fields, *layer, 1, "[sequence length]"));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->input_dim,
+                           fields.Int("input_dim", 1, kMaxDim, std::nullopt));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->output_dim,
+                           fields.Int("output_dim", 1, kMaxDim, std::nullopt));
+  // tf.keras 2.x's input_length, when given, is the sequence length.
+  const int64_t length = layer->input_shape[0];
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t input_length,
+                           fields.Int("input_length", 1, kMaxDim, length));
+  if (input_length != length) {
+    return fields.FieldError(
+        "input_length", absl::StrCat(input_length, " does not match the input ",
+                                     ShapeString(layer->input_shape)));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const bool mask_zero,
+                           fields.Bool("mask_zero", false));
+  if (mask_zero) {
+    return fields.Unsupported("mask_zero", Json(true), "expected false");
+  }
+  for (const char* key : {"embeddings_regularizer", "activity_regularizer",
+                          "embeddings_constraint"}) {
+    PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
+  }
+  Initializer uniform;
+  uniform.mutable_random_uniform()->set_minval(-0.05f);
+  uniform.mutable_random_uniform()->set_maxval(0.05f);
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Initializer init,
+      ParseInitializer(fields, "embeddings_initializer", uniform));
+  layer->output_shape = {length, layer->output_dim};
+  return AddVariable(fields, "embeddings",
+                     {layer->input_dim, layer->output_dim}, std::move(init),
+                     /*sparse=*/true, seed, layer, variables);
+}
+
+absl::Status ParseReLU(const KerasFields& fields, uint64_t, LayerSpec* layer,
+                       std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->activation = Activation::kRelu;
+  PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull("max_value"));
+  for (const char* key : {"negative_slope", "threshold"}) {
+    PSTRAIN_ASSIGN_OR_RETURN(const double value, fields.Number(key, 0.0));
+    if (value != 0) return fields.Unsupported(key, Json(value), "expected 0");
+  }
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+absl::Status ParseActivationLayer(const KerasFields& fields, uint64_t,
+                                  LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
+                           ParseActivation(fields, "activation", std::nullopt));
+  layer->output_shape = layer->input_shape;
+  return absl::OkStatus();
+}
+
+struct LayerClass {
+  absl::string_view class_name;
+  LayerParser parse;
+};
+
+constexpr LayerClass kLayerClasses[] = {
+    {"Conv2D", ParseConv2D},   {"MaxPooling2D", ParseMaxPooling2D},
+    {"Flatten", ParseFlatten}, {"Dense", ParseDense},
+    {"Dropout", ParseDropout}, {"Embedding", ParseEmbedding},
+    {"ReLU", ParseReLU},       {"Activation", ParseActivationLayer},
+};
+
+constexpr absl::string_view kSupportedLayerList =
+    "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
+    "ReLU, Activation";
+
+}  // namespace
+
+// Refuses every dtype but float32, as a string or a Keras dtype policy.
+absl::Status ExpectFloat32(const KerasFields& fields) {
+  const Json* dtype = fields.Find("dtype");
+  if (dtype == nullptr) return absl::OkStatus();
+  std::string name;
+  if (dtype->is_string()) {
+    name = dtype->get<std::string>();
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(KerasObject policy, fields.Object("dtype"));
+    if (policy.class_name != "DTypePolicy" && policy.class_name != "Policy" &&
+        policy.class_name != "FloatDTypePolicy") {
+      return fields.Unsupported("dtype", *dtype, "expected \"float32\"");
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(
+        name,
+        fields.Nested(*policy.config, "dtype").String("name", std::nullopt));
+  }
+  if (name == "float32") return absl::OkStatus();
+  return fields.Unsupported("dtype", Json(name), "expected \"float32\"");
+}
+
+// The per-example shape of the batch shape [batch, d1, d2, ...] in `key`;
+// the batch dimension may be anything, the others must be known.
+absl::StatusOr<std::vector<int64_t>> ParseBatchShape(const KerasFields& fields,
+                                                     absl::string_view key) {
+  const Json* value = fields.Find(key);
+  if (value == nullptr) return fields.FieldError(key, "missing");
+  if (!value->is_array()) {
+    return fields.FieldError(
+        key,
+        absl::StrCat("expected a list [batch, dim, ...], ", JsonGot(*value)));
+  }
+  if (value->size() < 2) {
+    return fields.FieldError(
+        key, absl::StrCat("expected a batch dimension and at least one more, "
+                          "got ",
+                          DescribeJson(*value)));
+  }
+  const Json& batch = (*value)[0];
+  if (!batch.is_null() && !batch.is_number_integer()) {
+    return fields.FieldError(
+        absl::StrCat(key, "[0]"),
+        absl::StrCat("expected null or an integer, ", JsonGot(batch)));
+  }
+  std::vector<int64_t> shape;
+  for (size_t i = 1; i < value->size(); ++i) {
+    const std::string dim_key = absl::StrCat(key, "[", i, "]");
+    const Json& dim = (*value)[i];
+    if (dim.is_null()) {
+      return fields.FieldError(
+          dim_key, "is null: every dimension but the batch must be known");
+    }
+    if (!IsIntegerIn(dim, 1, kMaxDim)) {
+      return fields.FieldError(
+          dim_key, absl::StrCat("expected an integer in [1, ", kMaxDim,
+                                "], got ", DescribeJson(dim)));
+    }
+    shape.push_back(dim.get<int64_t>());
+  }
+  return shape;
+}
+
+const absl::string_view kSupportedLayers = kSupportedLayerList;
+
+LayerParser FindLayerParser(absl::string_view class_name) {
+  for (const LayerClass& layer_class : kLayerClasses) {
+    if (layer_class.class_name == class_name) return layer_class.parse;
+  }
+  return nullptr;
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,29 @@
+// Keras objects nested in a layer's config that pstrain honours: the
+// initializers of variables and the penalties of regularizers. A helper of
+// the layer parsers (keras_layers.h).
+#ifndef PSTRAIN_WORKER_MODEL_KERAS_OBJECTS_H_
+#define PSTRAIN_WORKER_MODEL_KERAS_OBJECTS_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/training.pb.h"
+#include "worker/model/keras_fields.h"
+
+namespace pstrain {
+namespace worker {
+
+// The initializer in field `key` of `fields`, `fallback` when absent or
+// null. Keras's "seed" is ignored: the variable's seed is derived from the
+// run seed and its name. INVALID_ARGUMENT naming the field for an
+// initializer pstrain does not have, or parameters out of range.
+absl::StatusOr<Initializer> ParseInitializer(const KerasFields& fields,
+                                             absl::string_view key,
+                                             const Initializer& fallback);
+
+// The L2 factor of the regularizer in field `key`; 0 when absent or null.
+absl::StatusOr<float> ParseL2(const KerasFields& fields, absl::string_view key);
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_MODEL_KERAS_OBJECTS_H_

@@ -1,0 +1,93 @@
+// A model as pstrain computes it: its layers with their shapes and options,
+// and its variables, whatever the JSON it was read from (keras_model.h).
+#ifndef PSTRAIN_WORKER_MODEL_MODEL_SPEC_H_
+#define PSTRAIN_WORKER_MODEL_MODEL_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/tensor.pb.h"
+#include "proto/training.pb.h"
+
+namespace pstrain {
+namespace worker {
+
+enum class LayerKind {
+  kConv2D,
+  kMaxPool2D,
+  kFlatten,
+  kDense,
+  kDropout,
+  kEmbedding,
+  kActivation,  // Keras's Activation and ReLU layers.
+};
+
+enum class Activation { kLinear, kRelu, kSoftmax };
+
+// One layer of the model. Shapes are per example (no batch dimension),
+// channels_last: [height, width, channels] for images.
+struct LayerSpec {
+  std::string name;  // Keras's name, e.g. "conv2d_1".
+  LayerKind kind = LayerKind::kActivation;
+  std::vector<int64_t> input_shape;
+  std::vector<int64_t> output_shape;
+
+  // Conv2D: filters, kernel and strides. MaxPool2D: the pool size in kernel_h
+  // and kernel_w, and strides. Both: same_padding is Keras's "same" (output
+  // ceil(in / stride)), else "valid" (floor((in - kernel) / stride) + 1).
+  int filters = 0;
+  int kernel_h = 0;
+  int kernel_w = 0;
+  int stride_h = 1;
+  int stride_w = 1;
+  bool same_padding = false;
+
+  int64_t units = 0;  // Dense.
+
+  // Conv2D and Dense apply it after the bias; an Activation layer (or ReLU)
+  // is only this. Softmax is over the last axis, as in Keras.
+  Activation activation = Activation::kLinear;
+
+  // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
+  // l2 * sum(kernel^2) to the loss (0: no penalty).
+  bool use_bias = true;
+  float l2 = 0;
+
+  // Dropout: fraction of inputs zeroed in training, in [0, 1). Keras's
+  // "seed" is ignored; masks come from the run seed.
+  float rate = 0;
+
+  // Embedding: ids in [0, input_dim) map to rows of output_dim floats.
+  int64_t input_dim = 0;
+  int64_t output_dim = 0;
+
+  // Names of this layer's variables in ModelSpec::variables, kernel first:
+  // {"conv2d_1/kernel", "conv2d_1/bias"}, {"embedding/embeddings"}.
+  std::vector<std::string> variables;
+};
+
+struct ModelSpec {
+  std::string name;  // Keras's model name, e.g. "sequential".
+  // Per example, as declared: {28, 28, 1}, {28, 28}, or {T} for Embedding.
+  std::vector<int64_t> input_shape;
+  // DT_FLOAT, or DT_INT32 when the first layer is an Embedding (its inputs
+  // are ids).
+  DataType input_dtype = DT_FLOAT;
+  // In order; the InputLayer is not included.
+  std::vector<LayerSpec> layers;
+  // Every variable, in layer order (kernel, then bias), DT_FLOAT, with Keras's
+  // shapes: conv kernel [kh, kw, in, out], dense kernel [in, out], bias
+  // [units], embeddings [input_dim, output_dim] (sparse). Initializer seeds
+  // are DeriveSeed(seed, name) (common/derived_seed.h): an explicit
+  // Keras "seed" is ignored, so that every variable's stream differs and the
+  // run seed alone fixes them all.
+  std::vector<VariableDef> variables;
+  // The last layer's output_shape.
+  std::vector<int64_t> output_shape;
+};
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_MODEL_MODEL_SPEC_H_
