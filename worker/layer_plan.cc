@@ -184,7 +184,45 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer, bool is_first,
   return false;
 }
 
+// The stages run one after another: every layer must read the one before
+// (the first, the model's input) and the last be the output. A graph with
+// branches, merges, several inputs or shared layers is refused naming the
+// first layer that breaks the chain.
+absl::Status ExpectChain(const ModelSpec& spec) {
+  constexpr absl::string_view kOnly =
+      "only models whose layers form a chain are computed yet (no branches, "
+      "merges, several inputs or shared layers)";
+  if (spec.inputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", spec.inputs.size(), " inputs: ", kOnly));
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& layer = spec.layers[i];
+    const TensorRef previous =
+        i == 0 ? TensorRef{true, 0} : TensorRef{false, static_cast<int>(i) - 1};
+    if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer '", layer.name, "' does not read ",
+          i == 0 ? "the model's input"
+                 : absl::StrCat("layer '", spec.layers[i - 1].name, "'"),
+          ": ", kOnly));
+    }
+    if (layer.shares >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer '", layer.name,
+                       "' is called again (shared weights): ", kOnly));
+    }
+  }
+  if (spec.outputs.size() != 1 ||
+      spec.outputs[0] + 1 != static_cast<int>(spec.layers.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's output is not its last layer: ", kOnly));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LayerPlan> Planner::Plan() {
+  PSTRAIN_RETURN_IF_ERROR(ExpectChain(spec_));
   plan_.output_size = Product(spec_.output_shape);
   for (size_t li = 0; li < spec_.layers.size(); ++li) {
     const LayerSpec& layer = spec_.layers[li];

@@ -105,6 +105,55 @@ TEST(LayerPlan, AnEmbeddingAfterTheFirstLayerIsRefusedNamingIt) {
       << plan.status();
 }
 
+// A Functional model whose layers are not one chain is parsed, then refused
+// by the planner naming the layer where the chain breaks.
+TEST(LayerPlan, RefusesGraphsThatAreNotAChain) {
+  const auto functional = [](const std::string& layers,
+                             const std::string& inputs) {
+    return R"({"class_name": "Model", "config": {"layers": [)" + layers +
+           R"(], "input_layers": [)" + inputs +
+           R"(], "output_layers": [["c", 0, 0]]}})";
+  };
+  const std::string x =
+      R"({"class_name": "InputLayer", "name": "x", "inbound_nodes": [],
+          "config": {"name": "x", "batch_input_shape": [null, 4]}})";
+  const auto dense = [](const std::string& name, const std::string& reads) {
+    return R"({"class_name": "Dense", "name": ")" + name +
+           R"(", "config": {"name": ")" + name +
+           R"(", "units": 4}, "inbound_nodes": [[[")" + reads +
+           R"(", 0, 0, {}]]]})";
+  };
+  const RngTracker rng(1, 0);
+  const auto refusal = [&](const std::string& json) {
+    absl::StatusOr<ModelSpec> spec = ParseKerasModel(json, 1);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    if (!spec.ok()) return std::string();
+    absl::StatusOr<LayerPlan> plan = PlanLayers(*spec, LayerPlanOptions(), rng);
+    EXPECT_FALSE(plan.ok());
+    return std::string(plan.status().message());
+  };
+  constexpr char kOnly[] =
+      ": only models whose layers form a chain are computed yet (no "
+      "branches, merges, several inputs or shared layers)";
+  // b reads x, not a.
+  EXPECT_EQ(refusal(functional(x + "," + dense("a", "x") + "," +
+                                   dense("b", "x") + "," + dense("c", "b"),
+                               R"(["x", 0, 0])")),
+            std::string("layer 'b' does not read layer 'a'") + kOnly);
+  // c, the output, is not the last layer.
+  EXPECT_EQ(refusal(functional(x + "," + dense("a", "x") + "," +
+                                   dense("c", "a") + "," + dense("d", "c"),
+                               R"(["x", 0, 0])")),
+            std::string("the model's output is not its last layer") + kOnly);
+  const std::string y =
+      R"({"class_name": "InputLayer", "name": "y", "inbound_nodes": [],
+          "config": {"name": "y", "batch_input_shape": [null, 4]}})";
+  EXPECT_EQ(refusal(functional(x + "," + y + "," + dense("a", "x") + "," +
+                                   dense("c", "y"),
+                               R"(["x", 0, 0], ["y", 0, 0])")),
+            std::string("the model has 2 inputs") + kOnly);
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain

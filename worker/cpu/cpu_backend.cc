@@ -12,6 +12,7 @@
 #include "worker/cpu/engine.h"
 #include "worker/cpu/layer_chain.h"
 #include "worker/cpu/losses.h"
+#include "worker/layer_plan.h"
 #include "worker/rng_tracker.h"
 
 namespace pstrain {
@@ -86,6 +87,8 @@ class CpuBackend : public Backend {
 };
 
 absl::Status CpuBackend::Init() {
+  // What the chain refuses, refused now rather than at the first batch.
+  PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, LayerPlanOptions(), rng_).status());
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CpuBackend: the model's output ", ShapeString(spec_.output_shape),

@@ -1,9 +1,11 @@
 #include "worker/model/keras_layers.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/derived_seed.h"
 #include "common/json_util.h"
@@ -104,8 +106,10 @@ absl::Status ParseKernelAndBias(const KerasFields& fields,
   PSTRAIN_ASSIGN_OR_RETURN(Initializer bias_init,
                            ParseInitializer(fields, "bias_initializer", zeros));
   PSTRAIN_ASSIGN_OR_RETURN(layer->l2, ParseL2(fields, "kernel_regularizer"));
-  for (const char* key : {"bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "bias_constraint"}) {
+  // Keras 3's quantization and LoRA would change what is computed.
+  for (const char* key :
+       {"bias_regularizer", "activity_regularizer", "kernel_constraint",
+        "bias_constraint", "quantization_config", "lora_rank"}) {
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
   }
   PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, "kernel", kernel_shape,
@@ -273,8 +277,9 @@ absl::Status ParseEmbedding(const KerasFields& fields, uint64_t seed,
   if (mask_zero) {
     return fields.Unsupported("mask_zero", Json(true), "expected false");
   }
-  for (const char* key : {"embeddings_regularizer", "activity_regularizer",
-                          "embeddings_constraint"}) {
+  for (const char* key :
+       {"embeddings_regularizer", "activity_regularizer",
+        "embeddings_constraint", "quantization_config", "lora_rank"}) {
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
   }
   Initializer uniform;
@@ -311,6 +316,13 @@ absl::Status ParseActivationLayer(const KerasFields& fields, uint64_t,
   return absl::OkStatus();
 }
 
+// Reads a layer's config from `fields`, fills `layer` (whose name and
+// input_shape are set) and appends its variables, seeded from the run seed
+// `seed`.
+using LayerParser = absl::Status (*)(const KerasFields& fields, uint64_t seed,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+
 struct LayerClass {
   absl::string_view class_name;
   LayerParser parse;
@@ -323,9 +335,14 @@ constexpr LayerClass kLayerClasses[] = {
     {"ReLU", ParseReLU},       {"Activation", ParseActivationLayer},
 };
 
-constexpr absl::string_view kSupportedLayerList =
+constexpr absl::string_view kSupportedLayers =
     "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
     "ReLU, Activation";
+
+bool HasControlCharacter(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return absl::ascii_iscntrl(c); });
+}
 
 }  // namespace
 
@@ -391,13 +408,78 @@ absl::StatusOr<std::vector<int64_t>> ParseBatchShape(const KerasFields& fields,
   return shape;
 }
 
-const absl::string_view kSupportedLayers = kSupportedLayerList;
-
-LayerParser FindLayerParser(absl::string_view class_name) {
-  for (const LayerClass& layer_class : kLayerClasses) {
-    if (layer_class.class_name == class_name) return layer_class.parse;
+absl::StatusOr<LayerEntry> ReadLayerEntry(const Json& entry,
+                                          absl::string_view prefix, int index) {
+  const std::string at = absl::StrCat(prefix, "layer ", index);
+  if (!entry.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": expected an object, ", JsonGot(entry)));
   }
-  return nullptr;
+  const KerasFields entry_fields(entry, absl::StrCat(at, ": "));
+  LayerEntry layer;
+  layer.json = &entry;
+  PSTRAIN_ASSIGN_OR_RETURN(layer.class_name,
+                           entry_fields.String("class_name", std::nullopt));
+  if (HasControlCharacter(layer.class_name)) {
+    return entry_fields.FieldError("class_name",
+                                   "contains a control character");
+  }
+  layer.config = entry_fields.Find("config");
+  if (layer.config == nullptr) {
+    return entry_fields.FieldError("config", "missing");
+  }
+  if (!layer.config->is_object()) {
+    return entry_fields.FieldError(
+        "config", absl::StrCat("expected an object, ", JsonGot(*layer.config)));
+  }
+  const KerasFields unnamed(*layer.config,
+                            absl::StrCat(at, " (", layer.class_name, "): "));
+  PSTRAIN_ASSIGN_OR_RETURN(layer.name, unnamed.String("name", std::nullopt));
+  if (HasControlCharacter(layer.name)) {
+    return unnamed.FieldError("name", "contains a control character");
+  }
+  layer.where =
+      absl::StrCat(at, " '", layer.name, "' (", layer.class_name, "): ");
+  PSTRAIN_RETURN_IF_ERROR(
+      KerasFields(entry, layer.where).ExpectKerasClass(layer.class_name));
+  const KerasFields fields = layer.Fields();
+  if (layer.name.empty()) return fields.FieldError("name", "is empty");
+  if (layer.name.find('/') != std::string::npos) {
+    return fields.FieldError(
+        "name",
+        "contains '/', which separates variable paths (\"dense/kernel\")");
+  }
+  return layer;
+}
+
+absl::Status ParseLayer(const LayerEntry& entry, uint64_t seed,
+                        LayerSpec* layer, std::vector<VariableDef>* variables) {
+  LayerParser parse = nullptr;
+  for (const LayerClass& layer_class : kLayerClasses) {
+    if (layer_class.class_name == entry.class_name) parse = layer_class.parse;
+  }
+  const KerasFields fields = entry.Fields();
+  if (parse == nullptr) {
+    return fields.Error(
+        absl::StrCat(entry.class_name,
+                     " is not supported (supported: ", kSupportedLayers, ")"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const bool trainable,
+                           fields.Bool("trainable", true));
+  if (!trainable) {
+    return fields.Unsupported("trainable", Json(false),
+                              "expected true: pstrain trains every layer");
+  }
+  PSTRAIN_RETURN_IF_ERROR(ExpectFloat32(fields));
+  return parse(fields, seed, layer, variables);
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseInputLayerShape(
+    const KerasFields& fields) {
+  // Keras 3 writes batch_shape, tf.keras 2.x batch_input_shape.
+  const bool keras2 = fields.Find("batch_shape") == nullptr &&
+                      fields.Find("batch_input_shape") != nullptr;
+  return ParseBatchShape(fields, keras2 ? "batch_input_shape" : "batch_shape");
 }
 
 }  // namespace worker

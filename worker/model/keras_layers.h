@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
 #include "proto/training.pb.h"
 #include "worker/model/keras_fields.h"
 #include "worker/model/model_spec.h"
@@ -21,19 +23,36 @@ namespace worker {
 // Largest dimension, filter count or unit count accepted.
 constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
 
-// Reads a layer's config from `fields`, fills `layer` (whose name and
-// input_shape are set) and appends its variables, seeded from the run seed
-// `seed`.
-using LayerParser = absl::Status (*)(const KerasFields& fields, uint64_t seed,
-                                     LayerSpec* layer,
-                                     std::vector<VariableDef>* variables);
+// One entry of a model's "layers" list, its class and name read and
+// checked: one line each (they go into messages, logs and variable paths),
+// a Keras class, a name that is non-empty and free of '/'.
+struct LayerEntry {
+  std::string class_name;
+  std::string name;
+  const nlohmann::json* json = nullptr;    // The entry.
+  const nlohmann::json* config = nullptr;  // Its "config" object.
+  // Starts its errors: "<prefix>layer 3 'dense' (Dense): ".
+  std::string where;
 
-// The parser of Keras class `class_name`; nullptr when pstrain does not
-// compute it (the InputLayer is the model parsers' business).
-LayerParser FindLayerParser(absl::string_view class_name);
+  // The fields of its config, errors starting with `where`.
+  KerasFields Fields() const { return KerasFields(*config, where); }
+};
 
-// The supported classes, for messages: "InputLayer, Conv2D, ...".
-extern const absl::string_view kSupportedLayers;
+// Reads entry `index` of a "layers" list; `prefix` starts errors ("model: ").
+absl::StatusOr<LayerEntry> ReadLayerEntry(const nlohmann::json& entry,
+                                          absl::string_view prefix, int index);
+
+// Reads a layer that computes (not an InputLayer) into `layer`, whose name
+// and input_shape are set, appending its variables: refuses a class pstrain
+// does not compute (naming the supported ones), a frozen layer and a dtype
+// other than float32, then reads the class's own fields.
+absl::Status ParseLayer(const LayerEntry& entry, uint64_t seed,
+                        LayerSpec* layer, std::vector<VariableDef>* variables);
+
+// The per-example shape an InputLayer declares: Keras 3's "batch_shape" or
+// tf.keras 2.x's "batch_input_shape".
+absl::StatusOr<std::vector<int64_t>> ParseInputLayerShape(
+    const KerasFields& fields);
 
 // Refuses every dtype but float32, as a string or a Keras dtype policy.
 absl::Status ExpectFloat32(const KerasFields& fields);

@@ -480,13 +480,13 @@ TEST(KerasModel, RefusesInvalidJsonWithPosition) {
               "input; expected '[', '{', or a literal");
 }
 
-TEST(KerasModel, RefusesWhatIsNotASequentialModel) {
+TEST(KerasModel, RefusesWhatIsNotAModel) {
   ExpectError("[1, 2]",
               "model: expected a JSON object (a Keras model), got an array");
   ExpectError(R"({"config": {}})", "model: class_name: missing");
-  ExpectError(R"({"class_name": "Functional", "config": {"layers": []}})",
-              "model: class_name \"Functional\" is not supported (only "
-              "Sequential models are)");
+  ExpectError(R"({"class_name": "Network", "config": {"layers": []}})",
+              "model: class_name \"Network\" is not supported (expected "
+              "Sequential, Functional or Model)");
   ExpectError(R"({"class_name": "Sequential"})", "model: config: missing");
   ExpectError(R"({"class_name": "Sequential", "config": [{}]})",
               "model: config: expected an object, got an array");
@@ -510,7 +510,7 @@ TEST(KerasModel, RefusesWhatIsNotASequentialModel) {
 TEST(KerasModel, RefusesUnsupportedLayers) {
   ExpectError(Sequential({Input("5, 3"), Layer("Flatten", R"("name": "f")"),
                           Layer("LSTM", R"("name": "lstm", "units": 4)")}),
-              "model: layer 2 'lstm': LSTM is not supported (supported: "
+              "model: layer 2 'lstm' (LSTM): LSTM is not supported (supported: "
               "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, "
               "Embedding, ReLU, Activation)");
   // A custom class registered under a Keras name.
@@ -549,6 +549,12 @@ TEST(KerasModel, RefusesUnsupportedOptions) {
                    "[1, 1])");
   ExpectError(conv1("groups", 2),
               at + "groups 2 is not supported (expected 1)");
+  ExpectError(conv1("quantization_config",
+                    Json::parse(R"({"class_name": "Int8QuantizationConfig"})")),
+              at + "quantization_config Int8QuantizationConfig is not "
+                   "supported (expected null)");
+  ExpectError(conv1("lora_rank", 4),
+              at + "lora_rank 4 is not supported (expected null)");
   ExpectError(conv1("kernel_regularizer",
                     Json::parse(R"({"module": "keras.regularizers",
                         "class_name": "L1", "config": {"l1": 0.01},
@@ -869,11 +875,12 @@ TEST(KerasModel, LoadModelReadsFilesAndNamesWhatItCannotFind) {
   absl::StatusOr<ModelSpec> bad = LoadModel(path, kSeed);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(),
-            absl::StrCat("model \"", path,
-                         "\": layer 1 'gru': GRU is not supported (supported: "
-                         "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, "
-                         "Dropout, Embedding, ReLU, Activation)"));
+  EXPECT_EQ(
+      bad.status().message(),
+      absl::StrCat("model \"", path,
+                   "\": layer 1 'gru' (GRU): GRU is not supported (supported: "
+                   "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, "
+                   "Dropout, Embedding, ReLU, Activation)"));
 }
 
 }  // namespace

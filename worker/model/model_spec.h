@@ -25,11 +25,31 @@ enum class LayerKind {
 
 enum class Activation { kLinear, kRelu, kSoftmax };
 
-// One layer of the model. Shapes are per example (no batch dimension),
-// channels_last: [height, width, channels] for images.
+// Where a layer's input comes from: the output of an earlier layer
+// (ModelSpec::layers[index]) or one of the model's inputs
+// (ModelSpec::inputs[index]).
+struct TensorRef {
+  bool model_input = false;
+  int index = 0;
+
+  friend bool operator==(const TensorRef& a, const TensorRef& b) {
+    return a.model_input == b.model_input && a.index == b.index;
+  }
+};
+
+// One call of a layer in the model (a layer called twice, with shared
+// weights, appears twice, its variables listed by both). Shapes are per
+// example (no batch dimension), channels_last: [height, width, channels] for
+// images.
 struct LayerSpec {
-  std::string name;  // Keras's name, e.g. "conv2d_1".
+  // Keras's name, e.g. "conv2d_1"; for a layer of a Sequential model nested
+  // in a Functional one, "<sequential>/<layer>".
+  std::string name;
   LayerKind kind = LayerKind::kActivation;
+  // What it reads, in Keras's order (one entry for the layers supported
+  // today), always earlier layers or model inputs.
+  std::vector<TensorRef> inputs;
+  // The shape of inputs[0].
   std::vector<int64_t> input_shape;
   std::vector<int64_t> output_shape;
 
@@ -65,16 +85,29 @@ struct LayerSpec {
   // Names of this layer's variables in ModelSpec::variables, kernel first:
   // {"conv2d_1/kernel", "conv2d_1/bias"}, {"embedding/embeddings"}.
   std::vector<std::string> variables;
+  // Another call of a layer called earlier (layers[shares]); -1: the first
+  // or only call.
+  int shares = -1;
+};
+
+// One input of the model (a Keras InputLayer).
+struct InputSpec {
+  std::string name;
+  // Per example, as declared: {28, 28, 1}, {28, 28}, or {T} for Embedding.
+  std::vector<int64_t> shape;
+  // DT_FLOAT, or DT_INT32 when it feeds an Embedding (its values are ids).
+  DataType dtype = DT_FLOAT;
 };
 
 struct ModelSpec {
   std::string name;  // Keras's model name, e.g. "sequential".
-  // Per example, as declared: {28, 28, 1}, {28, 28}, or {T} for Embedding.
+  // In Keras's order (a Sequential model has one).
+  std::vector<InputSpec> inputs;
+  // inputs[0]'s shape and dtype.
   std::vector<int64_t> input_shape;
-  // DT_FLOAT, or DT_INT32 when the first layer is an Embedding (its inputs
-  // are ids).
   DataType input_dtype = DT_FLOAT;
-  // In order; the InputLayer is not included.
+  // In an order where every layer comes after those it reads (a Sequential
+  // model's order); the InputLayers are not included.
   std::vector<LayerSpec> layers;
   // Every variable, in layer order (kernel, then bias), DT_FLOAT, with Keras's
   // shapes: conv kernel [kh, kw, in, out], dense kernel [in, out], bias
@@ -83,7 +116,10 @@ struct ModelSpec {
   // Keras "seed" is ignored, so that every variable's stream differs and the
   // run seed alone fixes them all.
   std::vector<VariableDef> variables;
-  // The last layer's output_shape.
+  // The layers whose outputs are the model's, in Keras's order (a Sequential
+  // model's last layer).
+  std::vector<int> outputs;
+  // The output_shape of layers[outputs[0]].
   std::vector<int64_t> output_shape;
 };
 
