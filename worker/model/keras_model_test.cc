@@ -573,10 +573,13 @@ TEST(KerasModel, RefusesUnsupportedOptions) {
             Json::parse(R"({"class_name": "MaxNorm", "config": {}})")),
       at + "kernel_constraint MaxNorm is not supported (expected null)");
   ExpectError(conv1("kernel_initializer",
-                    Json::parse(R"({"class_name": "HeNormal", "config": {}})")),
-              at + "kernel_initializer HeNormal is not supported (supported: "
-                   "GlorotUniform, Zeros, Constant, RandomUniform, "
-                   "TruncatedNormal)");
+                    Json::parse(R"({"class_name": "STFT", "config": {}})")),
+              at + "kernel_initializer STFT is not supported (supported: "
+                   "GlorotUniform, GlorotNormal, HeUniform, HeNormal, "
+                   "LecunUniform, LecunNormal, VarianceScaling, "
+                   "RandomUniform, RandomNormal, TruncatedNormal, Orthogonal, "
+                   "Identity, Zeros, Ones, Constant, or their snake_case "
+                   "names)");
   ExpectError(conv1("dtype", Json::parse(R"({"module": "keras",
                   "class_name": "DTypePolicy",
                   "config": {"name": "mixed_float16"},

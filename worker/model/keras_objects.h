@@ -13,9 +13,16 @@ namespace pstrain {
 namespace worker {
 
 // The initializer in field `key` of `fields`, `fallback` when absent or
-// null. Keras's "seed" is ignored: the variable's seed is derived from the
-// run seed and its name. INVALID_ARGUMENT naming the field for an
-// initializer pstrain does not have, or parameters out of range.
+// null: any of Keras's built-in initializers (VarianceScaling and its Glorot,
+// He and LeCun forms, RandomNormal, RandomUniform, TruncatedNormal,
+// Orthogonal, Identity, Zeros, Ones, Constant), as the object Keras 3,
+// tf.keras 2 and TensorFlow.js write or as a bare identifier
+// ("he_normal"), with Keras's defaults for absent parameters. Keras's "seed"
+// is ignored: the variable's seed is derived from the run seed and its name.
+// INVALID_ARGUMENT naming the field for an initializer pstrain does not have
+// (the message lists those it has), or parameters out of range. Whether the
+// initializer suits the variable (Orthogonal needs rank >= 2, ...) is
+// ps::CheckInitializer's to say.
 absl::StatusOr<Initializer> ParseInitializer(const KerasFields& fields,
                                              absl::string_view key,
                                              const Initializer& fallback);
