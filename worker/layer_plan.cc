@@ -1,7 +1,9 @@
 #include "worker/layer_plan.h"
 
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -14,6 +16,43 @@ int64_t Product(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+// Every layer reads the one before (the first, the model's input), the
+// last is the output, and no layer is called twice: what an executor of
+// chains (LayerPlanOptions::chain_only) runs. Refused naming the first
+// layer that breaks the chain.
+absl::Status ExpectChain(const ModelSpec& spec) {
+  constexpr absl::string_view kOnly =
+      "this device computes only chains of layers yet (no branches, merges, "
+      "several inputs or shared layers)";
+  if (spec.inputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", spec.inputs.size(), " inputs: ", kOnly));
+  }
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& layer = spec.layers[i];
+    const TensorRef previous =
+        i == 0 ? TensorRef{true, 0} : TensorRef{false, static_cast<int>(i) - 1};
+    if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer '", layer.name, "' does not read ",
+          i == 0 ? "the model's input"
+                 : absl::StrCat("layer '", spec.layers[i - 1].name, "'"),
+          ": ", kOnly));
+    }
+    if (layer.shares >= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer '", layer.name,
+                       "' is called again (shared weights): ", kOnly));
+    }
+  }
+  if (spec.outputs.size() != 1 ||
+      spec.outputs[0] + 1 != static_cast<int>(spec.layers.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's output is not its last layer: ", kOnly));
+  }
+  return absl::OkStatus();
 }
 
 class Planner {
@@ -30,18 +69,36 @@ class Planner {
 
  private:
   absl::StatusOr<int> FindVariable(const LayerSpec& layer, size_t which) const;
-  // The stage of `layer` itself; false when it has none.
-  absl::StatusOr<bool> LayerStage(const LayerSpec& layer, bool is_first,
+  // The stage of `layer` itself, reading `inputs`; false when it has none.
+  absl::StatusOr<bool> LayerStage(const LayerSpec& layer,
+                                  const std::vector<TensorRef>& inputs,
                                   StagePlan* stage);
-  void AddActivation(const LayerSpec& layer, Activation activation,
-                     int64_t size, bool is_last, bool in_place);
-  void Add(StagePlan stage);
+  // Adds the stage of `layer`'s activation on `input` (its pre-activation,
+  // `size` elements per example) unless it is the identity; returns what
+  // holds the activation's output. `in_place` when no one else reads input.
+  absl::StatusOr<TensorRef> AddActivation(const LayerSpec& layer,
+                                          TensorRef input, int64_t size,
+                                          bool in_place);
+  // Appends `stage`, reading `inputs`; returns its output.
+  TensorRef Add(StagePlan stage, std::vector<TensorRef> inputs);
+  int64_t Size(const TensorRef& ref) const {
+    return ref.model_input ? Product(spec_.inputs[ref.index].shape)
+                           : plan_.stages[ref.index].out_size;
+  }
+  bool Trainable(const TensorRef& ref) const {
+    return !ref.model_input && trainable_[ref.index];
+  }
+  absl::Status CheckEveryStageLeadsToTheOutput() const;
 
   const ModelSpec& spec_;
   const LayerPlanOptions options_;
   const RngTracker& rng_;
   std::map<std::string, int> variable_index_;
   LayerPlan plan_;
+  // Per stage: it or a stage before it has variables.
+  std::vector<bool> trainable_;
+  // The layer being planned is the model's output, read by no other layer.
+  bool final_ = false;
 };
 
 absl::StatusOr<int> Planner::FindVariable(const LayerSpec& layer,
@@ -59,53 +116,83 @@ absl::StatusOr<int> Planner::FindVariable(const LayerSpec& layer,
   return it->second;
 }
 
-void Planner::Add(StagePlan stage) {
-  stage.needs_dx = plan_.first_trainable >= 0;
-  const bool has_variables = stage.has_variables();
-  plan_.stages.push_back(std::move(stage));
-  if (has_variables && plan_.first_trainable < 0) {
-    plan_.first_trainable = static_cast<int>(plan_.stages.size()) - 1;
+TensorRef Planner::Add(StagePlan stage, std::vector<TensorRef> inputs) {
+  stage.in_sizes.clear();
+  stage.input_needs_dx.clear();
+  bool trainable = stage.has_variables();
+  for (const TensorRef& input : inputs) {
+    stage.in_sizes.push_back(Size(input));
+    stage.input_needs_dx.push_back(Trainable(input));
+    stage.needs_dx = stage.needs_dx || Trainable(input);
+    trainable = trainable || Trainable(input);
   }
+  stage.in_size = stage.in_sizes[0];
+  stage.inputs = std::move(inputs);
+  const int index = static_cast<int>(plan_.stages.size());
+  if (stage.has_variables() && plan_.first_trainable < 0) {
+    plan_.first_trainable = index;
+  }
+  plan_.stages.push_back(std::move(stage));
+  trainable_.push_back(trainable);
+  return TensorRef{false, index};
 }
 
-void Planner::AddActivation(const LayerSpec& layer, Activation activation,
-                            int64_t size, bool is_last, bool in_place) {
-  if (activation == Activation::kLinear) return;
-  if (activation == Activation::kSoftmax && is_last &&
-      options_.drop_final_softmax) {
-    return;
-  }
+absl::StatusOr<TensorRef> Planner::AddActivation(const LayerSpec& layer,
+                                                 TensorRef input, int64_t size,
+                                                 bool in_place) {
+  const Activation activation = layer.activation;
+  const ActivationParams& params = layer.activation_params;
+  const std::vector<int64_t>& shape = layer.output_shape;
+  const bool last_axis = params.axis + 1 == static_cast<int>(shape.size());
+  if (activation == Activation::kLinear) return input;
   StagePlan stage;
   stage.layer = layer.name;
-  stage.in_size = size;
   stage.out_size = size;
-  if (activation == Activation::kRelu) {
+  if (activation == Activation::kSoftmax && last_axis) {
+    if (final_ && options_.drop_final_softmax) return input;
+    const int64_t classes = shape.empty() ? 1 : shape.back();
+    stage.kind = StageKind::kSoftmax;
+    stage.softmax.batch = size / classes;
+    stage.softmax.classes = classes;
+  } else if (activation == Activation::kRelu) {
     stage.kind = StageKind::kRelu;
     // After Conv2D or Dense no one needs the pre-activation: ReLU overwrites
     // it. ReLU's backward reads only its output.
     stage.in_place = in_place;
   } else {
-    const int64_t classes =
-        layer.output_shape.empty() ? 1 : layer.output_shape.back();
-    stage.kind = StageKind::kSoftmax;
-    stage.softmax.batch = size / classes;
-    stage.softmax.classes = classes;
+    stage.kind = StageKind::kActivation;
+    cpu::ActivationShape& a = stage.activation;
+    a.activation = activation;
+    a.params = params;
+    if (activation == Activation::kSoftmax ||
+        activation == Activation::kLogSoftmax) {
+      for (int d = 0; d < params.axis; ++d) a.outer *= shape[d];
+      a.axis = shape[params.axis];
+      for (size_t d = params.axis + 1; d < shape.size(); ++d)
+        a.inner *= shape[d];
+    } else {
+      a.axis = size;
+    }
   }
-  Add(std::move(stage));
+  return Add(std::move(stage), {input});
 }
 
-absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer, bool is_first,
+absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
+                                         const std::vector<TensorRef>& inputs,
                                          StagePlan* stage) {
   const std::vector<int64_t>& in = layer.input_shape;
-  const bool trainable_before = plan_.first_trainable >= 0;
+  bool trainable_before = false;
+  for (const TensorRef& input : inputs) {
+    trainable_before = trainable_before || Trainable(input);
+  }
   switch (layer.kind) {
     case LayerKind::kFlatten:
     case LayerKind::kActivation:
       return false;
     case LayerKind::kEmbedding: {
-      if (!is_first) {
+      if (!inputs[0].model_input) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "layer '", layer.name, "': Embedding must be the first layer"));
+            "layer '", layer.name, "': an Embedding must read a model input"));
       }
       stage->kind = StageKind::kEmbedding;
       PSTRAIN_ASSIGN_OR_RETURN(stage->kernel, FindVariable(layer, 0));
@@ -167,9 +254,10 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer, bool is_first,
       if (layer.use_bias) {
         PSTRAIN_ASSIGN_OR_RETURN(stage->bias, FindVariable(layer, 1));
       }
-      stage->dense.batch = 1;
-      stage->dense.in = stage->in_size;
-      stage->dense.out = stage->out_size;
+      // On the last axis: each example is in_size / in rows.
+      stage->dense.in = in.back();
+      stage->dense.out = layer.units;
+      stage->dense.batch = stage->in_size / stage->dense.in;
       stage->dense.use_bias = layer.use_bias;
       stage->dense.compute_dx = trainable_before;
       return true;
@@ -180,75 +268,101 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer, bool is_first,
       stage->dropout_rate = layer.rate;
       stage->dropout_seed = rng_.GlobalSeed(layer.name);
       return true;
+    case LayerKind::kMerge:
+      stage->kind = StageKind::kMerge;
+      stage->merge = layer.merge;
+      return true;
+    case LayerKind::kConcatenate:
+      stage->kind = StageKind::kConcatenate;
+      for (int d = 0; d < layer.axis; ++d) stage->concat_rows *= in[d];
+      return true;
   }
   return false;
 }
 
-// The stages run one after another: every layer must read the one before
-// (the first, the model's input) and the last be the output. A graph with
-// branches, merges, several inputs or shared layers is refused naming the
-// first layer that breaks the chain.
-absl::Status ExpectChain(const ModelSpec& spec) {
-  constexpr absl::string_view kOnly =
-      "only models whose layers form a chain are computed yet (no branches, "
-      "merges, several inputs or shared layers)";
-  if (spec.inputs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model has ", spec.inputs.size(), " inputs: ", kOnly));
-  }
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    const TensorRef previous =
-        i == 0 ? TensorRef{true, 0} : TensorRef{false, static_cast<int>(i) - 1};
-    if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer '", layer.name, "' does not read ",
-          i == 0 ? "the model's input"
-                 : absl::StrCat("layer '", spec.layers[i - 1].name, "'"),
-          ": ", kOnly));
-    }
-    if (layer.shares >= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("layer '", layer.name,
-                       "' is called again (shared weights): ", kOnly));
-    }
-  }
-  if (spec.outputs.size() != 1 ||
-      spec.outputs[0] + 1 != static_cast<int>(spec.layers.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model's output is not its last layer: ", kOnly));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<LayerPlan> Planner::Plan() {
-  PSTRAIN_RETURN_IF_ERROR(ExpectChain(spec_));
-  plan_.output_size = Product(spec_.output_shape);
+  if (options_.chain_only) PSTRAIN_RETURN_IF_ERROR(ExpectChain(spec_));
+  if (spec_.outputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model has ", spec_.outputs.size(), " outputs; one is supported"));
+  }
+  plan_.num_inputs = static_cast<int>(spec_.inputs.size());
+  // Per layer, what holds its output; and how many layers read it.
+  std::vector<TensorRef> output_of(spec_.layers.size());
+  std::vector<int> readers(spec_.layers.size(), 0);
+  for (const LayerSpec& layer : spec_.layers) {
+    if (layer.shares >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer '", layer.name,
+          "' is called more than once (shared weights): not supported yet"));
+    }
+    for (const TensorRef& ref : layer.inputs) {
+      if (!ref.model_input) ++readers[ref.index];
+    }
+  }
   for (size_t li = 0; li < spec_.layers.size(); ++li) {
     const LayerSpec& layer = spec_.layers[li];
-    const bool is_last = li + 1 == spec_.layers.size();
+    final_ = static_cast<int>(li) == spec_.outputs[0] && readers[li] == 0;
+    std::vector<TensorRef> inputs;
+    for (const TensorRef& ref : layer.inputs) {
+      inputs.push_back(ref.model_input ? ref : output_of[ref.index]);
+    }
     StagePlan stage;
     stage.layer = layer.name;
     stage.in_size = Product(layer.input_shape);
     stage.out_size = Product(layer.output_shape);
-    PSTRAIN_ASSIGN_OR_RETURN(bool has_stage,
-                             LayerStage(layer, /*is_first=*/li == 0, &stage));
+    PSTRAIN_ASSIGN_OR_RETURN(const bool has_stage,
+                             LayerStage(layer, inputs, &stage));
     if (layer.kind == LayerKind::kActivation) {
-      AddActivation(layer, layer.activation, stage.in_size, is_last,
-                    /*in_place=*/false);
+      PSTRAIN_ASSIGN_OR_RETURN(output_of[li],
+                               AddActivation(layer, inputs[0], stage.in_size,
+                                             /*in_place=*/false));
       continue;
     }
-    if (!has_stage) continue;
+    if (!has_stage) {  // Flatten, Dropout(0): the identity.
+      output_of[li] = inputs[0];
+      continue;
+    }
     const bool fused_relu = stage.conv.fuse_relu;
     const int64_t out_size = stage.out_size;
-    Add(std::move(stage));
+    output_of[li] = Add(std::move(stage), inputs);
     if ((layer.kind == LayerKind::kConv2D || layer.kind == LayerKind::kDense) &&
         !fused_relu) {
-      AddActivation(layer, layer.activation, out_size, is_last,
-                    /*in_place=*/true);
+      PSTRAIN_ASSIGN_OR_RETURN(
+          output_of[li],
+          AddActivation(layer, output_of[li], out_size, /*in_place=*/true));
     }
   }
+  const TensorRef output = output_of[spec_.outputs[0]];
+  if (output.model_input) {
+    return absl::InvalidArgumentError(
+        "the model computes nothing: its output is its input");
+  }
+  plan_.output = output.index;
+  plan_.output_size = plan_.stages[output.index].out_size;
+  PSTRAIN_RETURN_IF_ERROR(CheckEveryStageLeadsToTheOutput());
   return std::move(plan_);
+}
+
+absl::Status Planner::CheckEveryStageLeadsToTheOutput() const {
+  std::vector<bool> leads(plan_.stages.size(), false);
+  leads[plan_.output] = true;
+  for (int i = plan_.output; i >= 0; --i) {
+    if (!leads[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer '", plan_.stages[i].layer,
+                       "' does not lead to the model's output"));
+    }
+    for (const TensorRef& ref : plan_.stages[i].inputs) {
+      if (!ref.model_input) leads[ref.index] = true;
+    }
+  }
+  for (size_t i = plan_.output + 1; i < plan_.stages.size(); ++i) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer '", plan_.stages[i].layer,
+                     "' does not lead to the model's output"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

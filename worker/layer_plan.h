@@ -1,6 +1,7 @@
-// How a Keras Sequential model maps onto ops: the stages that the CPU and
-// GPU LayerChains (worker/cpu/layer_chain.h, worker/gpu/layer_chain.h) each
-// turn into their own ops, so that both compute the same model the same way.
+// How a model's layer graph maps onto ops: the stages that the CPU
+// LayerGraph (worker/cpu/layer_graph.h) and the GPU LayerChain
+// (worker/gpu/layer_chain.h) each turn into their own ops, so that both
+// compute the same model the same way.
 //
 //   LayerPlanOptions options;
 //   options.drop_final_softmax = true;  // A loss from logits.
@@ -11,17 +12,20 @@
 // Layers map to stages as follows: Conv2D to kConv2D (its ReLU fused into
 // the convolution with fuse_conv_relu, else a ReLU stage in place after it),
 // MaxPooling2D to kMaxPool2D, Dense to kDense (+ an in-place ReLU stage),
-// Dropout to kDropout (none for rate 0), Embedding to kEmbedding (first
-// layer only), Activation/ReLU layers and the activations of Conv2D and
-// Dense to kRelu or kSoftmax. Flatten and linear activations are no stages
-// at all: an NHWC activation already is the flattened matrix (window.h),
-// and only the number of elements per example matters. With
-// drop_final_softmax a softmax that ends the model is left out, so that the
-// chain's output is its input, the logits.
+// Dropout to kDropout (none for rate 0), Embedding to kEmbedding (reading a
+// model input), merge layers to kMerge, Concatenate to kConcatenate,
+// activation layers and the activations of Conv2D and Dense to kRelu (plain
+// ReLU), kSoftmax (softmax over the last axis) or kActivation (any other).
+// Flatten and linear activations are no stages at all: an NHWC activation
+// already is the flattened matrix (window.h), and only the number of
+// elements per example matters. With drop_final_softmax a softmax that ends
+// the model is left out, so that the graph's output is its input, the
+// logits.
 //
-// Shapes in a plan are per example: their `batch` (and the embedding's
-// `ids`, the softmax's `batch`) count one example; a chain multiplies them
-// by its batch size.
+// Stages come in an order where each follows the stages it reads. Shapes in
+// a plan are per example: their `batch` (and the embedding's `ids`, the
+// softmax's `batch`, the dense's rows) count one example; an executor
+// multiplies them by its batch size.
 #ifndef PSTRAIN_WORKER_LAYER_PLAN_H_
 #define PSTRAIN_WORKER_LAYER_PLAN_H_
 
@@ -48,18 +52,28 @@ enum class StageKind {
   kRelu,
   kSoftmax,
   kDropout,
+  kActivation,
+  kMerge,
+  kConcatenate,
 };
 
 struct StagePlan {
   StageKind kind = StageKind::kRelu;
-  std::string layer;     // The Keras layer it computes (part of).
-  int64_t in_size = 0;   // Elements per example of its input.
-  int64_t out_size = 0;  // ... and of its output.
-  int kernel = -1;       // Indices into the model's variables; -1: none.
+  std::string layer;  // The Keras layer it computes (part of).
+  // What it reads: a model input, or the output of stages[index] (always an
+  // earlier stage). One for every kind but kMerge and kConcatenate.
+  std::vector<TensorRef> inputs;
+  int64_t in_size = 0;            // Elements per example of inputs[0].
+  std::vector<int64_t> in_sizes;  // ... of each input.
+  int64_t out_size = 0;           // ... and of its output.
+  int kernel = -1;  // Indices into the model's variables; -1: none.
   int bias = -1;
-  // The output overwrites the input (a ReLU after Conv2D or Dense).
+  // The output overwrites inputs[0], which no other stage reads (a ReLU
+  // after Conv2D or Dense).
   bool in_place = false;
-  // Backward must produce the gradient of the input.
+  // Backward must produce the gradient of inputs[i] (something before it
+  // is trainable), and of some input.
+  std::vector<bool> input_needs_dx;
   bool needs_dx = false;
 
   // The shape of the stage's op, for one example.
@@ -68,28 +82,44 @@ struct StagePlan {
   cpu::MaxPool2DShape pool;
   cpu::DenseShape dense;
   cpu::SoftmaxShape softmax;
+  cpu::ActivationShape activation;
   float dropout_rate = 0;
   uint64_t dropout_seed = 0;  // The layer's global stream (rng_tracker.h).
+  MergeOp merge = MergeOp::kAdd;
+  // kConcatenate: each example is `concat_rows` rows, each input
+  // contributing in_sizes[i] / concat_rows elements to each.
+  int64_t concat_rows = 1;
 
   bool has_variables() const { return kernel >= 0; }
+  // Whether Backward runs it: it learns something or passes a gradient on.
+  bool in_backward() const { return has_variables() || needs_dx; }
 };
 
 struct LayerPlan {
   std::vector<StagePlan> stages;
-  // The first stage with variables (Backward stops there); -1: none.
+  int num_inputs = 0;  // The model's inputs.
+  // The stage whose output is the graph's (the logits with
+  // drop_final_softmax).
+  int output = -1;
+  // The first stage with variables; -1: none.
   int first_trainable = -1;
-  // Elements per example of the last stage's output.
+  // Elements per example of the output.
   int64_t output_size = 0;
 };
 
 struct LayerPlanOptions {
   bool drop_final_softmax = true;
   bool fuse_conv_relu = false;
+  // Refuse graphs other than one chain of layers from one input (an
+  // executor that runs chains only).
+  bool chain_only = false;
 };
 
 // INVALID_ARGUMENT naming the layer for what no stage can compute (an
-// Embedding that is not first, a Conv2D or MaxPooling2D on an input that is
-// not rank 3, a variable the spec lacks).
+// Embedding that does not read a model input, a Conv2D or MaxPooling2D on
+// an input that is not rank 3, a variable the spec lacks, a layer that does
+// not lead to the output), and with chain_only for a graph that is not a
+// chain.
 absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
                                      const LayerPlanOptions& options,
                                      const RngTracker& rng);

@@ -105,53 +105,103 @@ TEST(LayerPlan, AnEmbeddingAfterTheFirstLayerIsRefusedNamingIt) {
       << plan.status();
 }
 
-// A Functional model whose layers are not one chain is parsed, then refused
-// by the planner naming the layer where the chain breaks.
-TEST(LayerPlan, RefusesGraphsThatAreNotAChain) {
-  const auto functional = [](const std::string& layers,
-                             const std::string& inputs) {
-    return R"({"class_name": "Model", "config": {"layers": [)" + layers +
-           R"(], "input_layers": [)" + inputs +
-           R"(], "output_layers": [["c", 0, 0]]}})";
-  };
-  const std::string x =
-      R"({"class_name": "InputLayer", "name": "x", "inbound_nodes": [],
-          "config": {"name": "x", "batch_input_shape": [null, 4]}})";
-  const auto dense = [](const std::string& name, const std::string& reads) {
-    return R"({"class_name": "Dense", "name": ")" + name +
-           R"(", "config": {"name": ")" + name +
-           R"(", "units": 4}, "inbound_nodes": [[[")" + reads +
-           R"(", 0, 0, {}]]]})";
-  };
+// Functional models for the graph tests: x [4] and y [4], Dense layers of
+// 4 units each reading one tensor, an Add of two, the output "c".
+std::string Functional(const std::vector<std::string>& layers,
+                       const std::string& inputs) {
+  std::string json = R"({"class_name": "Model", "config": {"layers": [)";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    json += (i > 0 ? ", " : "") + layers[i];
+  }
+  return json + R"(], "input_layers": [)" + inputs +
+         R"(], "output_layers": [["c", 0, 0]]}})";
+}
+
+std::string InputLayer(const std::string& name) {
+  return R"({"class_name": "InputLayer", "name": ")" + name +
+         R"(", "inbound_nodes": [], "config": {"name": ")" + name +
+         R"(", "batch_input_shape": [null, 4]}})";
+}
+
+std::string Called(const std::string& class_name, const std::string& name,
+                   const std::string& config,
+                   const std::vector<std::string>& reads) {
+  std::string node;
+  for (const std::string& source : reads) {
+    node += (node.empty() ? "" : ", ") + ("[\"" + source + "\", 0, 0, {}]");
+  }
+  return R"({"class_name": ")" + class_name + R"(", "name": ")" + name +
+         R"(", "config": {"name": ")" + name + "\"" + config +
+         R"(}, "inbound_nodes": [[)" + node + "]]}";
+}
+
+std::string Dense(const std::string& name, const std::string& reads) {
+  return Called("Dense", name, R"(, "units": 4)", {reads});
+}
+
+ModelSpec Parse(const std::string& json) {
+  absl::StatusOr<ModelSpec> spec = ParseKerasModel(json, 1);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : ModelSpec();
+}
+
+// Stages read earlier stages or model inputs; a merge reads both branches;
+// input gradients are wanted only where something before is trainable.
+TEST(LayerPlan, PlansAGraphWithABranchAndAMerge) {
+  // x -> a -> b -+-> add -> c ; a -> relu -+
+  const ModelSpec spec = Parse(
+      Functional({InputLayer("x"), Dense("a", "x"), Dense("b", "a"),
+                  Called("Activation", "r", R"(, "activation": "relu")", {"a"}),
+                  Called("Add", "add", "", {"b", "r"}), Dense("c", "add")},
+                 R"(["x", 0, 0])"));
   const RngTracker rng(1, 0);
+  absl::StatusOr<LayerPlan> plan = PlanLayers(spec, LayerPlanOptions(), rng);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Kinds(*plan), (std::vector<K>{K::kDense, K::kDense, K::kRelu,
+                                          K::kMerge, K::kDense}));
+  const auto& s = plan->stages;
+  EXPECT_TRUE(s[0].inputs[0].model_input);
+  EXPECT_FALSE(s[0].needs_dx);
+  EXPECT_EQ(s[2].inputs[0], (TensorRef{false, 0}));  // relu reads a.
+  EXPECT_FALSE(s[2].in_place);                       // a is read by b too.
+  EXPECT_EQ(s[3].inputs,
+            (std::vector<TensorRef>{TensorRef{false, 1}, TensorRef{false, 2}}));
+  EXPECT_EQ(s[3].input_needs_dx, (std::vector<bool>{true, true}));
+  EXPECT_EQ(plan->output, 4);
+  EXPECT_EQ(plan->output_size, 4);
+}
+
+// With chain_only (the GPU's executor), a model that is not one chain is
+// refused naming the layer where the chain breaks.
+TEST(LayerPlan, ChainOnlyRefusesGraphsThatAreNotAChain) {
+  const RngTracker rng(1, 0);
+  LayerPlanOptions options;
+  options.chain_only = true;
   const auto refusal = [&](const std::string& json) {
-    absl::StatusOr<ModelSpec> spec = ParseKerasModel(json, 1);
-    EXPECT_TRUE(spec.ok()) << spec.status();
-    if (!spec.ok()) return std::string();
-    absl::StatusOr<LayerPlan> plan = PlanLayers(*spec, LayerPlanOptions(), rng);
+    absl::StatusOr<LayerPlan> plan = PlanLayers(Parse(json), options, rng);
     EXPECT_FALSE(plan.ok());
     return std::string(plan.status().message());
   };
   constexpr char kOnly[] =
-      ": only models whose layers form a chain are computed yet (no "
-      "branches, merges, several inputs or shared layers)";
-  // b reads x, not a.
-  EXPECT_EQ(refusal(functional(x + "," + dense("a", "x") + "," +
-                                   dense("b", "x") + "," + dense("c", "b"),
+      ": this device computes only chains of layers yet (no branches, "
+      "merges, several inputs or shared layers)";
+  EXPECT_EQ(refusal(Functional({InputLayer("x"), Dense("a", "x"),
+                                Dense("b", "x"), Dense("c", "b")},
                                R"(["x", 0, 0])")),
             std::string("layer 'b' does not read layer 'a'") + kOnly);
-  // c, the output, is not the last layer.
-  EXPECT_EQ(refusal(functional(x + "," + dense("a", "x") + "," +
-                                   dense("c", "a") + "," + dense("d", "c"),
-                               R"(["x", 0, 0])")),
-            std::string("the model's output is not its last layer") + kOnly);
-  const std::string y =
-      R"({"class_name": "InputLayer", "name": "y", "inbound_nodes": [],
-          "config": {"name": "y", "batch_input_shape": [null, 4]}})";
-  EXPECT_EQ(refusal(functional(x + "," + y + "," + dense("a", "x") + "," +
-                                   dense("c", "y"),
+  EXPECT_EQ(refusal(Functional({InputLayer("x"), InputLayer("y"),
+                                Dense("a", "x"), Dense("c", "y")},
                                R"(["x", 0, 0], ["y", 0, 0])")),
             std::string("the model has 2 inputs") + kOnly);
+  // Without chain_only the graph plans, but a layer nothing reads is
+  // refused.
+  EXPECT_EQ(PlanLayers(Parse(Functional({InputLayer("x"), InputLayer("y"),
+                                         Dense("a", "x"), Dense("c", "y")},
+                                        R"(["x", 0, 0], ["y", 0, 0])")),
+                       LayerPlanOptions(), rng)
+                .status()
+                .message(),
+            "layer 'a' does not lead to the model's output");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "worker/cpu/engine.h"
-#include "worker/cpu/layer_chain.h"
+#include "worker/cpu/layer_graph.h"
 #include "worker/cpu/losses.h"
 #include "worker/layer_plan.h"
 #include "worker/rng_tracker.h"
@@ -21,11 +21,11 @@ namespace {
 
 using cpu::DropoutStep;
 using cpu::Engine;
-using cpu::LayerChain;
+using cpu::LayerGraph;
 
-// Batch sizes whose chains are kept: the regular one, an epoch's last, and
+// Batch sizes whose graphs are kept: the regular one, an epoch's last, and
 // an evaluation size or two.
-constexpr size_t kMaxCachedChains = 4;
+constexpr size_t kMaxCachedGraphs = 4;
 
 // A kernel with an L2 penalty: its index among the variables and factor.
 struct Regularized {
@@ -53,8 +53,8 @@ class CpuBackend : public Backend {
                                       const Weights& weights) override;
 
  private:
-  struct CachedChain {
-    std::unique_ptr<LayerChain> chain;
+  struct CachedGraph {
+    std::unique_ptr<LayerGraph> graph;
     uint64_t last_use = 0;
   };
 
@@ -62,11 +62,11 @@ class CpuBackend : public Backend {
   // its shape.
   absl::Status ResolveWeights(const Weights& weights);
   absl::Status ResolveGradients(Gradients* gradients);
-  absl::StatusOr<LayerChain*> ChainFor(int64_t batch);
+  absl::StatusOr<LayerGraph*> GraphFor(int64_t batch);
   // Forward, and the loss on the output; with `train` also its gradient in
-  // the chain's output_gradient().
+  // the graph's output_gradient().
   absl::StatusOr<StepResult> ForwardAndLoss(const StepInput& input,
-                                            LayerChain* chain, bool train);
+                                            LayerGraph* graph, bool train);
   // l2 * sum(w^2) over the regularized kernels; adds
   // gradient_batch * 2 * l2 * w to their gradients (none for 0).
   double L2Penalty(int64_t gradient_batch);
@@ -79,7 +79,7 @@ class CpuBackend : public Backend {
   std::vector<int64_t> variable_sizes_;  // Elements of each variable.
   std::vector<Regularized> regularized_;
 
-  std::vector<std::pair<int64_t, CachedChain>> chains_;
+  std::vector<std::pair<int64_t, CachedGraph>> graphs_;
   uint64_t use_counter_ = 0;
   std::vector<const float*> weight_ptrs_;
   std::vector<float*> gradient_ptrs_;
@@ -87,7 +87,12 @@ class CpuBackend : public Backend {
 };
 
 absl::Status CpuBackend::Init() {
-  // What the chain refuses, refused now rather than at the first batch.
+  if (spec_.inputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend: the model has ", spec_.inputs.size(),
+                     " inputs; a worker feeds models of one input yet"));
+  }
+  // What the planner refuses, refused now rather than at the first batch.
   PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, LayerPlanOptions(), rng_).status());
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -140,43 +145,43 @@ absl::Status CpuBackend::ResolveGradients(Gradients* gradients) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LayerChain*> CpuBackend::ChainFor(int64_t batch) {
+absl::StatusOr<LayerGraph*> CpuBackend::GraphFor(int64_t batch) {
   ++use_counter_;
-  for (auto& [size, cached] : chains_) {
+  for (auto& [size, cached] : graphs_) {
     if (size == batch) {
       cached.last_use = use_counter_;
-      return cached.chain.get();
+      return cached.graph.get();
     }
   }
-  cpu::LayerChainOptions options;
+  cpu::LayerGraphOptions options;
   options.batch = batch;
   options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
   PSTRAIN_ASSIGN_OR_RETURN(
-      std::unique_ptr<LayerChain> chain,
-      LayerChain::Create(spec_, options, rng_, engine_.get()));
-  if (chains_.size() >= kMaxCachedChains) {
+      std::unique_ptr<LayerGraph> graph,
+      LayerGraph::Create(spec_, options, rng_, engine_.get()));
+  if (graphs_.size() >= kMaxCachedGraphs) {
     auto oldest = std::min_element(
-        chains_.begin(), chains_.end(), [](const auto& a, const auto& b) {
+        graphs_.begin(), graphs_.end(), [](const auto& a, const auto& b) {
           return a.second.last_use < b.second.last_use;
         });
-    chains_.erase(oldest);
+    graphs_.erase(oldest);
   }
-  chains_.push_back({batch, CachedChain{std::move(chain), use_counter_}});
-  return chains_.back().second.chain.get();
+  graphs_.push_back({batch, CachedGraph{std::move(graph), use_counter_}});
+  return graphs_.back().second.graph.get();
 }
 
 absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
-                                                      LayerChain* chain,
+                                                      LayerGraph* graph,
                                                       bool train) {
   DropoutStep key;
   key.step = input.step;
   key.example_offset = input.example_offset;
-  PSTRAIN_RETURN_IF_ERROR(chain->Forward(input.features, weight_ptrs_,
+  PSTRAIN_RETURN_IF_ERROR(graph->Forward({input.features}, weight_ptrs_,
                                          input.weights_version,
                                          train ? &key : nullptr));
   const int64_t batch = input.batch;
-  const float* output = chain->output();
-  float* doutput = train ? chain->output_gradient() : nullptr;
+  const float* output = graph->output();
+  float* doutput = train ? graph->output_gradient() : nullptr;
   StepResult result;
   result.examples = batch;
   if (options_.loss == LossKind::kSparseCrossEntropy) {
@@ -245,11 +250,11 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
                 0.0f);
     }
   } else {
-    PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(input.batch));
+    PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(input.batch));
     PSTRAIN_ASSIGN_OR_RETURN(result,
-                             ForwardAndLoss(input, chain, /*train=*/true));
+                             ForwardAndLoss(input, graph, /*train=*/true));
     PSTRAIN_RETURN_IF_ERROR(
-        chain->Backward(weight_ptrs_, input.weights_version, gradient_ptrs_));
+        graph->Backward(weight_ptrs_, input.weights_version, gradient_ptrs_));
   }
   // L2: the penalty once, its gradient batch times (backend.h).
   result.l2_loss = L2Penalty(/*gradient_batch=*/input.batch);
@@ -263,9 +268,9 @@ absl::StatusOr<StepResult> CpuBackend::Evaluate(const StepInput& input,
   PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
   StepResult result;
   if (input.batch > 0) {
-    PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(input.batch));
+    PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(input.batch));
     PSTRAIN_ASSIGN_OR_RETURN(result,
-                             ForwardAndLoss(input, chain, /*train=*/false));
+                             ForwardAndLoss(input, graph, /*train=*/false));
   }
   result.l2_loss = L2Penalty(/*gradient_batch=*/0);
   return result;

@@ -1,5 +1,6 @@
-// The Backend (worker/backend.h) that trains a Keras Sequential model on the
-// CPU with oneDNN: forward, loss and backward of one batch per call.
+// The Backend (worker/backend.h) that trains a Keras model on the CPU with
+// oneDNN: forward, loss and backward of one batch per call, through the
+// model's layer graph (layer_graph.h). Models with one input are fed.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(ModelSpec spec, LoadModel("cnn", run_seed));
 //   CpuBackendOptions options;
@@ -19,7 +20,7 @@
 // Features: float32 [batch, elements per example], laid out as Keras's input
 // (NHWC for images); any shape with the declared number of elements per
 // example is accepted (a [B, 28, 28] batch feeds a model declared
-// [28, 28, 1]). A model starting with an Embedding takes int32 ids
+// [28, 28, 1]). A model whose input an Embedding reads takes int32 ids
 // [batch, sequence length] instead; an id outside the table is
 // INVALID_ARGUMENT.
 //

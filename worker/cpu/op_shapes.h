@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "worker/cpu/window.h"
+#include "worker/model/model_spec.h"
 
 namespace pstrain {
 namespace worker {
@@ -59,6 +60,17 @@ struct DenseShape {
 struct SoftmaxShape {
   int64_t batch = 0;
   int64_t classes = 0;
+};
+
+// An activation over [outer, axis, inner] (per example in a plan): softmax
+// and log_softmax act along `axis`; the elementwise ones see outer * axis *
+// inner elements alike.
+struct ActivationShape {
+  Activation activation = Activation::kLinear;
+  ActivationParams params;
+  int64_t outer = 1;
+  int64_t axis = 1;
+  int64_t inner = 1;
 };
 
 struct EmbeddingShape {

@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<LayerChain>> LayerChain::Create(
   LayerPlanOptions plan_options;
   plan_options.drop_final_softmax = options.drop_final_softmax;
   plan_options.fuse_conv_relu = false;  // A ReLU stage in place instead.
+  plan_options.chain_only = true;
   PSTRAIN_ASSIGN_OR_RETURN(LayerPlan plan, PlanLayers(spec, plan_options, rng));
   std::unique_ptr<LayerChain> chain(new LayerChain(options.batch, device));
   chain->output_size_ = plan.output_size;
@@ -94,7 +95,7 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
     }
     case StageKind::kDense: {
       DenseShape shape = p.dense;
-      shape.batch = batch_;
+      shape.batch *= batch_;  // Rows: the plan's are per example.
       status = TakeOp(layer, DenseOp::Create(shape, device_), &s.dense);
       break;
     }
@@ -112,6 +113,13 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
       status = TakeOp(
           layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate, device_),
           &s.dropout);
+      break;
+    case StageKind::kActivation:
+    case StageKind::kMerge:
+    case StageKind::kConcatenate:
+      status = InLayer(layer, absl::UnimplementedError(
+                                  "not computed on GPU yet (train this model "
+                                  "with --device=cpu)"));
       break;
   }
   PSTRAIN_RETURN_IF_ERROR(status);
@@ -196,6 +204,11 @@ absl::Status LayerChain::Forward(const void* features,
           status = s.dropout->Forward(x, key, y);
         }
         break;
+      case StageKind::kActivation:
+      case StageKind::kMerge:
+      case StageKind::kConcatenate:
+        status = absl::InternalError("a stage AddStage refuses");
+        break;
     }
     if (!status.ok()) return InLayer(s.plan.layer, status);
     s.x = current;
@@ -259,6 +272,11 @@ absl::Status LayerChain::Backward(absl::Span<const float* const> weights,
       case StageKind::kDropout:
         status = s.dropout->Backward(g, g);
         dx = g;
+        break;
+      case StageKind::kActivation:
+      case StageKind::kMerge:
+      case StageKind::kConcatenate:
+        status = absl::InternalError("a stage AddStage refuses");
         break;
     }
     if (!status.ok()) return InLayer(s.plan.layer, status);

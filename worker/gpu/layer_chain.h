@@ -1,7 +1,10 @@
 // A Keras Sequential model's layers as a chain of GPU ops for ONE batch size
 // on one GPU, with every activation and gradient buffer it needs in device
 // memory, so that a training step allocates nothing: the GPU twin of
-// worker/cpu/layer_chain.h, with the same layers, layouts and dropout masks.
+// worker/cpu/layer_graph.h, with the same layers, layouts and dropout masks,
+// for the models that are one chain of layers (the planner's chain_only);
+// activations other than ReLU and softmax, merges and concatenation are
+// UNIMPLEMENTED here yet.
 // GpuBackend (gpu_backend.h) keeps one chain per batch size and GPU.
 //
 //   LayerChainOptions options;

@@ -52,8 +52,8 @@ bool IsKerasTensor(const Json& value) {
 class FunctionalParser {
  public:
   FunctionalParser(const KerasFields& config, absl::string_view prefix,
-                   uint64_t seed, ModelSpec* model)
-      : config_(config), prefix_(prefix), seed_(seed), model_(model) {}
+                   const ParseContext& context, ModelSpec* model)
+      : config_(config), prefix_(prefix), context_(context), model_(model) {}
 
   absl::Status Parse();
 
@@ -96,7 +96,7 @@ class FunctionalParser {
 
   const KerasFields& config_;
   const std::string prefix_;
-  const uint64_t seed_;
+  const ParseContext context_;
   ModelSpec* const model_;
   std::vector<Entry> entries_;
   std::map<std::string, int> by_name_;  // Index in entries_.
@@ -417,7 +417,7 @@ absl::Status FunctionalParser::MakeCall(Entry* entry,
     SequentialContext context;
     context.prefix = layer.where;
     context.name_prefix = absl::StrCat(layer.name, "/");
-    context.seed = seed_;
+    context.parse = context_;
     context.input = inputs[0];
     context.input_shape = Shape(inputs[0]);
     PSTRAIN_RETURN_IF_ERROR(
@@ -429,16 +429,15 @@ absl::Status FunctionalParser::MakeCall(Entry* entry,
         "a Functional model nested in another is not supported (a nested "
         "Sequential model is)");
   } else {
-    if (inputs.size() != 1) {
-      return fields.Error(absl::StrCat("reads ", inputs.size(), " tensors; ",
-                                       layer.class_name, " reads one"));
-    }
     LayerSpec spec;
     spec.name = layer.name;
     spec.inputs = inputs;
-    spec.input_shape = Shape(inputs[0]);
+    for (const TensorRef& input : inputs) {
+      spec.input_shapes.push_back(Shape(input));
+    }
+    spec.input_shape = spec.input_shapes[0];
     PSTRAIN_RETURN_IF_ERROR(
-        ParseLayer(layer, seed_, &spec, &model_->variables));
+        ParseLayer(layer, context_, &spec, &model_->variables));
     model_->layers.push_back(std::move(spec));
   }
   if (entry->begin < 0) {
@@ -517,9 +516,9 @@ absl::Status FunctionalParser::SetInputDtypes() {
 }  // namespace
 
 absl::Status ParseFunctional(const KerasFields& config,
-                             absl::string_view prefix, uint64_t seed,
-                             ModelSpec* model) {
-  return FunctionalParser(config, prefix, seed, model).Parse();
+                             absl::string_view prefix,
+                             const ParseContext& context, ModelSpec* model) {
+  return FunctionalParser(config, prefix, context, model).Parse();
 }
 
 }  // namespace worker

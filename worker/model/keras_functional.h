@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "worker/model/keras_fields.h"
+#include "worker/model/keras_layers.h"
 #include "worker/model/model_spec.h"
 
 namespace pstrain {
@@ -28,18 +29,17 @@ namespace worker {
 
 // Reads the Functional model whose "config" is read by `config` into
 // `model`'s inputs, layers (in an order where each comes after what it
-// reads), variables and outputs. `prefix` starts errors ("model: "), `seed`
-// is the run seed. INVALID_ARGUMENT, naming the layers involved, for what
-// keras_layers refuses, a call argument that is not a tensor or a keyword
-// argument that would change the computation, a tensor of an unknown layer
-// or call, a cycle, an InputLayer that is not among "input_layers" or that
-// no layer reads, a layer called on another input shape than at its first
-// call, an Embedding that does not read a model input, a model input that
-// feeds both an Embedding and another layer, and (not supported yet) several
-// outputs or a nested Functional model.
+// reads), variables and outputs. `prefix` starts errors ("model: ").
+// INVALID_ARGUMENT, naming the layers involved, for what keras_layers refuses,
+// a call argument that is not a tensor or a keyword argument that would change
+// the computation, a tensor of an unknown layer or call, a cycle, an InputLayer
+// that is not among "input_layers" or that no layer reads, a layer called on
+// another input shape than at its first call, an Embedding that does not read a
+// model input, a model input that feeds both an Embedding and another layer,
+// and (not supported yet) several outputs or a nested Functional model.
 absl::Status ParseFunctional(const KerasFields& config,
-                             absl::string_view prefix, uint64_t seed,
-                             ModelSpec* model);
+                             absl::string_view prefix,
+                             const ParseContext& context, ModelSpec* model);
 
 }  // namespace worker
 }  // namespace pstrain

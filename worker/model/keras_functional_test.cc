@@ -385,6 +385,45 @@ TEST(KerasFunctional, RefusesCallsItCannotCompute) {
               "(expected false)");
 }
 
+TEST(KerasFunctional, ReadsMergeLayersAndRefusesMismatchedInputs) {
+  const auto model = [](const std::string& merge, const Json& config,
+                        std::vector<std::string> reads) {
+    Json c = config;
+    c["name"] = "m";
+    return Model(Json::array({InputLayer("x", {2, 4}),
+                              Layer("Dense", Dense("a", 4), {"x"}),
+                              Layer("Dense", Dense("b", 3), {"x"}),
+                              Layer(merge, c, std::move(reads))}),
+                 {{"x", 0, 0}}, {{"m", 0, 0}});
+  };
+  const ModelSpec concat =
+      MustParse(model("Concatenate", {{"axis", -1}}, {"a", "b", "x"}));
+  EXPECT_EQ(concat.layers[2].kind, LayerKind::kConcatenate);
+  EXPECT_EQ(concat.layers[2].axis, 1);
+  EXPECT_EQ(concat.output_shape, (std::vector<int64_t>{2, 11}));
+  const ModelSpec add = MustParse(model("Add", Json::object(), {"a", "x"}));
+  EXPECT_EQ(add.layers[2].kind, LayerKind::kMerge);
+  EXPECT_EQ(add.layers[2].merge, MergeOp::kAdd);
+  EXPECT_EQ(add.layers[2].inputs,
+            (std::vector<TensorRef>{TensorRef{false, 0}, TensorRef{true, 0}}));
+
+  ExpectError(model("Add", Json::object(), {"a", "b"}),
+              "model: layer 3 'm' (Add): input 1 has shape [2, 3], input 0 "
+              "[2, 4]: merged inputs must have one shape");
+  ExpectError(model("Subtract", Json::object(), {"a", "x", "a"}),
+              "model: layer 3 'm' (Subtract): reads 3 tensor(s); it needs "
+              "exactly 2");
+  ExpectError(model("Maximum", Json::object(), {"a"}),
+              "model: layer 3 'm' (Maximum): reads 1 tensor(s); it needs at "
+              "least 2");
+  ExpectError(model("Concatenate", {{"axis", 1}}, {"a", "b"}),
+              "model: layer 3 'm' (Concatenate): input 1 has shape [2, 3], "
+              "input 0 [2, 4]: they must agree but on axis 1");
+  ExpectError(model("Concatenate", {{"axis", 0}}, {"a", "x"}),
+              "model: layer 3 'm' (Concatenate): axis 0 is not supported (the "
+              "batch axis; expected another)");
+}
+
 TEST(KerasFunctional, KeepsBranches) {
   const Json layers = Json::array(
       {InputLayer("x", {4}), Layer("Dense", Dense("a", 4), {"x"}),

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/derived_seed.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
@@ -27,16 +28,63 @@ constexpr int64_t kMaxTotalElements = (int64_t{1} << 62) / sizeof(float);
 // ---------------------------------------------------------------------------
 // Options shared by several layers.
 
-absl::StatusOr<Activation> ParseActivation(
-    const KerasFields& fields, absl::string_view key,
-    std::optional<std::string> fallback) {
+// Keras's activation names and what pstrain computes for each.
+struct NamedActivation {
+  absl::string_view name;
+  Activation activation;
+};
+
+constexpr NamedActivation kActivations[] = {
+    {"linear", Activation::kLinear},
+    {"relu", Activation::kRelu},
+    {"relu6", Activation::kKerasRelu},
+    {"leaky_relu", Activation::kKerasRelu},
+    {"softmax", Activation::kSoftmax},
+    {"log_softmax", Activation::kLogSoftmax},
+    {"gelu", Activation::kGelu},
+    {"gelu_new", Activation::kGeluTanh},  // TensorFlow.js's approximation.
+    {"sigmoid", Activation::kSigmoid},
+    {"hard_sigmoid", Activation::kHardSigmoid},
+    {"tanh", Activation::kTanh},
+    {"silu", Activation::kSilu},
+    {"swish", Activation::kSilu},
+    {"elu", Activation::kElu},
+    {"selu", Activation::kSelu},
+    {"softplus", Activation::kSoftplus},
+};
+
+// The activation named in field `key` (`fallback` when absent or null) of
+// a layer whose output has `rank` dimensions per example: sets the layer's
+// activation and its parameters.
+absl::Status ParseActivation(const KerasFields& fields, absl::string_view key,
+                             std::optional<std::string> fallback,
+                             const ParseContext& context, size_t rank,
+                             LayerSpec* layer) {
   PSTRAIN_ASSIGN_OR_RETURN(std::string name,
                            fields.String(key, std::move(fallback)));
-  if (name == "linear") return Activation::kLinear;
-  if (name == "relu") return Activation::kRelu;
-  if (name == "softmax") return Activation::kSoftmax;
-  return fields.Unsupported(key, Json(name),
-                            "expected \"relu\", \"softmax\" or \"linear\"");
+  const NamedActivation* found = nullptr;
+  for (const NamedActivation& named : kActivations) {
+    if (named.name == name) found = &named;
+  }
+  if (found == nullptr) {
+    std::vector<absl::string_view> names;
+    for (const NamedActivation& named : kActivations) {
+      names.push_back(named.name);
+    }
+    return fields.Unsupported(
+        key, Json(name),
+        absl::StrCat("supported: ", absl::StrJoin(names, ", ")));
+  }
+  layer->activation = found->activation;
+  ActivationParams& params = layer->activation_params;
+  params = ActivationParams();
+  params.axis = static_cast<int>(rank) - 1;
+  if (name == "relu6") params.max_value = 6;
+  // Keras's leaky_relu function (the LeakyReLU layer's default is 0.3).
+  if (name == "leaky_relu") params.negative_slope = 0.2f;
+  // tf.keras 2.x: clip(0.2 x + 0.5, 0, 1); Keras 3: clip(x / 6 + 0.5, 0, 1).
+  if (name == "hard_sigmoid") params.alpha = context.keras2 ? 0.2f : 1 / 6.0f;
+  return absl::OkStatus();
 }
 
 // "data_format" must mean channels_last (null is Keras's default, which is
@@ -91,10 +139,12 @@ absl::Status AddVariable(const KerasFields& fields, absl::string_view suffix,
 // `kernel_shape`, bias of `units`.
 absl::Status ParseKernelAndBias(const KerasFields& fields,
                                 const std::vector<int64_t>& kernel_shape,
-                                int64_t units, uint64_t seed, LayerSpec* layer,
+                                int64_t units, const ParseContext& context,
+                                LayerSpec* layer,
                                 std::vector<VariableDef>* variables) {
-  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
-                           ParseActivation(fields, "activation", "linear"));
+  PSTRAIN_RETURN_IF_ERROR(ParseActivation(fields, "activation", "linear",
+                                          context, layer->output_shape.size(),
+                                          layer));
   PSTRAIN_ASSIGN_OR_RETURN(layer->use_bias, fields.Bool("use_bias", true));
   Initializer glorot;
   glorot.mutable_glorot_uniform();
@@ -113,11 +163,11 @@ absl::Status ParseKernelAndBias(const KerasFields& fields,
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
   }
   PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, "kernel", kernel_shape,
-                                      std::move(kernel_init), false, seed,
-                                      layer, variables));
+                                      std::move(kernel_init), false,
+                                      context.seed, layer, variables));
   if (!layer->use_bias) return absl::OkStatus();
-  return AddVariable(fields, "bias", {units}, std::move(bias_init), false, seed,
-                     layer, variables);
+  return AddVariable(fields, "bias", {units}, std::move(bias_init), false,
+                     context.seed, layer, variables);
 }
 
 absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
@@ -171,7 +221,7 @@ absl::Status ParseWindow(const KerasFields& fields,
 // The layers. Each reads its config from `fields`, fills `layer` (whose name
 // and input_shape are set) and appends its variables.
 
-absl::Status ParseConv2D(const KerasFields& fields, uint64_t seed,
+absl::Status ParseConv2D(const KerasFields& fields, const ParseContext& context,
                          LayerSpec* layer,
                          std::vector<VariableDef>* variables) {
   layer->kind = LayerKind::kConv2D;
@@ -197,10 +247,10 @@ absl::Status ParseConv2D(const KerasFields& fields, uint64_t seed,
   layer->output_shape[2] = filters;
   return ParseKernelAndBias(fields,
                             {kernel.first, kernel.second, in_channels, filters},
-                            filters, seed, layer, variables);
+                            filters, context, layer, variables);
 }
 
-absl::Status ParseMaxPooling2D(const KerasFields& fields, uint64_t,
+absl::Status ParseMaxPooling2D(const KerasFields& fields, const ParseContext&,
                                LayerSpec* layer, std::vector<VariableDef>*) {
   layer->kind = LayerKind::kMaxPool2D;
   PSTRAIN_ASSIGN_OR_RETURN(const Window pool,
@@ -209,8 +259,8 @@ absl::Status ParseMaxPooling2D(const KerasFields& fields, uint64_t,
   return ParseWindow(fields, "pool_size", pool, pool, layer);
 }
 
-absl::Status ParseFlatten(const KerasFields& fields, uint64_t, LayerSpec* layer,
-                          std::vector<VariableDef>*) {
+absl::Status ParseFlatten(const KerasFields& fields, const ParseContext&,
+                          LayerSpec* layer, std::vector<VariableDef>*) {
   layer->kind = LayerKind::kFlatten;
   PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
   absl::StatusOr<int64_t> size = NumElements(layer->input_shape, sizeof(float));
@@ -222,25 +272,24 @@ absl::Status ParseFlatten(const KerasFields& fields, uint64_t, LayerSpec* layer,
   return absl::OkStatus();
 }
 
-absl::Status ParseDense(const KerasFields& fields, uint64_t seed,
+absl::Status ParseDense(const KerasFields& fields, const ParseContext& context,
                         LayerSpec* layer, std::vector<VariableDef>* variables) {
   layer->kind = LayerKind::kDense;
-  if (layer->input_shape.size() != 1) {
-    return fields.Error(absl::StrCat(
-        "input of rank ", layer->input_shape.size(), " ",
-        ShapeString(layer->input_shape),
-        " is not supported (Dense takes rank-1 inputs: add a Flatten before "
-        "it)"));
-  }
   PSTRAIN_ASSIGN_OR_RETURN(layer->units,
                            fields.Int("units", 1, kMaxDim, std::nullopt));
-  layer->output_shape = {layer->units};
-  return ParseKernelAndBias(fields, {layer->input_shape[0], layer->units},
-                            layer->units, seed, layer, variables);
+  // On the last axis of any rank, as Keras's Dense.
+  layer->output_shape = layer->input_shape;
+  layer->output_shape.back() = layer->units;
+  if (!NumElements(layer->output_shape, sizeof(float)).ok()) {
+    return fields.Error(absl::StrCat(
+        "output ", ShapeString(layer->output_shape), " is too large"));
+  }
+  return ParseKernelAndBias(fields, {layer->input_shape.back(), layer->units},
+                            layer->units, context, layer, variables);
 }
 
-absl::Status ParseDropout(const KerasFields& fields, uint64_t, LayerSpec* layer,
-                          std::vector<VariableDef>*) {
+absl::Status ParseDropout(const KerasFields& fields, const ParseContext&,
+                          LayerSpec* layer, std::vector<VariableDef>*) {
   layer->kind = LayerKind::kDropout;
   PSTRAIN_ASSIGN_OR_RETURN(const double rate,
                            fields.Number("rate", std::nullopt));
@@ -254,8 +303,8 @@ absl::Status ParseDropout(const KerasFields& fields, uint64_t, LayerSpec* layer,
   return absl::OkStatus();
 }
 
-absl::Status ParseEmbedding(const KerasFields& fields, uint64_t seed,
-                            LayerSpec* layer,
+absl::Status ParseEmbedding(const KerasFields& fields,
+                            const ParseContext& context, LayerSpec* layer,
                             std::vector<VariableDef>* variables) {
   layer->kind = LayerKind::kEmbedding;
   PSTRAIN_RETURN_IF_ERROR(ExpectRank(fields, *layer, 1, "[sequence length]"));
@@ -291,53 +340,194 @@ absl::Status ParseEmbedding(const KerasFields& fields, uint64_t seed,
   layer->output_shape = {length, layer->output_dim};
   return AddVariable(fields, "embeddings",
                      {layer->input_dim, layer->output_dim}, std::move(init),
-                     /*sparse=*/true, seed, layer, variables);
+                     /*sparse=*/true, context.seed, layer, variables);
 }
 
-absl::Status ParseReLU(const KerasFields& fields, uint64_t, LayerSpec* layer,
-                       std::vector<VariableDef>*) {
+// A number field in [min, +inf); `fallback` when absent or null.
+absl::StatusOr<float> NonNegative(const KerasFields& fields,
+                                  absl::string_view key, double fallback) {
+  PSTRAIN_ASSIGN_OR_RETURN(const double value, fields.Number(key, fallback));
+  if (value < 0) {
+    return fields.FieldError(key, absl::StrCat(value, " is negative"));
+  }
+  return static_cast<float>(value);
+}
+
+absl::Status ParseReLU(const KerasFields& fields, const ParseContext&,
+                       LayerSpec* layer, std::vector<VariableDef>*) {
   layer->kind = LayerKind::kActivation;
-  layer->activation = Activation::kRelu;
-  PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull("max_value"));
-  for (const char* key : {"negative_slope", "threshold"}) {
-    PSTRAIN_ASSIGN_OR_RETURN(const double value, fields.Number(key, 0.0));
-    if (value != 0) return fields.Unsupported(key, Json(value), "expected 0");
+  layer->output_shape = layer->input_shape;
+  ActivationParams& params = layer->activation_params;
+  if (const Json* max = fields.Find("max_value");
+      max != nullptr && max->is_number() && max->get<double>() == 0) {
+    return fields.Unsupported("max_value", *max, "expected null or > 0");
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(params.max_value,
+                           NonNegative(fields, "max_value", 0));
+  PSTRAIN_ASSIGN_OR_RETURN(params.negative_slope,
+                           NonNegative(fields, "negative_slope", 0));
+  PSTRAIN_ASSIGN_OR_RETURN(params.threshold,
+                           NonNegative(fields, "threshold", 0));
+  const bool plain = params.max_value == 0 && params.negative_slope == 0 &&
+                     params.threshold == 0;
+  layer->activation = plain ? Activation::kRelu : Activation::kKerasRelu;
+  return absl::OkStatus();
+}
+
+absl::Status ParseLeakyReLU(const KerasFields& fields, const ParseContext&,
+                            LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->activation = Activation::kKerasRelu;
+  layer->output_shape = layer->input_shape;
+  // Keras 3 names the slope negative_slope, tf.keras 2.x alpha.
+  const char* key = fields.Find("negative_slope") == nullptr &&
+                            fields.Find("alpha") != nullptr
+                        ? "alpha"
+                        : "negative_slope";
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation_params.negative_slope,
+                           NonNegative(fields, key, 0.3));
+  return absl::OkStatus();
+}
+
+absl::Status ParseELU(const KerasFields& fields, const ParseContext&,
+                      LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->activation = Activation::kElu;
+  layer->output_shape = layer->input_shape;
+  PSTRAIN_ASSIGN_OR_RETURN(const double alpha, fields.Number("alpha", 1.0));
+  layer->activation_params.alpha = static_cast<float>(alpha);
+  return absl::OkStatus();
+}
+
+// An axis of a per-example shape of `rank` from Keras's axis, which counts
+// the batch: -1 the last, 1 the first after the batch.
+absl::StatusOr<int> ParseAxis(const KerasFields& fields, size_t rank,
+                              int64_t fallback) {
+  const int64_t max = static_cast<int64_t>(rank);
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t axis,
+                           fields.Int("axis", -max, max, fallback));
+  if (axis == 0) {
+    return fields.Unsupported("axis", Json(0),
+                              "the batch axis; expected another");
+  }
+  return static_cast<int>(axis > 0 ? axis - 1 : max + axis);
+}
+
+absl::Status ParseSoftmax(const KerasFields& fields, const ParseContext&,
+                          LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->activation = Activation::kSoftmax;
+  layer->output_shape = layer->input_shape;
+  PSTRAIN_ASSIGN_OR_RETURN(layer->activation_params.axis,
+                           ParseAxis(fields, layer->input_shape.size(), -1));
+  return absl::OkStatus();
+}
+
+absl::Status ParseActivationLayer(const KerasFields& fields,
+                                  const ParseContext& context, LayerSpec* layer,
+                                  std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kActivation;
+  layer->output_shape = layer->input_shape;
+  return ParseActivation(fields, "activation", std::nullopt, context,
+                         layer->output_shape.size(), layer);
+}
+
+// Merge layers: every input of one shape (Keras's broadcasting is not
+// supported), at least two (Subtract: exactly two).
+absl::Status ParseMerge(const KerasFields& fields, MergeOp op,
+                        LayerSpec* layer) {
+  layer->kind = LayerKind::kMerge;
+  layer->merge = op;
+  const size_t n = layer->input_shapes.size();
+  if (n < 2 || (op == MergeOp::kSubtract && n != 2)) {
+    return fields.Error(
+        absl::StrCat("reads ", n, " tensor(s); it needs ",
+                     op == MergeOp::kSubtract ? "exactly 2" : "at least 2"));
+  }
+  for (size_t i = 1; i < n; ++i) {
+    if (layer->input_shapes[i] != layer->input_shapes[0]) {
+      return fields.Error(absl::StrCat(
+          "input ", i, " has shape ", ShapeString(layer->input_shapes[i]),
+          ", input 0 ", ShapeString(layer->input_shapes[0]),
+          ": merged inputs must have one shape"));
+    }
   }
   layer->output_shape = layer->input_shape;
   return absl::OkStatus();
 }
 
-absl::Status ParseActivationLayer(const KerasFields& fields, uint64_t,
-                                  LayerSpec* layer, std::vector<VariableDef>*) {
-  layer->kind = LayerKind::kActivation;
-  PSTRAIN_ASSIGN_OR_RETURN(layer->activation,
-                           ParseActivation(fields, "activation", std::nullopt));
-  layer->output_shape = layer->input_shape;
+template <MergeOp op>
+absl::Status ParseMergeLayer(const KerasFields& fields, const ParseContext&,
+                             LayerSpec* layer, std::vector<VariableDef>*) {
+  return ParseMerge(fields, op, layer);
+}
+
+absl::Status ParseConcatenate(const KerasFields& fields, const ParseContext&,
+                              LayerSpec* layer, std::vector<VariableDef>*) {
+  layer->kind = LayerKind::kConcatenate;
+  const std::vector<std::vector<int64_t>>& shapes = layer->input_shapes;
+  if (shapes.size() < 2) {
+    return fields.Error(absl::StrCat("reads ", shapes.size(),
+                                     " tensor(s); it needs at least 2"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(layer->axis,
+                           ParseAxis(fields, shapes[0].size(), -1));
+  layer->output_shape = shapes[0];
+  for (size_t i = 1; i < shapes.size(); ++i) {
+    bool match = shapes[i].size() == shapes[0].size();
+    for (size_t d = 0; match && d < shapes[0].size(); ++d) {
+      match =
+          static_cast<int>(d) == layer->axis || shapes[i][d] == shapes[0][d];
+    }
+    if (!match) {
+      return fields.Error(
+          absl::StrCat("input ", i, " has shape ", ShapeString(shapes[i]),
+                       ", input 0 ", ShapeString(shapes[0]),
+                       ": they must agree but on axis ", layer->axis + 1));
+    }
+    layer->output_shape[layer->axis] += shapes[i][layer->axis];
+  }
   return absl::OkStatus();
 }
 
 // Reads a layer's config from `fields`, fills `layer` (whose name and
-// input_shape are set) and appends its variables, seeded from the run seed
-// `seed`.
-using LayerParser = absl::Status (*)(const KerasFields& fields, uint64_t seed,
+// input shapes are set) and appends its variables.
+using LayerParser = absl::Status (*)(const KerasFields& fields,
+                                     const ParseContext& context,
                                      LayerSpec* layer,
                                      std::vector<VariableDef>* variables);
 
 struct LayerClass {
   absl::string_view class_name;
   LayerParser parse;
+  bool several_inputs = false;  // A merge layer's list of tensors.
 };
 
 constexpr LayerClass kLayerClasses[] = {
-    {"Conv2D", ParseConv2D},   {"MaxPooling2D", ParseMaxPooling2D},
-    {"Flatten", ParseFlatten}, {"Dense", ParseDense},
-    {"Dropout", ParseDropout}, {"Embedding", ParseEmbedding},
-    {"ReLU", ParseReLU},       {"Activation", ParseActivationLayer},
+    {"Conv2D", ParseConv2D},
+    {"MaxPooling2D", ParseMaxPooling2D},
+    {"Flatten", ParseFlatten},
+    {"Dense", ParseDense},
+    {"Dropout", ParseDropout},
+    {"Embedding", ParseEmbedding},
+    {"Activation", ParseActivationLayer},
+    {"ReLU", ParseReLU},
+    {"LeakyReLU", ParseLeakyReLU},
+    {"ELU", ParseELU},
+    {"Softmax", ParseSoftmax},
+    {"Add", ParseMergeLayer<MergeOp::kAdd>, true},
+    {"Subtract", ParseMergeLayer<MergeOp::kSubtract>, true},
+    {"Multiply", ParseMergeLayer<MergeOp::kMultiply>, true},
+    {"Average", ParseMergeLayer<MergeOp::kAverage>, true},
+    {"Maximum", ParseMergeLayer<MergeOp::kMaximum>, true},
+    {"Minimum", ParseMergeLayer<MergeOp::kMinimum>, true},
+    {"Concatenate", ParseConcatenate, true},
 };
 
 constexpr absl::string_view kSupportedLayers =
     "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
-    "ReLU, Activation";
+    "Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, "
+    "Average, Maximum, Minimum, Concatenate";
 
 bool HasControlCharacter(absl::string_view s) {
   return std::any_of(s.begin(), s.end(),
@@ -452,14 +642,14 @@ absl::StatusOr<LayerEntry> ReadLayerEntry(const Json& entry,
   return layer;
 }
 
-absl::Status ParseLayer(const LayerEntry& entry, uint64_t seed,
+absl::Status ParseLayer(const LayerEntry& entry, const ParseContext& context,
                         LayerSpec* layer, std::vector<VariableDef>* variables) {
-  LayerParser parse = nullptr;
+  const LayerClass* found = nullptr;
   for (const LayerClass& layer_class : kLayerClasses) {
-    if (layer_class.class_name == entry.class_name) parse = layer_class.parse;
+    if (layer_class.class_name == entry.class_name) found = &layer_class;
   }
   const KerasFields fields = entry.Fields();
-  if (parse == nullptr) {
+  if (found == nullptr) {
     return fields.Error(
         absl::StrCat(entry.class_name,
                      " is not supported (supported: ", kSupportedLayers, ")"));
@@ -471,7 +661,12 @@ absl::Status ParseLayer(const LayerEntry& entry, uint64_t seed,
                               "expected true: pstrain trains every layer");
   }
   PSTRAIN_RETURN_IF_ERROR(ExpectFloat32(fields));
-  return parse(fields, seed, layer, variables);
+  if (!found->several_inputs && layer->input_shapes.size() != 1) {
+    return fields.Error(absl::StrCat("reads ", layer->input_shapes.size(),
+                                     " tensors; ", entry.class_name,
+                                     " reads one"));
+  }
+  return found->parse(fields, context, layer, variables);
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseInputLayerShape(

@@ -23,6 +23,15 @@ namespace worker {
 // Largest dimension, filter count or unit count accepted.
 constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
 
+// What every layer parser needs to know of the model.
+struct ParseContext {
+  uint64_t seed = 0;  // The run seed, from which variables' seeds derive.
+  // The model was written by tf.keras 2.x or TensorFlow.js (its JSON's
+  // "keras_version" is not 3.x): where Keras 3 changed a definition
+  // (hard_sigmoid), the older one applies.
+  bool keras2 = false;
+};
+
 // One entry of a model's "layers" list, its class and name read and
 // checked: one line each (they go into messages, logs and variable paths),
 // a Keras class, a name that is non-empty and free of '/'.
@@ -42,11 +51,11 @@ struct LayerEntry {
 absl::StatusOr<LayerEntry> ReadLayerEntry(const nlohmann::json& entry,
                                           absl::string_view prefix, int index);
 
-// Reads a layer that computes (not an InputLayer) into `layer`, whose name
-// and input_shape are set, appending its variables: refuses a class pstrain
-// does not compute (naming the supported ones), a frozen layer and a dtype
-// other than float32, then reads the class's own fields.
-absl::Status ParseLayer(const LayerEntry& entry, uint64_t seed,
+// Reads a layer that computes (not an InputLayer) into `layer`, whose name,
+// inputs and input shapes are set, appending its variables: refuses a class
+// pstrain does not compute (naming the supported ones), a frozen layer and a
+// dtype other than float32, then reads the class's own fields.
+absl::Status ParseLayer(const LayerEntry& entry, const ParseContext& context,
                         LayerSpec* layer, std::vector<VariableDef>* variables);
 
 // The per-example shape an InputLayer declares: Keras 3's "batch_shape" or

@@ -58,6 +58,14 @@ absl::StatusOr<ModelSpec> ParseModel(absl::string_view json,
         "config", absl::StrCat("expected an object, ", JsonGot(*config)));
   }
   const KerasFields model_fields(*config, prefix, "config.");
+  ParseContext parse;
+  parse.seed = seed;
+  // tf.keras 2.x writes its version ("2.15.0"), TensorFlow.js "tfjs-layers
+  // 4.22.0"; Keras 3 writes none.
+  if (const Json* version = top.Find("keras_version");
+      version != nullptr && version->is_string()) {
+    parse.keras2 = version->get<std::string>().rfind("3.", 0) != 0;
+  }
   ModelSpec model;
   PSTRAIN_ASSIGN_OR_RETURN(
       model.name,
@@ -71,13 +79,13 @@ absl::StatusOr<ModelSpec> ParseModel(absl::string_view json,
   if (sequential) {
     SequentialContext context;
     context.prefix = prefix;
-    context.seed = seed;
+    context.parse = parse;
     PSTRAIN_ASSIGN_OR_RETURN(const int last,
                              AppendSequential(model_fields, context, &model));
     model.outputs = {last};
   } else {
     PSTRAIN_RETURN_IF_ERROR(
-        ParseFunctional(model_fields, prefix, seed, &model));
+        ParseFunctional(model_fields, prefix, parse, &model));
   }
   model.input_shape = model.inputs.front().shape;
   model.input_dtype = model.inputs.front().dtype;

@@ -1,27 +1,25 @@
-// The model a worker trains, read from a Keras Sequential model's JSON (what
+// The model a worker trains, read from a Keras model's JSON (what
 // `model.to_json()` writes), so that a model defined and checked in Keras is
 // trained by pstrain unchanged, and its variables carry Keras's names.
 //
 //   absl::StatusOr<ModelSpec> model = LoadModel("cnn", /*seed=*/42);
-//   if (!model.ok()) { std::cerr << model.status().message() << "\n"; return 2;
-//   } for (const LayerSpec& layer : model->layers) ...  // build the compute
-//   graph for (const VariableDef& v : model->variables) ... // create them on
-//   the ps
+//   if (!model.ok()) { std::cerr << model.status().message() << "\n"; }
+//   for (const LayerSpec& layer : model->layers) ...  // the layer graph
+//   for (const VariableDef& v : model->variables) ...  // made on the ps
 //
-// Both serializations are read: tf.keras 2.x ({"class_name", "config"}, an
-// InputLayer with "batch_input_shape", or that field on the first layer) and
-// Keras 3 ("module", "registered_name", "build_config", an InputLayer with
-// "batch_shape", dtypes as DTypePolicy objects). Equivalent models in the two
-// forms give equal ModelSpecs.
+// Sequential and Functional models (keras_functional.h) are read in both
+// serializations: tf.keras 2.x ({"class_name", "config"}, an InputLayer with
+// "batch_input_shape", or that field on the first layer; TensorFlow.js
+// writes this form too) and Keras 3 ("module", "registered_name",
+// "build_config", an InputLayer with "batch_shape", dtypes as DTypePolicy
+// objects). Equivalent models in the two forms give equal ModelSpecs.
 //
-// Supported layers: InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout,
-// Embedding, ReLU, Activation, with the options listed at ParseKerasModel.
 // Anything that would change what is computed and is not supported (another
 // layer, a constraint, an L1 penalty, dilation, channels_first, a frozen
-// layer, a non-float32 dtype) is refused rather than ignored, so a model
-// either trains as Keras would train it or does not load. Fields that do not
-// change the computation (a layer's "build_config", "sparse" on the
-// InputLayer, ...) are ignored.
+// layer, a non-float32 dtype, Keras 3's quantization or LoRA) is refused
+// rather than ignored, so a model either trains as Keras would train it or
+// does not load. Fields that do not change the computation (a layer's
+// "build_config", "sparse" on the InputLayer, ...) are ignored.
 #ifndef PSTRAIN_WORKER_MODEL_KERAS_MODEL_H_
 #define PSTRAIN_WORKER_MODEL_KERAS_MODEL_H_
 
@@ -36,7 +34,8 @@
 namespace pstrain {
 namespace worker {
 
-// Reads `json`, a Keras Sequential model, with `seed` the run seed. Supported:
+// Reads `json`, a Keras Sequential or Functional model, with `seed` the run
+// seed. Supported:
 //   InputLayer    batch_shape / batch_input_shape (batch dimension null or
 //                 any; every other dimension known)
 //   Conv2D        filters, kernel_size, strides, padding "valid"|"same",
@@ -46,20 +45,28 @@ namespace worker {
 //   MaxPooling2D  pool_size, strides (null: pool_size), padding; rank-3 input
 //   Flatten       any input (data_format channels_last or null)
 //   Dense         units, activation, use_bias, initializers,
-//                 kernel_regularizer; rank-1 input (put a Flatten before it:
-//                 Keras's Dense on the last axis of a rank-2+ input is not
-//                 supported)
+//                 kernel_regularizer; on the last axis of any input
 //   Dropout       rate in [0, 1)
 //   Embedding     input_dim, output_dim, embeddings_initializer (default
-//                 RandomUniform(-0.05, 0.05)); first layer only, rank-1 input
-//                 [T] of int ids, output [T, output_dim]
-//   ReLU          with Keras's defaults only (no max_value, slope, threshold)
-//   Activation    "relu", "softmax", "linear"
-// Activations (Conv2D, Dense, Activation): "relu", "softmax", "linear" or
-// null (linear). Initializers: GlorotUniform (kernel default), Zeros (bias
-// default), RandomUniform{minval, maxval}, Constant{value},
-// TruncatedNormal{mean, stddev}. Regularizers: L2{l2}, or L1L2 with l1 == 0.
-// Layer names must be unique, non-empty and free of '/'.
+//                 RandomUniform(-0.05, 0.05)); reads a model input [T] of int
+//                 ids (in a Sequential model, as its first layer), output
+//                 [T, output_dim]
+//   Activation    activation (below)
+//   ReLU          max_value (null or > 0), negative_slope >= 0,
+//                 threshold >= 0
+//   LeakyReLU     negative_slope (tf.keras 2.x: alpha), default 0.3
+//   ELU           alpha
+//   Softmax       axis (an int; not the batch axis)
+//   Add, Subtract, Multiply, Average, Maximum, Minimum
+//                 two or more inputs of one shape (Subtract: two)
+//   Concatenate   axis; inputs of one rank agreeing on the other axes
+// Activations (Conv2D, Dense, Activation): linear (or null), relu, relu6,
+// leaky_relu, softmax, log_softmax, gelu, gelu_new (TensorFlow.js's tanh
+// approximation), sigmoid, hard_sigmoid (tf.keras 2.x's 0.2 x + 0.5 for a
+// model it or TensorFlow.js wrote, Keras 3's x / 6 + 0.5 otherwise), tanh,
+// silu, swish, elu, selu, softplus. Initializers: keras_objects.h.
+// Regularizers: L2{l2}, or L1L2 with l1 == 0. Layer names must be unique,
+// non-empty and free of '/'.
 //
 // Errors are INVALID_ARGUMENT, one line starting "model: " that names the
 // layer by its index in the JSON "layers" list (from 0, the InputLayer

@@ -107,8 +107,9 @@ absl::Status SequentialParser::ParseEntry(int index, const Json& json) {
     layer.inputs = {TensorRef{true, 0}};
   }
   layer.input_shape = *shape_;
+  layer.input_shapes = {*shape_};
   PSTRAIN_RETURN_IF_ERROR(
-      ParseLayer(entry, context_.seed, &layer, &model_->variables));
+      ParseLayer(entry, context_.parse, &layer, &model_->variables));
   shape_ = layer.output_shape;
   last_ = static_cast<int>(model_->layers.size());
   model_->layers.push_back(std::move(layer));

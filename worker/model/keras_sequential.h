@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/model/keras_fields.h"
+#include "worker/model/keras_layers.h"
 #include "worker/model/model_spec.h"
 
 namespace pstrain {
@@ -22,7 +23,7 @@ struct SequentialContext {
   // Put before its layers' names: "" for the whole model, "seq/" for one
   // nested in a Functional model.
   std::string name_prefix;
-  uint64_t seed = 0;
+  ParseContext parse;
   // Nested: what its first layer reads, and its shape. Unset for the whole
   // model, whose input comes from its InputLayer, its first layer's
   // batch_input_shape (tf.keras 2.x) or its build_input_shape, and is added

@@ -20,10 +20,45 @@ enum class LayerKind {
   kDense,
   kDropout,
   kEmbedding,
-  kActivation,  // Keras's Activation and ReLU layers.
+  // Keras's Activation, ReLU, LeakyReLU, ELU and Softmax layers.
+  kActivation,
+  // Keras's Add, Subtract, Multiply, Average, Maximum and Minimum: one
+  // elementwise op over inputs of one shape.
+  kMerge,
+  kConcatenate,
 };
 
-enum class Activation { kLinear, kRelu, kSoftmax };
+// Keras's activations, as functions of x (elementwise unless stated).
+enum class Activation {
+  kLinear,
+  kRelu,       // max(x, 0).
+  kKerasRelu,  // Keras's ReLU layer with ActivationParams' max_value,
+               // negative_slope, threshold (relu6, leaky_relu, LeakyReLU).
+  kSoftmax,    // Over ActivationParams::axis.
+  kLogSoftmax,
+  kGelu,      // x * Phi(x), Phi the normal CDF (Keras approximate=False).
+  kGeluTanh,  // Its tanh approximation (approximate=True).
+  kSigmoid,
+  kHardSigmoid,  // Keras 3: clip(x / 6 + 0.5, 0, 1).
+  kTanh,
+  kSilu,  // x * sigmoid(x) (Keras's silu and swish).
+  kElu,   // x > 0 ? x : alpha * (exp(x) - 1).
+  kSelu,
+  kSoftplus,  // log(1 + exp(x)).
+};
+
+struct ActivationParams {
+  // kKerasRelu: x >= max_value gives max_value; threshold <= x < max_value
+  // gives x; below threshold, negative_slope * (x - threshold).
+  float max_value = 0;  // 0: no maximum.
+  float negative_slope = 0;
+  float threshold = 0;
+  float alpha = 1;  // kElu.
+  // kSoftmax, kLogSoftmax: the axis of the per-example shape (0-based).
+  int axis = 0;
+};
+
+enum class MergeOp { kAdd, kSubtract, kMultiply, kAverage, kMaximum, kMinimum };
 
 // Where a layer's input comes from: the output of an earlier layer
 // (ModelSpec::layers[index]) or one of the model's inputs
@@ -49,8 +84,9 @@ struct LayerSpec {
   // What it reads, in Keras's order (one entry for the layers supported
   // today), always earlier layers or model inputs.
   std::vector<TensorRef> inputs;
-  // The shape of inputs[0].
+  // The shape of inputs[0], and of every input.
   std::vector<int64_t> input_shape;
+  std::vector<std::vector<int64_t>> input_shapes;
   std::vector<int64_t> output_shape;
 
   // Conv2D: filters, kernel and strides. MaxPool2D: the pool size in kernel_h
@@ -65,9 +101,13 @@ struct LayerSpec {
 
   int64_t units = 0;  // Dense.
 
-  // Conv2D and Dense apply it after the bias; an Activation layer (or ReLU)
-  // is only this. Softmax is over the last axis, as in Keras.
+  // Conv2D and Dense apply it after the bias; an activation layer is only
+  // this.
   Activation activation = Activation::kLinear;
+  ActivationParams activation_params;
+
+  MergeOp merge = MergeOp::kAdd;  // kMerge.
+  int axis = 0;  // kConcatenate: the axis of the per-example shape.
 
   // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
   // l2 * sum(kernel^2) to the loss (0: no penalty).

@@ -1,0 +1,266 @@
+// Finite-difference checks of the CPU backend's gradients, layer by layer:
+// each case is a small Functional model around the layer under test (a
+// Dense before it, whose kernel's gradient flows through the layer's input
+// gradient, and a Dense after it to logits), and each variable's gradient
+// is checked along a random direction v against the central difference
+// (L(w + h v) - L(w - h v)) / 2h of the summed loss.
+//
+// Both sides are float32 sums over a batch: the difference quotient carries
+// about 1e-5 / 2h of rounding, and where an activation has a kink some
+// pre-activations cross it within h; so directional derivatives must agree
+// within 1% (plus a small absolute floor), which a wrong derivative, sign,
+// routing or a missed sum of two gradient contributions misses by far.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/tensor.h"
+#include "gtest/gtest.h"
+#include "worker/backend.h"
+#include "worker/cpu/cpu_backend.h"
+#include "worker/cpu/model_test_util.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+constexpr int64_t kBatch = 5;
+constexpr int kClasses = 3;
+constexpr double kStep = 1e-3;
+constexpr double kRelative = 1e-2;
+constexpr double kAbsolute = 2e-3;
+
+// A tf.keras 2.x Functional model: an input "x" of `dims`, then `layers`
+// (JSON entries, see Layer), the output "out".
+std::string Model(const std::string& dims,
+                  const std::vector<std::string>& layers) {
+  return absl::StrCat(
+      R"({"class_name": "Model", "config": {"name": "m", "layers": [)",
+      R"({"class_name": "InputLayer", "name": "x", "inbound_nodes": [], )",
+      R"("config": {"name": "x", "batch_input_shape": [null, )", dims, "]}}, ",
+      absl::StrJoin(layers, ", "),
+      R"(], "input_layers": [["x", 0, 0]], "output_layers": [["out", 0, 0]]}})");
+}
+
+// Layer `name` of `class_name` with config fields `fields` (JSON members,
+// may be empty), called once on `reads`.
+std::string Layer(const std::string& class_name, const std::string& name,
+                  const std::string& fields,
+                  const std::vector<std::string>& reads) {
+  std::vector<std::string> node;
+  for (const std::string& r : reads) {
+    node.push_back(absl::StrCat("[\"", r, "\", 0, 0, {}]"));
+  }
+  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "name": ")",
+                      name, R"(", "config": {"name": ")", name, "\"",
+                      fields.empty() ? "" : ", ", fields,
+                      R"(}, "inbound_nodes": [[)", absl::StrJoin(node, ", "),
+                      "]]}");
+}
+
+std::string Dense(const std::string& name, int units, const std::string& reads,
+                  const std::string& activation = "linear") {
+  return Layer("Dense", name,
+               absl::StrCat(R"("units": )", units, R"(, "activation": ")",
+                            activation, "\""),
+               {reads});
+}
+
+// The logits head: Flatten `reads`, then Dense "out".
+std::vector<std::string> Head(const std::string& reads) {
+  return {Layer("Flatten", "flat", "", {reads}), Dense("out", kClasses, "flat")};
+}
+
+std::vector<std::string> Join(std::vector<std::string> a,
+                              const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class Checker {
+ public:
+  explicit Checker(const std::string& json) : spec_(MustParse(json)) {
+    CpuBackendOptions options;
+    options.num_threads = 1;
+    absl::StatusOr<std::unique_ptr<Backend>> backend =
+        CreateCpuBackend(spec_, options);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    if (!backend.ok()) return;
+    backend_ = *std::move(backend);
+    vars_ = MakeVariables(spec_, Init::kRandom, 7);
+    int64_t elements = 1;
+    for (int64_t d : spec_.input_shape) elements *= d;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    features_.resize(kBatch * elements);
+    for (float& f : features_) f = uniform(rng);
+    for (int i = 0; i < kBatch; ++i) labels_.push_back(i % kClasses);
+  }
+
+  // Checks every variable's gradient; `what` names the case.
+  void CheckAll(const std::string& what) {
+    if (backend_ == nullptr) return;
+    StepInput input = Input();
+    absl::StatusOr<StepResult> step =
+        backend_->TrainStep(input, vars_.weight_map, &vars_.gradient_map);
+    ASSERT_TRUE(step.ok()) << what << ": " << step.status();
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    for (size_t v = 0; v < spec_.variables.size(); ++v) {
+      Tensor& w = vars_.weights[v];
+      const float* g = vars_.gradients[v].data<float>();
+      std::vector<float> direction(w.num_elements());
+      double analytic = 0;
+      for (size_t i = 0; i < direction.size(); ++i) {
+        direction[i] = normal(rng);
+        analytic += static_cast<double>(g[i]) * direction[i];
+      }
+      const double numeric = (Loss(w, direction, kStep) -
+                              Loss(w, direction, -kStep)) /
+                             (2 * kStep);
+      EXPECT_NEAR(analytic, numeric,
+                  kAbsolute + kRelative * std::fabs(numeric))
+          << what << ": " << spec_.variables[v].name();
+    }
+  }
+
+ private:
+  StepInput Input() {
+    StepInput input;
+    input.features = features_.data();
+    input.labels = labels_.data();
+    input.batch = kBatch;
+    input.weights_version = ++version_;
+    return input;
+  }
+
+  // The summed loss (inference: dropout off) with w moved by h * direction.
+  double Loss(Tensor& w, const std::vector<float>& direction, double h) {
+    float* values = w.data<float>();
+    std::vector<float> saved(values, values + w.num_elements());
+    for (size_t i = 0; i < direction.size(); ++i) {
+      values[i] += static_cast<float>(h) * direction[i];
+    }
+    absl::StatusOr<StepResult> result =
+        backend_->Evaluate(Input(), vars_.weight_map);
+    std::copy(saved.begin(), saved.end(), values);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->loss_sum : 0;
+  }
+
+  ModelSpec spec_;
+  std::unique_ptr<Backend> backend_;
+  ModelVariables vars_;
+  std::vector<float> features_;
+  std::vector<int32_t> labels_;
+  uint64_t version_ = 0;
+};
+
+TEST(GradientCheck, EveryActivation) {
+  for (const char* activation :
+       {"relu", "relu6", "leaky_relu", "softmax", "log_softmax", "gelu",
+        "gelu_new", "sigmoid", "hard_sigmoid", "tanh", "silu", "swish", "elu",
+        "selu", "softplus"}) {
+    // As a Dense's activation and as an Activation layer.
+    Checker(Model("4", Join({Dense("pre", 6, "x", activation)}, Head("pre"))))
+        .CheckAll(absl::StrCat("Dense activation ", activation));
+    Checker(Model("4", Join({Dense("pre", 6, "x"),
+                             Layer("Activation", "act",
+                                   absl::StrCat(R"("activation": ")",
+                                                activation, "\""),
+                                   {"pre"})},
+                            Head("act"))))
+        .CheckAll(absl::StrCat("Activation ", activation));
+  }
+}
+
+TEST(GradientCheck, ActivationLayers) {
+  const std::vector<std::pair<std::string, std::string>> layers = {
+      {"ReLU", R"("max_value": 0.3, "negative_slope": 0.1, "threshold": 0.05)"},
+      {"LeakyReLU", R"("negative_slope": 0.2)"},
+      {"LeakyReLU", R"("alpha": 0.25)"},
+      {"ELU", R"("alpha": 0.7)"},
+      {"Softmax", R"("axis": -1)"},
+  };
+  for (const auto& [class_name, fields] : layers) {
+    Checker(Model("4", Join({Dense("pre", 6, "x"),
+                             Layer(class_name, "act", fields, {"pre"})},
+                            Head("act"))))
+        .CheckAll(absl::StrCat(class_name, " ", fields));
+  }
+}
+
+// Dense on the last axis of a rank-2 input, and softmax / log_softmax over
+// either axis of it.
+TEST(GradientCheck, DenseOnRankTwoAndSoftmaxOverAnAxis) {
+  Checker(Model("2, 4", Join({Dense("pre", 3, "x", "tanh")}, Head("pre"))))
+      .CheckAll("Dense on [2, 4]");
+  for (const char* axis : {"1", "2", "-1"}) {
+    Checker(Model("2, 4", Join({Dense("pre", 3, "x"),
+                                Layer("Softmax", "sm",
+                                      absl::StrCat(R"("axis": )", axis),
+                                      {"pre"})},
+                               Head("sm"))))
+        .CheckAll(absl::StrCat("Softmax axis ", axis));
+  }
+}
+
+TEST(GradientCheck, EveryMergeAndConcatenate) {
+  for (const char* merge :
+       {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"}) {
+    Checker(Model("4", Join({Dense("a", 5, "x", "tanh"), Dense("b", 5, "x"),
+                             Layer(merge, "m", "", {"a", "b"})},
+                            Head("m"))))
+        .CheckAll(merge);
+  }
+  // Three inputs, one of them the same tensor twice: its gradient is the
+  // sum of both routes.
+  Checker(Model("4", Join({Dense("a", 5, "x", "tanh"), Dense("b", 5, "a"),
+                           Layer("Add", "m", "", {"a", "b", "a"})},
+                          Head("m"))))
+      .CheckAll("Add(a, b(a), a)");
+  Checker(Model("4", Join({Dense("a", 5, "x", "sigmoid"), Dense("b", 5, "x"),
+                           Layer("Multiply", "m", "", {"a", "b", "b"})},
+                          Head("m"))))
+      .CheckAll("Multiply(a, b, b)");
+  Checker(Model("2, 4", Join({Dense("a", 3, "x", "tanh"), Dense("b", 2, "x"),
+                              Layer("Concatenate", "c", R"("axis": -1)",
+                                    {"a", "b"})},
+                             Head("c"))))
+      .CheckAll("Concatenate last axis");
+  Checker(Model("2, 4", Join({Dense("a", 4, "x", "tanh"), Dense("b", 4, "a"),
+                              Layer("Concatenate", "c", R"("axis": 1)",
+                                    {"a", "b", "x"})},
+                             Head("c"))))
+      .CheckAll("Concatenate first axis, with the model input");
+}
+
+// A residual block, as ResNets have them: the input of a block reaches its
+// output twice, through the block and around it.
+TEST(GradientCheck, ResidualConvolutionBlock) {
+  Checker(Model(
+              "6, 6, 2",
+              Join({Layer("Conv2D", "c1",
+                          R"("filters": 4, "kernel_size": 3, "padding": "same",
+                             "activation": "relu")",
+                          {"x"}),
+                    Layer("Conv2D", "c2",
+                          R"("filters": 4, "kernel_size": 3, "padding": "same")",
+                          {"c1"}),
+                    Layer("Add", "add", "", {"c1", "c2"}),
+                    Layer("ReLU", "r", "", {"add"}),
+                    Layer("MaxPooling2D", "pool", "", {"r"})},
+                   Head("pool"))))
+      .CheckAll("residual block");
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

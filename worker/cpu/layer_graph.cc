@@ -1,0 +1,385 @@
+#include "worker/cpu/layer_graph.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cpu/activation.h"
+#include "worker/cpu/conv2d.h"
+#include "worker/cpu/dense.h"
+#include "worker/cpu/dropout.h"
+#include "worker/cpu/embedding.h"
+#include "worker/cpu/max_pool2d.h"
+#include "worker/cpu/merge.h"
+#include "worker/cpu/relu.h"
+#include "worker/cpu/softmax.h"
+#include "worker/cpu/window.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+absl::StatusOr<Tensor> Buffer(int64_t floats) {
+  // Tensor buffers are 64-byte aligned and zero-filled, so their pages are
+  // touched here, once, rather than in the first step.
+  return Tensor::Create(DT_FLOAT, {floats});
+}
+
+}  // namespace
+
+// One stage of the plan with its op and the buffers it owns.
+struct LayerGraph::Stage {
+  StagePlan plan;
+
+  std::unique_ptr<Conv2DOp> conv;
+  std::unique_ptr<MaxPool2DOp> pool;
+  std::unique_ptr<DenseOp> dense;
+  std::unique_ptr<ReluOp> relu;  // Also a Conv2D's fused ReLU's backward.
+  std::unique_ptr<SoftmaxOp> softmax;
+  std::unique_ptr<DropoutOp> dropout;
+  std::unique_ptr<ActivationOp> activation;
+  EmbeddingShape embedding;
+  std::vector<int64_t> concat_widths;  // Per input, floats per row.
+
+  Tensor y;  // [batch, out_size] unless in_place.
+  // Set by Forward: what it wrote (null: it passed its input on), and what
+  // the stages reading it see.
+  float* out = nullptr;
+  const void* value = nullptr;
+};
+
+LayerGraph::LayerGraph(int64_t batch, Engine* engine)
+    : batch_(batch), engine_(engine) {}
+
+LayerGraph::~LayerGraph() = default;
+
+absl::StatusOr<std::unique_ptr<LayerGraph>> LayerGraph::Create(
+    const ModelSpec& spec, const LayerGraphOptions& options,
+    const RngTracker& rng, Engine* engine) {
+  if (options.batch <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LayerGraph: batch must be positive, got ", options.batch));
+  }
+  LayerPlanOptions plan_options;
+  plan_options.drop_final_softmax = options.drop_final_softmax;
+  plan_options.fuse_conv_relu = true;  // oneDNN's post-op.
+  PSTRAIN_ASSIGN_OR_RETURN(LayerPlan plan, PlanLayers(spec, plan_options, rng));
+  std::unique_ptr<LayerGraph> graph(new LayerGraph(options.batch, engine));
+  graph->output_stage_ = plan.output;
+  graph->output_size_ = plan.output_size;
+  graph->inputs_.resize(plan.num_inputs);
+  for (StagePlan& stage_plan : plan.stages) {
+    PSTRAIN_RETURN_IF_ERROR(graph->AddStage(std::move(stage_plan)));
+  }
+  PSTRAIN_RETURN_IF_ERROR(graph->AllocateBuffers());
+  return graph;
+}
+
+absl::Status LayerGraph::AddStage(StagePlan plan) {
+  auto stage = std::make_unique<Stage>();
+  Stage& s = *stage;
+  s.plan = std::move(plan);
+  const StagePlan& p = s.plan;
+  const std::string& layer = p.layer;
+  absl::Status status;
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+      s.embedding = p.embedding;
+      s.embedding.ids *= batch_;
+      break;
+    case StageKind::kConv2D: {
+      Conv2DShape shape = p.conv;
+      shape.batch = batch_;
+      status = TakeOp(layer, Conv2DOp::Create(shape, engine_), &s.conv);
+      if (status.ok() && shape.fuse_relu) {
+        // The convolution applies the ReLU; its backward runs here.
+        status = TakeOp(layer, ReluOp::Create(batch_ * p.out_size, engine_),
+                        &s.relu);
+      }
+      break;
+    }
+    case StageKind::kMaxPool2D: {
+      MaxPool2DShape shape = p.pool;
+      shape.batch = batch_;
+      status = TakeOp(layer, MaxPool2DOp::Create(shape, engine_), &s.pool);
+      break;
+    }
+    case StageKind::kDense: {
+      DenseShape shape = p.dense;
+      shape.batch *= batch_;  // Rows: the plan's are per example.
+      status = TakeOp(layer, DenseOp::Create(shape, engine_), &s.dense);
+      break;
+    }
+    case StageKind::kRelu:
+      status =
+          TakeOp(layer, ReluOp::Create(batch_ * p.in_size, engine_), &s.relu);
+      break;
+    case StageKind::kSoftmax: {
+      SoftmaxShape shape = p.softmax;
+      shape.batch *= batch_;
+      status = TakeOp(layer, SoftmaxOp::Create(shape, engine_), &s.softmax);
+      break;
+    }
+    case StageKind::kDropout:
+      status =
+          TakeOp(layer, DropoutOp::Create(batch_ * p.in_size, p.dropout_rate),
+                 &s.dropout);
+      break;
+    case StageKind::kActivation: {
+      ActivationShape shape = p.activation;
+      shape.outer *= batch_;
+      status = TakeOp(layer, ActivationOp::Create(shape), &s.activation);
+      break;
+    }
+    case StageKind::kMerge:
+      break;
+    case StageKind::kConcatenate:
+      for (const int64_t size : p.in_sizes) {
+        s.concat_widths.push_back(size / p.concat_rows);
+      }
+      break;
+  }
+  PSTRAIN_RETURN_IF_ERROR(status);
+  stages_.push_back(std::move(stage));
+  return absl::OkStatus();
+}
+
+absl::Status LayerGraph::AllocateBuffers() {
+  const int n = static_cast<int>(stages_.size());
+  gradient_.assign(n, nullptr);
+  written_.assign(n, false);
+  int64_t scratch = 0;
+  // Backwards, so that an in-place stage's buffer exists before its input
+  // (which it overwrites) shares it.
+  for (int i = n - 1; i >= 0; --i) {
+    Stage& s = *stages_[i];
+    if (!s.plan.in_place) {
+      PSTRAIN_ASSIGN_OR_RETURN(s.y, Buffer(batch_ * s.plan.out_size));
+    }
+    if (gradient_[i] == nullptr &&
+        (s.plan.in_backward() || i == output_stage_)) {
+      PSTRAIN_ASSIGN_OR_RETURN(Tensor buffer, Buffer(batch_ * s.plan.out_size));
+      gradient_[i] = buffer.data<float>();
+      gradient_buffers_.push_back(std::move(buffer));
+    }
+    if (s.plan.in_place && s.plan.in_backward()) {
+      gradient_[s.plan.inputs[0].index] = gradient_[i];
+    }
+    for (size_t k = 0; k < s.plan.inputs.size(); ++k) {
+      if (s.plan.input_needs_dx[k]) {
+        scratch = std::max(scratch, batch_ * s.plan.in_sizes[k]);
+      }
+    }
+  }
+  if (scratch > 0) {
+    PSTRAIN_ASSIGN_OR_RETURN(scratch_, Buffer(scratch));
+  }
+  return absl::OkStatus();
+}
+
+const void* LayerGraph::Value(const TensorRef& ref) const {
+  return ref.model_input ? inputs_[ref.index] : stages_[ref.index]->value;
+}
+
+absl::Status LayerGraph::Forward(absl::Span<const void* const> inputs,
+                                 absl::Span<const float* const> weights,
+                                 uint64_t weights_version,
+                                 const DropoutStep* dropout) {
+  if (inputs.size() != inputs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LayerGraph: ", inputs.size(), " inputs for a model of ",
+                     inputs_.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LayerGraph: input ", i, " is missing"));
+    }
+    inputs_[i] = inputs[i];
+  }
+  trained_forward_ = false;
+  auto weight = [&](int index) {
+    return index >= 0 ? weights[index] : nullptr;
+  };
+  for (const std::unique_ptr<Stage>& stage_ptr : stages_) {
+    Stage& s = *stage_ptr;
+    const StagePlan& p = s.plan;
+    const float* x = static_cast<const float*>(Value(p.inputs[0]));
+    float* y = p.in_place ? stages_[p.inputs[0].index]->out : s.y.data<float>();
+    absl::Status status;
+    switch (p.kind) {
+      case StageKind::kEmbedding:
+        status = EmbeddingForward(
+            s.embedding, static_cast<const int32_t*>(Value(p.inputs[0])),
+            weight(p.kernel), y);
+        break;
+      case StageKind::kConv2D:
+        status = s.conv->Forward(x, weight(p.kernel), weights_version,
+                                 weight(p.bias), y);
+        break;
+      case StageKind::kMaxPool2D:
+        status = s.pool->Forward(x, y);
+        break;
+      case StageKind::kDense:
+        status = s.dense->Forward(x, weight(p.kernel), weight(p.bias), y);
+        break;
+      case StageKind::kRelu:
+        status = s.relu->Forward(x, y);
+        break;
+      case StageKind::kSoftmax:
+        status = s.softmax->Forward(x, y);
+        break;
+      case StageKind::kDropout:
+        if (dropout == nullptr) {
+          // Inference: the identity; pass the input on untouched.
+          s.out = nullptr;
+          s.value = x;
+          continue;
+        } else {
+          DropoutKey key;
+          key.seed = p.dropout_seed;
+          key.step = static_cast<uint64_t>(dropout->step);
+          key.offset = DropoutElementOffset(dropout->example_offset, p.in_size);
+          status = s.dropout->Forward(x, key, y);
+        }
+        break;
+      case StageKind::kActivation:
+        status = s.activation->Forward(x, y);
+        break;
+      case StageKind::kMerge:
+      case StageKind::kConcatenate: {
+        std::vector<const float*> xs;
+        for (const TensorRef& ref : p.inputs) {
+          xs.push_back(static_cast<const float*>(Value(ref)));
+        }
+        if (p.kind == StageKind::kMerge) {
+          MergeForward(p.merge, xs, batch_ * p.out_size, y);
+        } else {
+          ConcatForward(xs, s.concat_widths, batch_ * p.concat_rows, y);
+        }
+        break;
+      }
+    }
+    if (!status.ok()) return InLayer(p.layer, status);
+    s.out = y;
+    s.value = y;
+  }
+  output_ = static_cast<const float*>(stages_[output_stage_]->value);
+  trained_forward_ = dropout != nullptr;
+  return absl::OkStatus();
+}
+
+float* LayerGraph::GradientTarget(int s, int i) {
+  const StagePlan& p = stages_[s]->plan;
+  if (!p.input_needs_dx[i]) return nullptr;
+  const int from = p.inputs[i].index;  // A stage: model inputs need none.
+  if (!written_[from]) return gradient_[from];
+  return scratch_.data<float>();
+}
+
+void LayerGraph::AddScratch(int s, int i) {
+  const StagePlan& p = stages_[s]->plan;
+  if (!p.input_needs_dx[i]) return;
+  const int from = p.inputs[i].index;
+  if (!written_[from]) {
+    written_[from] = true;
+    return;
+  }
+  float* g = gradient_[from];
+  const float* add = scratch_.data<float>();
+  const int64_t n = batch_ * p.in_sizes[i];
+  for (int64_t k = 0; k < n; ++k) g[k] += add[k];
+}
+
+absl::Status LayerGraph::Backward(absl::Span<const float* const> weights,
+                                  uint64_t weights_version,
+                                  absl::Span<float* const> gradients) {
+  if (!trained_forward_) {
+    return absl::FailedPreconditionError(
+        "LayerGraph: Backward needs a training Forward first");
+  }
+  auto weight = [&](int index) {
+    return index >= 0 ? weights[index] : nullptr;
+  };
+  auto gradient = [&](int index) {
+    return index >= 0 ? gradients[index] : nullptr;
+  };
+  std::fill(written_.begin(), written_.end(), false);
+  written_[output_stage_] = true;
+  for (int i = static_cast<int>(stages_.size()) - 1; i >= 0; --i) {
+    Stage& s = *stages_[i];
+    const StagePlan& p = s.plan;
+    if (!p.in_backward()) continue;
+    if (!written_[i]) {
+      return absl::InternalError(absl::StrCat(
+          "LayerGraph: no gradient reached layer '", p.layer, "'"));
+    }
+    float* g = gradient_[i];
+    const float* x = static_cast<const float*>(Value(p.inputs[0]));
+    float* dx = GradientTarget(i, 0);
+    absl::Status status;
+    switch (p.kind) {
+      case StageKind::kEmbedding:
+        status = EmbeddingBackward(
+            s.embedding, static_cast<const int32_t*>(Value(p.inputs[0])), g,
+            gradient(p.kernel));
+        break;
+      case StageKind::kConv2D:
+        if (s.relu != nullptr) status = s.relu->Backward(s.out, g, g);
+        if (!status.ok()) break;
+        status = s.conv->Backward(x, weight(p.kernel), weights_version, g, dx,
+                                  gradient(p.kernel), gradient(p.bias));
+        break;
+      case StageKind::kMaxPool2D:
+        status = s.pool->Backward(g, dx);
+        break;
+      case StageKind::kDense:
+        status = s.dense->Backward(x, weight(p.kernel), g, dx,
+                                   gradient(p.kernel), gradient(p.bias));
+        break;
+      case StageKind::kRelu:
+        status = s.relu->Backward(s.out, g, dx);
+        break;
+      case StageKind::kSoftmax:
+        status = s.softmax->Backward(s.out, g, dx);
+        break;
+      case StageKind::kDropout:
+        status = s.dropout->Backward(g, dx);
+        break;
+      case StageKind::kActivation:
+        status = s.activation->Backward(x, s.out, g, dx);
+        break;
+      case StageKind::kMerge:
+      case StageKind::kConcatenate: {
+        std::vector<const float*> xs;
+        for (const TensorRef& ref : p.inputs) {
+          xs.push_back(static_cast<const float*>(Value(ref)));
+        }
+        // One input at a time: each may need the scratch buffer.
+        for (size_t k = 0; k < p.inputs.size(); ++k) {
+          float* target = GradientTarget(i, static_cast<int>(k));
+          if (target == nullptr) continue;
+          if (p.kind == StageKind::kMerge) {
+            MergeBackward(p.merge, xs, g, batch_ * p.out_size,
+                          static_cast<int>(k), target);
+          } else {
+            ConcatBackward(g, s.concat_widths, batch_ * p.concat_rows,
+                           static_cast<int>(k), target);
+          }
+          AddScratch(i, static_cast<int>(k));
+        }
+        continue;
+      }
+    }
+    if (!status.ok()) return InLayer(p.layer, status);
+    AddScratch(i, 0);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain
