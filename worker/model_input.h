@@ -1,25 +1,51 @@
-// Fits a dataset to the model that will be fed it: a model that starts with
-// a Keras Embedding takes int32 ids in [0, input_dim), so numeric features
-// are converted to ids (refusing anything else with the file, line and
-// column: data/id_features.h); any model needs as many features per example
-// as its input shape holds. The chief and every worker do this once, after
-// reading their data and the model.
+// How a dataset's examples feed a model's inputs, and fitting a dataset to
+// them. Each example is one row of features; a model with several inputs
+// takes them from the row in the order of its inputs: the first input's
+// elements, then the second's, and so on. An input that an Embedding reads
+// takes int32 ids in [0, input_dim), so those columns must hold integer ids
+// (refused otherwise with the file, line and column: data/id_features.h).
+// The chief and every worker fit their data once, after reading it and the
+// model.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(data::Dataset train, data::ReadDataDir(...));
 //   PSTRAIN_RETURN_IF_ERROR(FitDatasetToModel(spec, &train));
+//   for (const InputColumns& c : ModelInputColumns(spec)) ...
 #ifndef PSTRAIN_WORKER_MODEL_INPUT_H_
 #define PSTRAIN_WORKER_MODEL_INPUT_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "proto/tensor.pb.h"
 #include "worker/data/dataset.h"
 #include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace worker {
 
-// INVALID_ARGUMENT (naming the dataset's file) when the examples do not have
-// the model's number of input elements, when a float model is given ids, or
-// when an Embedding model's features are not ids of its vocabulary.
+// Where one model input's elements lie in an example's row.
+struct InputColumns {
+  int64_t begin = 0;
+  int64_t count = 0;
+  // Read by an Embedding: int32 ids in [0, vocabulary) (the smallest
+  // input_dim of the Embeddings reading it).
+  bool ids = false;
+  int64_t vocabulary = 0;
+};
+
+// Per spec.inputs, in order.
+std::vector<InputColumns> ModelInputColumns(const ModelSpec& spec);
+
+// The dtype FitDatasetToModel leaves the features in: DT_INT32 when every
+// input takes ids, else DT_FLOAT (ids of a mixed row stay exact floats).
+DataType ModelFeedDtype(const ModelSpec& spec);
+
+// INVALID_ARGUMENT (naming the dataset's file, or the feature's line and
+// column) when the examples do not have the model's number of input
+// elements, when a model of float inputs is given int32 ids, or when an
+// id column holds something else than ids of its vocabulary; converts the
+// features to int32 when the model takes only ids.
 // REQUIRES: data::ValidateDataset(*dataset) is OK.
 absl::Status FitDatasetToModel(const ModelSpec& spec, data::Dataset* dataset);
 

@@ -8,6 +8,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
+#include "worker/model_input.h"
 
 namespace pstrain {
 namespace worker {
@@ -16,16 +17,21 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
     const ModelSpec& spec, const Placement& placement,
     ps::PsClusterClient* ps, bool sync) {
   std::vector<Table> tables;
+  const std::vector<InputColumns> columns = ModelInputColumns(spec);
   for (const VariableDef& def : spec.variables) {
     if (!def.sparse()) continue;
-    const bool fed = !spec.layers.empty() &&
-                     spec.layers[0].kind == LayerKind::kEmbedding &&
-                     spec.layers[0].variables.size() == 1 &&
-                     spec.layers[0].variables[0] == def.name();
-    if (!fed) {
+    const InputColumns* fed = nullptr;
+    for (const LayerSpec& layer : spec.layers) {
+      if (layer.kind == LayerKind::kEmbedding && layer.variables.size() == 1 &&
+          layer.variables[0] == def.name() && layer.inputs[0].model_input) {
+        fed = &columns[layer.inputs[0].index];
+      }
+    }
+    if (fed == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
           "sparse variable '", def.name(),
-          "' is not the first layer's Embedding table: nothing feeds it ids"));
+          "' is not an Embedding table that reads a model input: nothing "
+          "feeds it ids"));
     }
     if (def.shape().dims_size() != 2 || def.shape().dims(0) <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -34,6 +40,8 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
     }
     Table table;
     table.name = def.name();
+    table.begin = fed->begin;
+    table.count = fed->count;
     table.rows = def.shape().dims(0);
     table.width = def.shape().dims(1);
     bool found = false;
@@ -59,18 +67,13 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
     table.tasks.assign(tasks.begin(), tasks.end());
     tables.push_back(std::move(table));
   }
-  int64_t ids_per_example = 1;
-  for (int64_t d : spec.input_shape) ids_per_example *= d;
   return std::unique_ptr<SparseTables>(
-      new SparseTables(ps, sync, ids_per_example, std::move(tables)));
+      new SparseTables(ps, sync, std::move(tables)));
 }
 
 SparseTables::SparseTables(ps::PsClusterClient* ps, bool sync,
-                           int64_t ids_per_example, std::vector<Table> tables)
-    : ps_(ps),
-      sync_(sync),
-      ids_per_example_(ids_per_example),
-      tables_(std::move(tables)) {
+                           std::vector<Table> tables)
+    : ps_(ps), sync_(sync), tables_(std::move(tables)) {
   std::set<int> tasks;
   for (const Table& table : tables_) {
     tasks.insert(table.tasks.begin(), table.tasks.end());
@@ -102,31 +105,47 @@ int64_t SparseTables::num_touched() const {
   return n;
 }
 
-absl::Status SparseTables::Touch(const int32_t* ids, int64_t batch,
+absl::Status SparseTables::Touch(const Tensor& features,
                                  absl::Span<const int64_t> examples) {
+  const int64_t batch = static_cast<int64_t>(examples.size());
   if (tables_.empty() || batch == 0) return absl::OkStatus();
-  if (static_cast<int64_t>(examples.size()) != batch) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a batch of ", batch, " rows with ", examples.size(),
-                     " example indices"));
+  const int64_t row = features.num_elements() / batch;
+  if (row * batch != features.num_elements() ||
+      (features.dtype() != DT_INT32 && features.dtype() != DT_FLOAT)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a batch of ", batch, " examples with ", features.num_elements(), " ",
+        DataTypeName(features.dtype()), " features"));
   }
-  // Only the first layer's table is fed (Create), by every input id.
-  Table& table = tables_[0];
-  const int64_t n = batch * ids_per_example_;
+  // The id of feature i of the batch (an int32, or an exact float).
+  const auto id = [&features](int64_t i) -> int64_t {
+    return features.dtype() == DT_INT32
+               ? features.data<int32_t>()[i]
+               : static_cast<int64_t>(features.data<float>()[i]);
+  };
   // Checked first, so that a refused batch adds nothing.
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= table.rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "example ", examples[i / ids_per_example_], ": id ", ids[i],
-          " (input ", i % ids_per_example_, ") is outside [0, ", table.rows,
-          ") of embedding table '", table.name, "'"));
+  for (const Table& table : tables_) {
+    for (int64_t e = 0; e < batch; ++e) {
+      for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
+        const int64_t value = id(e * row + f);
+        if (value < 0 || value >= table.rows) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("example ", examples[e], ": id ", value,
+                           " (feature ", f, ") is outside [0, ", table.rows,
+                           ") of embedding table '", table.name, "'"));
+        }
+      }
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t id = ids[i];
-    if (!table.seen.insert(id).second) continue;
-    PSTRAIN_ASSIGN_OR_RETURN(const int slice, SliceForRow(table.placement, id));
-    table.ids[table.placement.slices(slice).ps_task()].push_back(id);
+  for (Table& table : tables_) {
+    for (int64_t e = 0; e < batch; ++e) {
+      for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
+        const int64_t value = id(e * row + f);
+        if (!table.seen.insert(value).second) continue;
+        PSTRAIN_ASSIGN_OR_RETURN(const int slice,
+                                 SliceForRow(table.placement, value));
+        table.ids[table.placement.slices(slice).ps_task()].push_back(value);
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -54,10 +54,11 @@ namespace worker {
 class SparseTables {
  public:
   // The sparse variables of `spec`, placed by `placement`, reached through
-  // `ps` (which must outlive this). Only the first layer's Embedding table
-  // is fed ids (by the model's input): another sparse variable is
-  // UNIMPLEMENTED; a table the placement lacks, or a growing one (shape[0]
-  // 0), INVALID_ARGUMENT.
+  // `ps` (which must outlive this). Each is an Embedding's table, fed the
+  // ids of the model input it reads (model_input.h says where they lie in
+  // an example's row); a sparse variable no Embedding reading a model input
+  // holds is UNIMPLEMENTED; a table the placement lacks, or a growing one
+  // (shape[0] 0), INVALID_ARGUMENT.
   static absl::StatusOr<std::unique_ptr<SparseTables>> Create(
       const ModelSpec& spec, const Placement& placement,
       ps::PsClusterClient* ps, bool sync);
@@ -69,11 +70,12 @@ class SparseTables {
   // Starts a step: forgets the ids touched so far.
   void Clear();
 
-  // Adds the ids of a batch, the model's int32 input [batch, ids per
-  // example], to the step's. `examples[i]` names batch row i in errors (its
-  // dataset index). INVALID_ARGUMENT naming the example and the id for an
-  // id outside [0, input_dim); nothing is added then.
-  absl::Status Touch(const int32_t* ids, int64_t batch,
+  // Adds the ids of a batch to the step's: `features` holds its examples'
+  // rows ([batch, row], int32, or float32 whose id columns hold exact ids:
+  // model_input.h), `examples[i]` names batch row i in errors (its dataset
+  // index). INVALID_ARGUMENT naming the example and the id for an id
+  // outside [0, input_dim); nothing is added then.
+  absl::Status Touch(const Tensor& features,
                      absl::Span<const int64_t> examples);
 
   // Number of distinct ids touched in the step, over every table.
@@ -94,6 +96,9 @@ class SparseTables {
  private:
   struct Table {
     std::string name;
+    // The columns of an example's row holding its ids.
+    int64_t begin = 0;
+    int64_t count = 0;
     int64_t rows = 0;   // input_dim
     int64_t width = 0;  // output_dim
     VariablePlacement placement;
@@ -106,8 +111,7 @@ class SparseTables {
     std::map<int, int64_t> versions;
   };
 
-  SparseTables(ps::PsClusterClient* ps, bool sync, int64_t ids_per_example,
-               std::vector<Table> tables);
+  SparseTables(ps::PsClusterClient* ps, bool sync, std::vector<Table> tables);
 
   // Runs fn(task) for every ps task holding a piece of a table, in
   // parallel (a PsClient serves one call at a time, so one thread per
@@ -116,7 +120,6 @@ class SparseTables {
 
   ps::PsClusterClient* const ps_;
   const bool sync_;
-  const int64_t ids_per_example_;
   std::vector<Table> tables_;
   std::vector<int> tasks_;  // Holding a piece of any table, ascending.
   std::unique_ptr<ThreadPool> pool_;

@@ -138,6 +138,15 @@ struct Mirror {
   Tensor gradient;
 };
 
+// `ids` as a batch of `batch` examples' rows.
+Tensor Rows(const std::vector<int32_t>& ids, int64_t batch) {
+  Tensor rows = Tensor::Create(
+                    DT_INT32, {batch, static_cast<int64_t>(ids.size()) / batch})
+                    .value();
+  std::copy(ids.begin(), ids.end(), rows.data<int32_t>());
+  return rows;
+}
+
 TEST(SparseTables, PullsOnlyTouchedRowsAndPushesTheirGradients) {
   TwoPs cluster(UpdateConfig::SYNC);
   const std::vector<float> before = cluster.AllRows();
@@ -149,7 +158,7 @@ TEST(SparseTables, PullsOnlyTouchedRowsAndPushesTheirGradients) {
   // Two examples, ids {1, 3} and {3, 1}: only ps 0's rows.
   const std::vector<int32_t> ids = {1, 3, 3, 1};
   tables->Clear();
-  ASSERT_TRUE(tables->Touch(ids.data(), 2, {40, 41}).ok());
+  ASSERT_TRUE(tables->Touch(Rows(ids, 2), {40, 41}).ok());
   EXPECT_EQ(tables->num_touched(), 2);
   Mirror mirror;
   ASSERT_TRUE(tables->Pull(0, mirror.weights_map()).ok());
@@ -183,7 +192,7 @@ TEST(SparseTables, PullsOnlyTouchedRowsAndPushesTheirGradients) {
   // The next step waits for version 1 on both pieces, which it has.
   tables->Clear();
   const std::vector<int32_t> other = {7, 7};
-  ASSERT_TRUE(tables->Touch(other.data(), 1, {5}).ok());
+  ASSERT_TRUE(tables->Touch(Rows(other, 1), {5}).ok());
   ASSERT_TRUE(tables->Pull(1, mirror.weights_map()).ok());
   EXPECT_EQ(mirror.w(7)[0], after[7 * kWidth]);
 }
@@ -203,8 +212,8 @@ TEST(SparseTables, SyncStepWaitsForEveryWorker) {
   }
   w0->Clear();
   w1->Clear();
-  ASSERT_TRUE(w0->Touch(ids0.data(), 1, {0}).ok());
-  ASSERT_TRUE(w1->Touch(ids1.data(), 1, {1}).ok());
+  ASSERT_TRUE(w0->Touch(Rows(ids0, 1), {0}).ok());
+  ASSERT_TRUE(w1->Touch(Rows(ids1, 1), {1}).ok());
   ASSERT_TRUE(w0->Pull(0, m0.weights_map()).ok());
   ASSERT_TRUE(w1->Pull(0, m1.weights_map()).ok());
   const std::vector<float> before = cluster.AllRows();
@@ -230,7 +239,7 @@ TEST(SparseTables, AsyncPushesCarryThePulledVersion) {
   const std::vector<int32_t> ids = {6, 6};
   for (int round = 0; round < 2; ++round) {
     tables->Clear();
-    ASSERT_TRUE(tables->Touch(ids.data(), 1, {0}).ok());
+    ASSERT_TRUE(tables->Touch(Rows(ids, 1), {0}).ok());
     ASSERT_TRUE(tables->Pull(0, mirror.weights_map()).ok());
     ASSERT_TRUE(tables->Push(123, 1, mirror.gradient_map()).ok()) << round;
   }
@@ -243,8 +252,8 @@ TEST(SparseTables, AsyncPushesCarryThePulledVersion) {
   std::unique_ptr<SparseTables> fast = cluster.Tables(other.get());
   tables->Clear();
   fast->Clear();
-  ASSERT_TRUE(tables->Touch(ids.data(), 1, {0}).ok());
-  ASSERT_TRUE(fast->Touch(ids.data(), 1, {0}).ok());
+  ASSERT_TRUE(tables->Touch(Rows(ids, 1), {0}).ok());
+  ASSERT_TRUE(fast->Touch(Rows(ids, 1), {0}).ok());
   ASSERT_TRUE(tables->Pull(0, mirror.weights_map()).ok());
   ASSERT_TRUE(fast->Pull(0, mirror.weights_map()).ok());
   ASSERT_TRUE(fast->Push(0, 1, mirror.gradient_map()).ok());
@@ -256,13 +265,13 @@ TEST(SparseTables, IdOutsideTheVocabularyNamesTheExample) {
   std::unique_ptr<SparseTables> tables = cluster.Tables(cluster.ps_.get());
   const std::vector<int32_t> ids = {1, 2, 4, 10};
   tables->Clear();
-  const absl::Status status = tables->Touch(ids.data(), 2, {17, 1234});
+  const absl::Status status = tables->Touch(Rows(ids, 2), {17, 1234});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("example 1234: id 10"));
   EXPECT_THAT(status.message(), HasSubstr("[0, 10)"));
   EXPECT_EQ(tables->num_touched(), 0);
   const std::vector<int32_t> negative = {-1, 0};
-  EXPECT_THAT(tables->Touch(negative.data(), 1, {3}).message(),
+  EXPECT_THAT(tables->Touch(Rows(negative, 1), {3}).message(),
               HasSubstr("example 3: id -1"));
 }
 

@@ -13,6 +13,7 @@
 #include "ps/staleness.h"
 #include "worker/data/prefetcher.h"
 #include "worker/data/shard_plan.h"
+#include "worker/model_input.h"
 
 namespace pstrain {
 namespace worker {
@@ -124,11 +125,11 @@ absl::Status Trainer::Run() {
         "start step ", at.step, " is outside the run's ", length.total_steps,
         " steps"));
   }
-  if (data::FeedDtype(*train_) != spec_->input_dtype) {
+  if (data::FeedDtype(*train_) != ModelFeedDtype(*spec_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the training data's features are ",
         DataTypeName(data::FeedDtype(*train_)), ", but the model takes ",
-        DataTypeName(spec_->input_dtype), " (FitDatasetToModel)"));
+        DataTypeName(ModelFeedDtype(*spec_)), " (FitDatasetToModel)"));
   }
   PSTRAIN_ASSIGN_OR_RETURN(
       sparse_, SparseTables::Create(
@@ -384,12 +385,10 @@ absl::Status Trainer::PullSparse(int64_t step, const data::Batch& batch,
                                  Buffers& buffers) {
   if (sparse_->empty()) return absl::OkStatus();
   sparse_->Clear();
-  absl::Status touched = sparse_->Touch(batch.features.data<int32_t>(),
-                                        batch.size(), batch.indices);
+  absl::Status touched = sparse_->Touch(batch.features, batch.indices);
   for (const CoveredBatch& covered : buffers.covered) {
     if (!touched.ok()) break;
-    touched = sparse_->Touch(covered.features.data<int32_t>(),
-                             covered.indices.size(), covered.indices);
+    touched = sparse_->Touch(covered.features, covered.indices);
   }
   if (!touched.ok()) return AtStep(step, "reading the data", touched);
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;

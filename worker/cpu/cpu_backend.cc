@@ -13,6 +13,7 @@
 #include "worker/cpu/layer_graph.h"
 #include "worker/cpu/losses.h"
 #include "worker/layer_plan.h"
+#include "worker/model_input.h"
 #include "worker/rng_tracker.h"
 
 namespace pstrain {
@@ -67,6 +68,10 @@ class CpuBackend : public Backend {
   // the graph's output_gradient().
   absl::StatusOr<StepResult> ForwardAndLoss(const StepInput& input,
                                             LayerGraph* graph, bool train);
+  // The model inputs' buffers for `input`'s rows: a model of one input
+  // reads the rows as they are; one of several inputs gets its columns
+  // (model_input.h), as int32 for ids.
+  std::vector<const void*> SplitInputs(const StepInput& input);
   // l2 * sum(w^2) over the regularized kernels; adds
   // gradient_batch * 2 * l2 * w to their gradients (none for 0).
   double L2Penalty(int64_t gradient_batch);
@@ -84,14 +89,15 @@ class CpuBackend : public Backend {
   std::vector<const float*> weight_ptrs_;
   std::vector<float*> gradient_ptrs_;
   std::vector<float> targets_;  // MSE targets, [batch, outputs_].
+  std::vector<InputColumns> columns_;
+  DataType feed_ = DT_FLOAT;               // The rows' dtype.
+  std::vector<std::vector<float>> split_;  // Per input (int32 bits for ids).
 };
 
 absl::Status CpuBackend::Init() {
-  if (spec_.inputs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CpuBackend: the model has ", spec_.inputs.size(),
-                     " inputs; a worker feeds models of one input yet"));
-  }
+  columns_ = ModelInputColumns(spec_);
+  feed_ = ModelFeedDtype(spec_);
+  split_.resize(columns_.size());
   // What the planner refuses, refused now rather than at the first batch.
   PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, LayerPlanOptions(), rng_).status());
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
@@ -170,13 +176,42 @@ absl::StatusOr<LayerGraph*> CpuBackend::GraphFor(int64_t batch) {
   return graphs_.back().second.graph.get();
 }
 
+std::vector<const void*> CpuBackend::SplitInputs(const StepInput& input) {
+  if (columns_.size() == 1) return {input.features};
+  const InputColumns& last = columns_.back();
+  const int64_t row = last.begin + last.count;
+  std::vector<const void*> inputs;
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const InputColumns& c = columns_[k];
+    std::vector<float>& buffer = split_[k];
+    buffer.resize(input.batch * c.count);
+    int32_t* ids = reinterpret_cast<int32_t*>(buffer.data());
+    for (int64_t b = 0; b < input.batch; ++b) {
+      for (int64_t j = 0; j < c.count; ++j) {
+        const int64_t from = b * row + c.begin + j;
+        const int64_t to = b * c.count + j;
+        if (feed_ == DT_INT32) {
+          ids[to] = static_cast<const int32_t*>(input.features)[from];
+        } else if (c.ids) {
+          ids[to] = static_cast<int32_t>(
+              static_cast<const float*>(input.features)[from]);
+        } else {
+          buffer[to] = static_cast<const float*>(input.features)[from];
+        }
+      }
+    }
+    inputs.push_back(buffer.data());
+  }
+  return inputs;
+}
+
 absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
                                                       LayerGraph* graph,
                                                       bool train) {
   DropoutStep key;
   key.step = input.step;
   key.example_offset = input.example_offset;
-  PSTRAIN_RETURN_IF_ERROR(graph->Forward({input.features}, weight_ptrs_,
+  PSTRAIN_RETURN_IF_ERROR(graph->Forward(SplitInputs(input), weight_ptrs_,
                                          input.weights_version,
                                          train ? &key : nullptr));
   const int64_t batch = input.batch;

@@ -1,6 +1,6 @@
 // The Backend (worker/backend.h) that trains a Keras model on the CPU with
 // oneDNN: forward, loss and backward of one batch per call, through the
-// model's layer graph (layer_graph.h). Models with one input are fed.
+// model's layer graph (layer_graph.h).
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(ModelSpec spec, LoadModel("cnn", run_seed));
 //   CpuBackendOptions options;
@@ -22,7 +22,9 @@
 // example is accepted (a [B, 28, 28] batch feeds a model declared
 // [28, 28, 1]). A model whose input an Embedding reads takes int32 ids
 // [batch, sequence length] instead; an id outside the table is
-// INVALID_ARGUMENT.
+// INVALID_ARGUMENT. A model of several inputs takes each example's row as
+// worker/model_input.h lays them out (float32 rows, whose id columns hold
+// exact ids, or int32 rows when every input takes ids).
 //
 // Loss (StepResult::loss_sum is its sum over the batch):
 //   kSparseCrossEntropy  sparse softmax cross-entropy FROM LOGITS. When the

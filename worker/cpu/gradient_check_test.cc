@@ -24,6 +24,7 @@
 #include "worker/cpu/cpu_backend.h"
 #include "worker/cpu/model_test_util.h"
 #include "worker/model/keras_model.h"
+#include "worker/model_input.h"
 
 namespace pstrain {
 namespace worker {
@@ -36,16 +37,28 @@ constexpr double kStep = 1e-3;
 constexpr double kRelative = 1e-2;
 constexpr double kAbsolute = 2e-3;
 
-// A tf.keras 2.x Functional model: an input "x" of `dims`, then `layers`
-// (JSON entries, see Layer), the output "out".
+std::string InputLayer(const std::string& name, const std::string& dims) {
+  return absl::StrCat(R"({"class_name": "InputLayer", "name": ")", name,
+                      R"(", "inbound_nodes": [], "config": {"name": ")", name,
+                      R"(", "batch_input_shape": [null, )", dims, "]}}");
+}
+
+// A tf.keras 2.x Functional model: an input "x" of `dims` (and "ids" of
+// `id_dims` when given), then `layers` (JSON entries, see Layer), the
+// output "out".
 std::string Model(const std::string& dims,
-                  const std::vector<std::string>& layers) {
+                  const std::vector<std::string>& layers,
+                  const std::string& id_dims = "") {
+  std::string inputs = InputLayer("x", dims);
+  std::string input_layers = R"(["x", 0, 0])";
+  if (!id_dims.empty()) {
+    absl::StrAppend(&inputs, ", ", InputLayer("ids", id_dims));
+    absl::StrAppend(&input_layers, R"(, ["ids", 0, 0])");
+  }
   return absl::StrCat(
-      R"({"class_name": "Model", "config": {"name": "m", "layers": [)",
-      R"({"class_name": "InputLayer", "name": "x", "inbound_nodes": [], )",
-      R"("config": {"name": "x", "batch_input_shape": [null, )", dims, "]}}, ",
-      absl::StrJoin(layers, ", "),
-      R"(], "input_layers": [["x", 0, 0]], "output_layers": [["out", 0, 0]]}})");
+      R"({"class_name": "Model", "config": {"name": "m", "layers": [)", inputs,
+      ", ", absl::StrJoin(layers, ", "), R"(], "input_layers": [)",
+      input_layers, R"(], "output_layers": [["out", 0, 0]]}})");
 }
 
 // Layer `name` of `class_name` with config fields `fields` (JSON members,
@@ -94,12 +107,18 @@ class Checker {
     if (!backend.ok()) return;
     backend_ = *std::move(backend);
     vars_ = MakeVariables(spec_, Init::kRandom, 7);
-    int64_t elements = 1;
-    for (int64_t d : spec_.input_shape) elements *= d;
+    // Rows as model_input.h lays them out: floats, and ids where an
+    // Embedding reads.
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> uniform(-1, 1);
-    features_.resize(kBatch * elements);
-    for (float& f : features_) f = uniform(rng);
+    for (int b = 0; b < kBatch; ++b) {
+      for (const InputColumns& c : ModelInputColumns(spec_)) {
+        for (int64_t j = 0; j < c.count; ++j) {
+          features_.push_back(c.ids ? static_cast<float>(rng() % c.vocabulary)
+                                    : uniform(rng));
+        }
+      }
+    }
     for (int i = 0; i < kBatch; ++i) labels_.push_back(i % kClasses);
   }
 
@@ -258,6 +277,20 @@ TEST(GradientCheck, ResidualConvolutionBlock) {
                     Layer("MaxPooling2D", "pool", "", {"r"})},
                    Head("pool"))))
       .CheckAll("residual block");
+}
+
+// Two inputs, float features and ids: the Embedding's table and the
+// Dense on the features both learn through a Concatenate.
+TEST(GradientCheck, TwoInputsThroughAnEmbeddingAndConcatenate) {
+  Checker(Model("3",
+                {Dense("d", 4, "x", "tanh"),
+                 Layer("Embedding", "emb", R"("input_dim": 6, "output_dim": 3)",
+                       {"ids"}),
+                 Layer("Flatten", "flat_ids", "", {"emb"}),
+                 Layer("Concatenate", "cat", "", {"d", "flat_ids"}),
+                 Dense("out", kClasses, "cat")},
+                "2"))
+      .CheckAll("two inputs");
 }
 
 }  // namespace

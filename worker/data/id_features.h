@@ -25,6 +25,11 @@ namespace data {
 // ("3", "3.0") is that id. REQUIRES: ValidateDataset(*dataset) is OK.
 absl::Status ConvertFeaturesToIds(int64_t vocabulary, Dataset* dataset);
 
+// Checks, as ConvertFeaturesToIds, that features [begin, begin + count) of
+// every example are ids in [0, vocabulary), converting nothing.
+absl::Status CheckIds(const Dataset& dataset, int64_t begin, int64_t count,
+                      int64_t vocabulary);
+
 }  // namespace data
 }  // namespace pstrain
 

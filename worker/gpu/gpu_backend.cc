@@ -18,6 +18,7 @@
 #include "worker/gpu/layer_chain.h"
 #include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
+#include "worker/layer_plan.h"
 #include "worker/rng_tracker.h"
 
 namespace pstrain {
@@ -114,6 +115,11 @@ class GpuBackend : public Backend {
 };
 
 absl::Status GpuBackend::Init() {
+  // What the GPU chain refuses (a graph that is not one chain of layers),
+  // refused now rather than at the first batch.
+  LayerPlanOptions chain;
+  chain.chain_only = true;
+  PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, chain, rng_).status());
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GpuBackend: the model's output ", ShapeString(spec_.output_shape),
