@@ -7,6 +7,8 @@
 # checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
 # that already holds a checkpoint resumes from it.
 # Every process it started is stopped on success, failure or Ctrl-C.
+# --data_dir DIR goes to the chief and the workers (a folder of train.csv
+# and test.csv, see README; default Debian's Fashion-MNIST).
 # --device (auto, cpu, gpu or gpu:N; default auto) goes to the workers:
 # auto computes on the GPUs when there are any. --bin_dir DIR runs the
 # chief, ps and worker binaries found in DIR/{chief,ps,worker}/ instead of
@@ -28,6 +30,7 @@ restart_failed=0
 device=auto
 bin=
 chief_flags=()
+data_flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --ps) num_ps=$2; shift 2 ;;
@@ -37,6 +40,8 @@ while [ $# -gt 0 ]; do
     --model_dir) model_dir=$2; shift 2 ;;
     --model_dir=*) model_dir=${1#*=}; shift ;;
     --restart_failed) restart_failed=1; shift ;;
+    --data_dir) data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
+    --data_dir=*) data_flags=("$1"); chief_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
     --device=*) device=${1#*=}; shift ;;
     --bin_dir) bin=$2; shift 2 ;;
@@ -103,7 +108,7 @@ for ((i = 0; i < num_ps; i++)); do
 done
 for ((i = 0; i < num_workers; i++)); do
   TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
-    --threads=1 --device="$device" >>"$model_dir/logs/worker-$i.log" 2>&1 &
+    --threads=1 --device="$device" "${data_flags[@]}" >>"$model_dir/logs/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 echo "cluster: $cluster" >&2

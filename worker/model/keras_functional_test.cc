@@ -151,6 +151,19 @@ TEST(KerasFunctional, ReadsSeedModelInKeras3AndKeras2Forms) {
   ExpectSameModel(keras3, keras2);
 }
 
+// The multi-input example: float features and ids through an Embedding,
+// a Concatenate of one list argument (Keras 3's merge call form).
+TEST(KerasFunctional, ReadsTheTwoInputExample) {
+  const ModelSpec model =
+      MustParse(ReadFile("examples/two_input.keras3.json"));
+  EXPECT_EQ(Describe(model),
+            "input dense [4] DT_FLOAT; input ids [2] DT_INT32; "
+            "embedding <- i1 [2,4] {embedding/embeddings}; "
+            "flatten <- l0 [8] {}; concatenate <- i0,l1 [12] {}; "
+            "hidden <- l2 [16] {hidden/kernel,hidden/bias}; "
+            "click <- l3 [1] {click/kernel,click/bias}; outputs 4");
+}
+
 TEST(KerasFunctional, ReadsEveryKeras3FormOfTheEndpoints) {
   // Before Keras 3.11 a single input or output is a list of one.
   const std::string text = ReadFile("examples/seed000_mlp.keras3.json");
