@@ -195,6 +195,23 @@ absl::Status CheckUnitInterval(const std::string& field, float value) {
   return absl::OkStatus();
 }
 
+class MovingAverage final : public Optimizer {
+ public:
+  explicit MovingAverage(float momentum) : momentum_(momentum) {}
+  int NumSlots() const override { return 0; }
+  std::string SlotName(int) const override { return ""; }
+  float SlotInitialValue(int) const override { return 0; }
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float* const>, int64_t) const override {
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = momentum_ * w[i] + (1 - momentum_) * g[i];
+    }
+  }
+
+ private:
+  const float momentum_;
+};
+
 absl::Status CheckLearningRate(double lr) {
   if (!std::isfinite(lr)) return Invalid("learning_rate", lr, "be finite");
   if (!(lr > 0.0)) return Invalid("learning_rate", lr, "be > 0");
@@ -267,6 +284,15 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
       break;
   }
   return absl::InvalidArgumentError(kNoKind);
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateMovingAverage(
+    float momentum) {
+  if (!(momentum >= 0 && momentum < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "moving_average.momentum: ", momentum, " must be in [0, 1)"));
+  }
+  return std::make_unique<MovingAverage>(momentum);
 }
 
 }  // namespace ps

@@ -66,6 +66,12 @@ class Optimizer {
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
     const OptimizerConfig& config);
 
+// What a VariableDef.moving_average variable applies instead of the run's
+// optimizer: w = momentum * w + (1 - momentum) * g, g the step's average of
+// what was pushed (no slots). INVALID_ARGUMENT unless momentum is in [0, 1).
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateMovingAverage(
+    float momentum);
+
 }  // namespace ps
 }  // namespace pstrain
 

@@ -289,6 +289,10 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
           "dtype ", DataTypeName(def.dtype()),
           " is not stored yet (only float32)"));
     }
+    if (def.sparse() && def.has_moving_average()) {
+      return VariableError(def.name(),
+                           "a moving average cannot be an embedding table");
+    }
     if (def.sparse() &&
         variable.placement().partitioning() == VariablePlacement::ROW_HASH) {
       if (def.shape().dims_size() < 2 || def.shape().dims(0) != 0) {
@@ -322,9 +326,19 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
       }
       continue;
     }
+    const Optimizer* optimizer = run->optimizer.get();
+    if (def.has_moving_average()) {
+      absl::StatusOr<std::unique_ptr<Optimizer>> average =
+          CreateMovingAverage(def.moving_average().momentum());
+      if (!average.ok()) {
+        return VariableError(def.name(), average.status().message());
+      }
+      optimizer = average->get();
+      run->moving_averages.push_back(*std::move(average));
+    }
     PSTRAIN_ASSIGN_OR_RETURN(
         std::unique_ptr<DenseVariable> piece,
-        DenseVariable::Create(def, begin, end, run->optimizer.get()));
+        DenseVariable::Create(def, begin, end, optimizer));
     bytes += piece->bytes_held();
     run->dense_bytes += piece->num_bytes();
     if (!run->dense.emplace(def.name(), std::move(piece)).second) {

@@ -169,6 +169,8 @@ class Shard {
     std::string run_id;
     CreateVariablesRequest definition;  // header cleared
     std::unique_ptr<Optimizer> optimizer;
+    // What each VariableDef.moving_average variable applies instead.
+    std::vector<std::unique_ptr<Optimizer>> moving_averages;
     UpdateConfig update;
     // Sync: gradients a step waits for, and the workers whose pushes are
     // refused; SetWorkers changes them.

@@ -231,6 +231,31 @@ TEST_F(ShardTest, SyncAppliesOnceWithTheGlobalBatch) {
   EXPECT_EQ(Pull(shard_, "b", 1), (std::vector<float>{-0.5f, -0.5f, 0.5f}));
 }
 
+// A moving average (BatchNormalization's moving statistics) folds in the
+// step's average of what the workers pushed instead of taking an SGD step.
+TEST_F(ShardTest, SyncMovingAverageFoldsInTheStepsAverage) {
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 2);
+  create.mutable_variables(1)->mutable_def()->mutable_moving_average()
+      ->set_momentum(0.75f);
+  Init(create);
+  // Batch statistics {1, 2, 3} (batch 3) and {5, 6, 7} (batch 5), pushed as
+  // sums: their average over the 8 examples is {3.5, 4.5, 5.5}.
+  ASSERT_TRUE(Send(shard_, Push(0, 3, {0, 0, 0, 0}, {3, 6, 9})).ok());
+  ASSERT_TRUE(Send(shard_, Push(0, 5, {0, 0, 0, 0}, {25, 30, 35})).ok());
+  // 0.75 * 0.5 + 0.25 * average.
+  EXPECT_EQ(Pull(shard_, "b", 1),
+            (std::vector<float>{1.25f, 1.5f, 1.75f}));
+  // w still takes the run's SGD (zero gradients: unchanged).
+  EXPECT_EQ(Pull(shard_, "w", 1), std::vector<float>(4, 1.0f));
+
+  Shard other{ShardOptions{}};
+  CreateVariablesResponse response;
+  create.mutable_variables(1)->mutable_def()->mutable_moving_average()
+      ->set_momentum(1.0f);
+  EXPECT_EQ(other.CreateVariables(create, &response).message(),
+            "variable 'b': moving_average.momentum: 1 must be in [0, 1)");
+}
+
 TEST_F(ShardTest, BackupWorkersLatePushIsDroppedAndCounted) {
   Init(Create(UpdateConfig::SYNC, 3, /*replicas=*/2));
   ASSERT_TRUE(Send(shard_, Push(0, 1, {2, 2, 2, 2}, {0, 0, 0})).ok());
