@@ -15,22 +15,11 @@
 #include "nlohmann/json.hpp"
 #include "proto/training.pb.h"
 #include "worker/model/keras_fields.h"
+#include "worker/model/keras_layer_util.h"
 #include "worker/model/model_spec.h"
 
 namespace pstrain {
 namespace worker {
-
-// Largest dimension, filter count or unit count accepted.
-constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
-
-// What every layer parser needs to know of the model.
-struct ParseContext {
-  uint64_t seed = 0;  // The run seed, from which variables' seeds derive.
-  // The model was written by tf.keras 2.x or TensorFlow.js (its JSON's
-  // "keras_version" is not 3.x): where Keras 3 changed a definition
-  // (hard_sigmoid), the older one applies.
-  bool keras2 = false;
-};
 
 // One entry of a model's "layers" list, its class and name read and
 // checked: one line each (they go into messages, logs and variable paths),
@@ -62,14 +51,6 @@ absl::Status ParseLayer(const LayerEntry& entry, const ParseContext& context,
 // tf.keras 2.x's "batch_input_shape".
 absl::StatusOr<std::vector<int64_t>> ParseInputLayerShape(
     const KerasFields& fields);
-
-// Refuses every dtype but float32, as a string or a Keras dtype policy.
-absl::Status ExpectFloat32(const KerasFields& fields);
-
-// The per-example shape of the batch shape [batch, d1, d2, ...] in `key`;
-// the batch dimension may be anything, the others must be known.
-absl::StatusOr<std::vector<int64_t>> ParseBatchShape(const KerasFields& fields,
-                                                     absl::string_view key);
 
 }  // namespace worker
 }  // namespace pstrain

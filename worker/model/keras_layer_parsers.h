@@ -1,0 +1,82 @@
+// The parser of each layer class pstrain computes, grouped by the file that
+// defines it. Each reads a layer's config from `fields`, fills `layer`
+// (whose name, inputs and input shapes are set) and appends its variables.
+// A helper of keras_layers.
+#ifndef PSTRAIN_WORKER_MODEL_KERAS_LAYER_PARSERS_H_
+#define PSTRAIN_WORKER_MODEL_KERAS_LAYER_PARSERS_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/training.pb.h"
+#include "worker/model/keras_fields.h"
+#include "worker/model/keras_layer_util.h"
+#include "worker/model/model_spec.h"
+
+namespace pstrain {
+namespace worker {
+
+using LayerParser = absl::Status (*)(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+
+// keras_core_layers.cc
+absl::Status ParseConv2D(const KerasFields& fields, const ParseContext& context,
+                         LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseMaxPooling2D(const KerasFields& fields,
+                               const ParseContext& context, LayerSpec* layer,
+                               std::vector<VariableDef>* variables);
+absl::Status ParseFlatten(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseDense(const KerasFields& fields, const ParseContext& context,
+                        LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseDropout(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseEmbedding(const KerasFields& fields,
+                            const ParseContext& context, LayerSpec* layer,
+                            std::vector<VariableDef>* variables);
+
+// keras_activation_layers.cc
+absl::Status ParseActivationLayer(const KerasFields& fields,
+                                  const ParseContext& context, LayerSpec* layer,
+                                  std::vector<VariableDef>* variables);
+absl::Status ParseReLU(const KerasFields& fields, const ParseContext& context,
+                       LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseLeakyReLU(const KerasFields& fields,
+                            const ParseContext& context, LayerSpec* layer,
+                            std::vector<VariableDef>* variables);
+absl::Status ParseELU(const KerasFields& fields, const ParseContext& context,
+                      LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseSoftmax(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+
+// keras_merge_layers.cc
+absl::Status ParseAdd(const KerasFields& fields, const ParseContext& context,
+                      LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseSubtract(const KerasFields& fields,
+                           const ParseContext& context, LayerSpec* layer,
+                           std::vector<VariableDef>* variables);
+absl::Status ParseMultiply(const KerasFields& fields,
+                           const ParseContext& context, LayerSpec* layer,
+                           std::vector<VariableDef>* variables);
+absl::Status ParseAverage(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseMaximum(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseMinimum(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseConcatenate(const KerasFields& fields,
+                              const ParseContext& context, LayerSpec* layer,
+                              std::vector<VariableDef>* variables);
+
+}  // namespace worker
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_MODEL_KERAS_LAYER_PARSERS_H_
