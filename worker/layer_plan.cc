@@ -276,8 +276,19 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       stage->kind = StageKind::kConcatenate;
       for (int d = 0; d < layer.axis; ++d) stage->concat_rows *= in[d];
       return true;
+    case LayerKind::kReshape:
+      return false;  // Row-major: the same elements in the same order.
+    case LayerKind::kBatchNormalization:
+    case LayerKind::kLayerNormalization:
+    case LayerKind::kAveragePooling2D:
+    case LayerKind::kGlobalPooling:
+    case LayerKind::kZeroPadding2D:
+    case LayerKind::kPermute:
+    case LayerKind::kRescaling:
+      break;
   }
-  return false;
+  return absl::UnimplementedError(absl::StrCat(
+      "layer '", layer.name, "' is read but not computed yet"));
 }
 
 absl::StatusOr<LayerPlan> Planner::Plan() {

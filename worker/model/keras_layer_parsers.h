@@ -76,6 +76,50 @@ absl::Status ParseConcatenate(const KerasFields& fields,
                               const ParseContext& context, LayerSpec* layer,
                               std::vector<VariableDef>* variables);
 
+// keras_normalization_layers.cc
+absl::Status ParseBatchNormalization(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+absl::Status ParseLayerNormalization(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+
+// keras_reshaping_layers.cc
+absl::Status ParseAveragePooling2D(const KerasFields& fields,
+                                   const ParseContext& context,
+                                   LayerSpec* layer,
+                                   std::vector<VariableDef>* variables);
+absl::Status ParseGlobalAveragePooling1D(const KerasFields& fields,
+                                         const ParseContext& context,
+                                         LayerSpec* layer,
+                                         std::vector<VariableDef>* variables);
+absl::Status ParseGlobalAveragePooling2D(const KerasFields& fields,
+                                         const ParseContext& context,
+                                         LayerSpec* layer,
+                                         std::vector<VariableDef>* variables);
+absl::Status ParseGlobalMaxPooling1D(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+absl::Status ParseGlobalMaxPooling2D(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+absl::Status ParseZeroPadding2D(const KerasFields& fields,
+                                const ParseContext& context, LayerSpec* layer,
+                                std::vector<VariableDef>* variables);
+absl::Status ParseReshape(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParsePermute(const KerasFields& fields,
+                          const ParseContext& context, LayerSpec* layer,
+                          std::vector<VariableDef>* variables);
+absl::Status ParseRescaling(const KerasFields& fields,
+                            const ParseContext& context, LayerSpec* layer,
+                            std::vector<VariableDef>* variables);
+
 }  // namespace worker
 }  // namespace pstrain
 

@@ -47,12 +47,26 @@ constexpr LayerClass kLayerClasses[] = {
     {"Maximum", ParseMaximum, true},
     {"Minimum", ParseMinimum, true},
     {"Concatenate", ParseConcatenate, true},
+    {"BatchNormalization", ParseBatchNormalization},
+    {"LayerNormalization", ParseLayerNormalization},
+    {"AveragePooling2D", ParseAveragePooling2D},
+    {"GlobalAveragePooling1D", ParseGlobalAveragePooling1D},
+    {"GlobalAveragePooling2D", ParseGlobalAveragePooling2D},
+    {"GlobalMaxPooling1D", ParseGlobalMaxPooling1D},
+    {"GlobalMaxPooling2D", ParseGlobalMaxPooling2D},
+    {"ZeroPadding2D", ParseZeroPadding2D},
+    {"Reshape", ParseReshape},
+    {"Permute", ParsePermute},
+    {"Rescaling", ParseRescaling},
 };
 
 constexpr absl::string_view kSupportedLayers =
     "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
     "Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, "
-    "Average, Maximum, Minimum, Concatenate";
+    "Average, Maximum, Minimum, Concatenate, BatchNormalization, "
+    "LayerNormalization, AveragePooling2D, GlobalAveragePooling1D, "
+    "GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, "
+    "ZeroPadding2D, Reshape, Permute, Rescaling";
 
 bool HasControlCharacter(absl::string_view s) {
   return std::any_of(s.begin(), s.end(),

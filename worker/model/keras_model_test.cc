@@ -29,7 +29,10 @@ constexpr char kMlpKeras2[] = "worker/models/testdata/mlp_keras2.json";
 constexpr char kSupportedLayers[] =
     "is not supported (supported: InputLayer, Conv2D, MaxPooling2D, Flatten, "
     "Dense, Dropout, Embedding, Activation, ReLU, LeakyReLU, ELU, Softmax, "
-    "Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate)";
+    "Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, "
+    "BatchNormalization, LayerNormalization, AveragePooling2D, "
+    "GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
+    "GlobalMaxPooling2D, ZeroPadding2D, Reshape, Permute, Rescaling)";
 constexpr char kSupportedActivations[] =
     "is not supported (supported: linear, relu, relu6, leaky_relu, softmax, "
     "log_softmax, gelu, gelu_new, sigmoid, hard_sigmoid, tanh, silu, swish, "

@@ -26,6 +26,16 @@ enum class LayerKind {
   // elementwise op over inputs of one shape.
   kMerge,
   kConcatenate,
+  kBatchNormalization,
+  kLayerNormalization,
+  kAveragePooling2D,
+  // GlobalAveragePooling1D/2D and GlobalMaxPooling1D/2D: over every axis
+  // but the last.
+  kGlobalPooling,
+  kZeroPadding2D,
+  kReshape,  // Reshape: the same elements in the same order.
+  kPermute,
+  kRescaling,
 };
 
 // Keras's activations, as functions of x (elementwise unless stated).
@@ -108,6 +118,27 @@ struct LayerSpec {
 
   MergeOp merge = MergeOp::kAdd;  // kMerge.
   int axis = 0;  // kConcatenate: the axis of the per-example shape.
+
+  // kBatchNormalization, kLayerNormalization: over the last axis. Variables
+  // gamma (scale), beta (center), and for BatchNormalization
+  // moving_mean, moving_variance (moving averages of `momentum`).
+  float epsilon = 1e-3f;
+  float momentum = 0.99f;
+  bool center = true;
+  bool scale = true;
+
+  bool global_max = false;  // kGlobalPooling: max, else average.
+  // kZeroPadding2D: rows added above and below, columns left and right.
+  int pad_top = 0;
+  int pad_bottom = 0;
+  int pad_left = 0;
+  int pad_right = 0;
+  // kPermute: output axis i is input axis permutation[i] (0-based, per
+  // example).
+  std::vector<int> permutation;
+  // kRescaling: y = x * rescale + offset.
+  float rescale = 1;
+  float offset = 0;
 
   // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
   // l2 * sum(kernel^2) to the loss (0: no penalty).
