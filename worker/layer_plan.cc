@@ -69,6 +69,8 @@ class Planner {
 
  private:
   absl::StatusOr<int> FindVariable(const LayerSpec& layer, size_t which) const;
+  // The index of variable "<layer>/<suffix>"; -1 when the layer has none.
+  int FindNamed(const LayerSpec& layer, absl::string_view suffix) const;
   // The stage of `layer` itself, reading `inputs`; false when it has none.
   absl::StatusOr<bool> LayerStage(const LayerSpec& layer,
                                   const std::vector<TensorRef>& inputs,
@@ -114,6 +116,11 @@ absl::StatusOr<int> Planner::FindVariable(const LayerSpec& layer,
         "' is not among the model's variables"));
   }
   return it->second;
+}
+
+int Planner::FindNamed(const LayerSpec& layer, absl::string_view suffix) const {
+  auto it = variable_index_.find(absl::StrCat(layer.name, "/", suffix));
+  return it == variable_index_.end() ? -1 : it->second;
 }
 
 TensorRef Planner::Add(StagePlan stage, std::vector<TensorRef> inputs) {
@@ -280,15 +287,56 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       return false;  // Row-major: the same elements in the same order.
     case LayerKind::kBatchNormalization:
     case LayerKind::kLayerNormalization:
+      stage->kind = layer.kind == LayerKind::kBatchNormalization
+                        ? StageKind::kBatchNormalization
+                        : StageKind::kLayerNormalization;
+      stage->epsilon = layer.epsilon;
+      stage->center = layer.center;
+      stage->scale = layer.scale;
+      stage->kernel = FindNamed(layer, "gamma");
+      stage->bias = FindNamed(layer, "beta");
+      stage->moving_mean = FindNamed(layer, "moving_mean");
+      stage->moving_variance = FindNamed(layer, "moving_variance");
+      return true;
     case LayerKind::kAveragePooling2D:
+      if (in.size() != 3) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "layer '", layer.name, "': AveragePooling2D needs a rank-3 input"));
+      }
+      stage->kind = StageKind::kAveragePooling2D;
+      stage->pool.batch = 1;
+      stage->pool.height = in[0];
+      stage->pool.width = in[1];
+      stage->pool.channels = in[2];
+      stage->pool.pool_h = layer.kernel_h;
+      stage->pool.pool_w = layer.kernel_w;
+      stage->pool.stride_h = layer.stride_h;
+      stage->pool.stride_w = layer.stride_w;
+      stage->pool.padding =
+          layer.same_padding ? cpu::Padding::kSame : cpu::Padding::kValid;
+      return true;
     case LayerKind::kGlobalPooling:
+      stage->kind = StageKind::kGlobalPooling;
+      stage->global_max = layer.global_max;
+      return true;
     case LayerKind::kZeroPadding2D:
+      stage->kind = StageKind::kZeroPadding2D;
+      stage->pad_top = layer.pad_top;
+      stage->pad_bottom = layer.pad_bottom;
+      stage->pad_left = layer.pad_left;
+      stage->pad_right = layer.pad_right;
+      return true;
     case LayerKind::kPermute:
+      stage->kind = StageKind::kPermute;
+      stage->permutation = layer.permutation;
+      return true;
     case LayerKind::kRescaling:
-      break;
+      stage->kind = StageKind::kRescaling;
+      stage->rescale = layer.rescale;
+      stage->offset = layer.offset;
+      return true;
   }
-  return absl::UnimplementedError(absl::StrCat(
-      "layer '", layer.name, "' is read but not computed yet"));
+  return false;
 }
 
 absl::StatusOr<LayerPlan> Planner::Plan() {
@@ -320,6 +368,7 @@ absl::StatusOr<LayerPlan> Planner::Plan() {
     }
     StagePlan stage;
     stage.layer = layer.name;
+    stage.in_shape = layer.input_shape;
     stage.in_size = Product(layer.input_shape);
     stage.out_size = Product(layer.output_shape);
     PSTRAIN_ASSIGN_OR_RETURN(const bool has_stage,

@@ -13,10 +13,12 @@
 // the convolution with fuse_conv_relu, else a ReLU stage in place after it),
 // MaxPooling2D to kMaxPool2D, Dense to kDense (+ an in-place ReLU stage),
 // Dropout to kDropout (none for rate 0), Embedding to kEmbedding (reading a
-// model input), merge layers to kMerge, Concatenate to kConcatenate,
-// activation layers and the activations of Conv2D and Dense to kRelu (plain
-// ReLU), kSoftmax (softmax over the last axis) or kActivation (any other).
-// Flatten and linear activations are no stages at all: an NHWC activation
+// model input), merge layers to kMerge, Concatenate to kConcatenate, the
+// normalization, pooling, padding, Permute and Rescaling layers to their
+// own kinds, activation layers and the activations of Conv2D and Dense to
+// kRelu (plain ReLU), kSoftmax (softmax over the last axis) or kActivation
+// (any other). Flatten, Reshape and linear activations are no stages at
+// all: an NHWC activation
 // already is the flattened matrix (window.h), and only the number of
 // elements per example matters. With drop_final_softmax a softmax that ends
 // the model is left out, so that the graph's output is its input, the
@@ -55,6 +57,13 @@ enum class StageKind {
   kActivation,
   kMerge,
   kConcatenate,
+  kBatchNormalization,
+  kLayerNormalization,
+  kAveragePooling2D,  // Its shape in `pool`.
+  kGlobalPooling,
+  kZeroPadding2D,
+  kPermute,
+  kRescaling,
 };
 
 struct StagePlan {
@@ -66,8 +75,13 @@ struct StagePlan {
   int64_t in_size = 0;            // Elements per example of inputs[0].
   std::vector<int64_t> in_sizes;  // ... of each input.
   int64_t out_size = 0;           // ... and of its output.
-  int kernel = -1;  // Indices into the model's variables; -1: none.
+  std::vector<int64_t> in_shape;  // inputs[0]'s shape, per example.
+  // Indices into the model's variables; -1: none. The normalizations' gamma
+  // is their `kernel`, beta their `bias`.
+  int kernel = -1;
   int bias = -1;
+  int moving_mean = -1;  // BatchNormalization's moving statistics.
+  int moving_variance = -1;
   // The output overwrites inputs[0], which no other stage reads (a ReLU
   // after Conv2D or Dense).
   bool in_place = false;
@@ -89,8 +103,22 @@ struct StagePlan {
   // kConcatenate: each example is `concat_rows` rows, each input
   // contributing in_sizes[i] / concat_rows elements to each.
   int64_t concat_rows = 1;
+  // kBatchNormalization, kLayerNormalization: over the last axis.
+  float epsilon = 1e-3f;
+  bool center = true;
+  bool scale = true;
+  bool global_max = false;  // kGlobalPooling.
+  int pad_top = 0;          // kZeroPadding2D.
+  int pad_bottom = 0;
+  int pad_left = 0;
+  int pad_right = 0;
+  std::vector<int> permutation;  // kPermute: 0-based, per example.
+  float rescale = 1;             // kRescaling.
+  float offset = 0;
 
-  bool has_variables() const { return kernel >= 0; }
+  bool has_variables() const {
+    return kernel >= 0 || bias >= 0 || moving_mean >= 0;
+  }
   // Whether Backward runs it: it learns something or passes a gradient on.
   bool in_backward() const { return has_variables() || needs_dx; }
 };

@@ -122,32 +122,55 @@ class Checker {
     for (int i = 0; i < kBatch; ++i) labels_.push_back(i % kClasses);
   }
 
-  // Checks every variable's gradient; `what` names the case.
-  void CheckAll(const std::string& what) {
+  // Checks every trained variable's gradient; `what` names the case. The
+  // losses are training-mode losses (BatchNormalization on the batch's
+  // statistics), from TrainStep. A moving average's "gradient" is no
+  // derivative: it must be its batch statistic summed over the batch.
+  // `step` is h: smaller for a max over close values, which a step of
+  // kStep may cross.
+  void CheckAll(const std::string& what, double step = kStep) {
     if (backend_ == nullptr) return;
-    StepInput input = Input();
-    absl::StatusOr<StepResult> step =
-        backend_->TrainStep(input, vars_.weight_map, &vars_.gradient_map);
-    ASSERT_TRUE(step.ok()) << what << ": " << step.status();
+    absl::StatusOr<StepResult> trained =
+        backend_->TrainStep(Input(), vars_.weight_map, &vars_.gradient_map);
+    ASSERT_TRUE(trained.ok()) << what << ": " << trained.status();
+    std::vector<std::vector<float>> analytic_gradients;
+    for (const Tensor& g : vars_.gradients) {
+      analytic_gradients.emplace_back(g.data<float>(),
+                                      g.data<float>() + g.num_elements());
+    }
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     for (size_t v = 0; v < spec_.variables.size(); ++v) {
+      if (spec_.variables[v].has_moving_average()) continue;
       Tensor& w = vars_.weights[v];
-      const float* g = vars_.gradients[v].data<float>();
+      const std::vector<float>& g = analytic_gradients[v];
       std::vector<float> direction(w.num_elements());
       double analytic = 0;
       for (size_t i = 0; i < direction.size(); ++i) {
         direction[i] = normal(rng);
         analytic += static_cast<double>(g[i]) * direction[i];
       }
-      const double numeric = (Loss(w, direction, kStep) -
-                              Loss(w, direction, -kStep)) /
-                             (2 * kStep);
+      const double numeric =
+          (Loss(w, direction, step) - Loss(w, direction, -step)) / (2 * step);
       EXPECT_NEAR(analytic, numeric,
                   kAbsolute + kRelative * std::fabs(numeric))
           << what << ": " << spec_.variables[v].name();
     }
   }
+
+  // The gradient TrainStep gives variable `name` (after CheckAll).
+  std::vector<float> Gradient(const std::string& name) {
+    for (size_t v = 0; v < spec_.variables.size(); ++v) {
+      if (spec_.variables[v].name() != name) continue;
+      const Tensor& g = vars_.gradients[v];
+      return std::vector<float>(g.data<float>(),
+                                g.data<float>() + g.num_elements());
+    }
+    ADD_FAILURE() << "no variable " << name;
+    return {};
+  }
+
+  const std::vector<float>& features() const { return features_; }
 
  private:
   StepInput Input() {
@@ -159,7 +182,8 @@ class Checker {
     return input;
   }
 
-  // The summed loss (inference: dropout off) with w moved by h * direction.
+  // The summed training loss (the models here have no dropout) with w
+  // moved by h * direction.
   double Loss(Tensor& w, const std::vector<float>& direction, double h) {
     float* values = w.data<float>();
     std::vector<float> saved(values, values + w.num_elements());
@@ -167,7 +191,7 @@ class Checker {
       values[i] += static_cast<float>(h) * direction[i];
     }
     absl::StatusOr<StepResult> result =
-        backend_->Evaluate(Input(), vars_.weight_map);
+        backend_->TrainStep(Input(), vars_.weight_map, &vars_.gradient_map);
     std::copy(saved.begin(), saved.end(), values);
     EXPECT_TRUE(result.ok()) << result.status();
     return result.ok() ? result->loss_sum : 0;
@@ -291,6 +315,73 @@ TEST(GradientCheck, TwoInputsThroughAnEmbeddingAndConcatenate) {
                  Dense("out", kClasses, "cat")},
                 "2"))
       .CheckAll("two inputs");
+}
+
+TEST(GradientCheck, NormalizationLayers) {
+  for (const char* fields :
+       {R"("epsilon": 0.001)", R"("center": false)", R"("scale": false)",
+        R"("center": false, "scale": false)"}) {
+    Checker(Model("2, 4", Join({Dense("pre", 5, "x"),
+                                Layer("LayerNormalization", "ln", fields,
+                                      {"pre"})},
+                               Head("ln"))))
+        .CheckAll(absl::StrCat("LayerNormalization ", fields));
+    Checker(Model("2, 4", Join({Dense("pre", 5, "x"),
+                                Layer("BatchNormalization", "bn", fields,
+                                      {"pre"})},
+                               Head("bn"))))
+        .CheckAll(absl::StrCat("BatchNormalization ", fields));
+  }
+}
+
+// The moving statistics' "gradients" are the batch's statistics summed over
+// its examples: what the ps averages into its moving averages.
+TEST(GradientCheck, BatchNormalizationHandsOnTheBatchStatistics) {
+  Checker checker(Model("3", {Layer("BatchNormalization", "bn", "", {"x"}),
+                              Dense("out", kClasses, "bn")}));
+  checker.CheckAll("BatchNormalization on the input");
+  const std::vector<float>& x = checker.features();
+  const std::vector<float> mean = checker.Gradient("bn/moving_mean");
+  const std::vector<float> variance = checker.Gradient("bn/moving_variance");
+  for (int c = 0; c < 3; ++c) {
+    double sum = 0, squares = 0;
+    for (int b = 0; b < kBatch; ++b) sum += x[b * 3 + c];
+    const double m = sum / kBatch;
+    for (int b = 0; b < kBatch; ++b) {
+      squares += (x[b * 3 + c] - m) * (x[b * 3 + c] - m);
+    }
+    EXPECT_NEAR(mean[c], sum, 1e-4);
+    EXPECT_NEAR(variance[c], squares, 1e-4);  // Biased variance * batch.
+  }
+}
+
+TEST(GradientCheck, PoolingPaddingAndReshaping) {
+  const std::vector<std::pair<std::string, std::string>> layers = {
+      {"AveragePooling2D", R"("pool_size": 2)"},
+      {"AveragePooling2D", R"("pool_size": 2, "strides": 1, "padding": "same")"},
+      {"GlobalAveragePooling2D", ""},
+      {"GlobalMaxPooling2D", ""},
+      {"GlobalMaxPooling2D", R"("keepdims": true)"},
+      {"ZeroPadding2D", R"("padding": [[1, 0], [2, 1]])"},
+      {"Permute", R"("dims": [2, 3, 1])"},
+      {"Rescaling", R"("scale": 0.5, "offset": -0.25)"},
+      {"Reshape", R"("target_shape": [3, -1])"},
+  };
+  for (const auto& [class_name, fields] : layers) {
+    Checker(Model("3, 4, 2",
+                  Join({Dense("pre", 3, "x", "tanh"),
+                        Layer(class_name, "l", fields, {"pre"})},
+                       Head("l"))))
+        .CheckAll(absl::StrCat(class_name, " ", fields),
+                  class_name == "GlobalMaxPooling2D" ? kStep / 10 : kStep);
+  }
+  for (const char* class_name :
+       {"GlobalAveragePooling1D", "GlobalMaxPooling1D"}) {
+    Checker(Model("4, 3", Join({Dense("pre", 3, "x", "tanh"),
+                                Layer(class_name, "l", "", {"pre"})},
+                               Head("l"))))
+        .CheckAll(class_name);
+  }
 }
 
 }  // namespace

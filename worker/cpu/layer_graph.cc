@@ -7,15 +7,20 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cpu/activation.h"
+#include "worker/cpu/batch_norm.h"
 #include "worker/cpu/conv2d.h"
 #include "worker/cpu/dense.h"
 #include "worker/cpu/dropout.h"
 #include "worker/cpu/embedding.h"
+#include "worker/cpu/layer_norm.h"
 #include "worker/cpu/max_pool2d.h"
 #include "worker/cpu/merge.h"
+#include "worker/cpu/permute.h"
+#include "worker/cpu/pool2d.h"
 #include "worker/cpu/relu.h"
 #include "worker/cpu/softmax.h"
 #include "worker/cpu/window.h"
+#include "worker/cpu/zero_padding2d.h"
 
 namespace pstrain {
 namespace worker {
@@ -41,7 +46,17 @@ struct LayerGraph::Stage {
   std::unique_ptr<SoftmaxOp> softmax;
   std::unique_ptr<DropoutOp> dropout;
   std::unique_ptr<ActivationOp> activation;
+  std::unique_ptr<BatchNormOp> batch_norm;
+  std::unique_ptr<LayerNormOp> layer_norm;
+  std::unique_ptr<AvgPool2DOp> avg_pool;
+  std::unique_ptr<GlobalPoolOp> global_pool;
+  std::unique_ptr<ZeroPadding2DOp> zero_padding;
+  std::unique_ptr<PermuteOp> permute;
   EmbeddingShape embedding;
+  // BatchNormalization in training: the batch's mean and variance, which
+  // Backward hands on as the moving statistics' "gradients".
+  std::vector<float> batch_mean;
+  std::vector<float> batch_variance;
   std::vector<int64_t> concat_widths;  // Per input, floats per row.
 
   Tensor y;  // [batch, out_size] unless in_place.
@@ -135,12 +150,82 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
       break;
     }
     case StageKind::kMerge:
+    case StageKind::kRescaling:
       break;
     case StageKind::kConcatenate:
       for (const int64_t size : p.in_sizes) {
         s.concat_widths.push_back(size / p.concat_rows);
       }
       break;
+    case StageKind::kBatchNormalization: {
+      BatchNormShape shape;
+      shape.channels = p.in_shape.back();
+      shape.rows = batch_ * (p.in_size / shape.channels);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      s.batch_mean.resize(shape.channels);
+      s.batch_variance.resize(shape.channels);
+      status =
+          TakeOp(layer, BatchNormOp::Create(shape, engine_), &s.batch_norm);
+      break;
+    }
+    case StageKind::kLayerNormalization: {
+      LayerNormShape shape;
+      shape.width = p.in_shape.back();
+      shape.rows = batch_ * (p.in_size / shape.width);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      status =
+          TakeOp(layer, LayerNormOp::Create(shape, engine_), &s.layer_norm);
+      break;
+    }
+    case StageKind::kAveragePooling2D: {
+      AvgPool2DShape shape;
+      shape.batch = batch_;
+      shape.height = p.pool.height;
+      shape.width = p.pool.width;
+      shape.channels = p.pool.channels;
+      shape.pool_h = p.pool.pool_h;
+      shape.pool_w = p.pool.pool_w;
+      shape.stride_h = p.pool.stride_h;
+      shape.stride_w = p.pool.stride_w;
+      shape.padding = p.pool.padding;
+      status = TakeOp(layer, AvgPool2DOp::Create(shape, engine_), &s.avg_pool);
+      break;
+    }
+    case StageKind::kGlobalPooling: {
+      GlobalPoolShape shape;
+      shape.batch = batch_;
+      shape.channels = p.in_shape.back();
+      shape.steps = p.in_size / shape.channels;
+      shape.mode =
+          p.global_max ? GlobalPoolMode::kMax : GlobalPoolMode::kAverage;
+      status = TakeOp(layer, GlobalPoolOp::Create(shape), &s.global_pool);
+      break;
+    }
+    case StageKind::kZeroPadding2D: {
+      ZeroPadding2DShape shape;
+      shape.batch = batch_;
+      shape.height = p.in_shape[0];
+      shape.width = p.in_shape[1];
+      shape.channels = p.in_shape[2];
+      shape.top = p.pad_top;
+      shape.bottom = p.pad_bottom;
+      shape.left = p.pad_left;
+      shape.right = p.pad_right;
+      status = TakeOp(layer, ZeroPadding2DOp::Create(shape), &s.zero_padding);
+      break;
+    }
+    case StageKind::kPermute: {
+      PermuteShape shape;
+      shape.batch = batch_;
+      shape.in_dims = p.in_shape;
+      for (const int d : p.permutation) shape.dims.push_back(d + 1);
+      status = TakeOp(layer, PermuteOp::Create(shape, engine_), &s.permute);
+      break;
+    }
   }
   PSTRAIN_RETURN_IF_ERROR(status);
   stages_.push_back(std::move(stage));
@@ -249,6 +334,37 @@ absl::Status LayerGraph::Forward(absl::Span<const void* const> inputs,
       case StageKind::kActivation:
         status = s.activation->Forward(x, y);
         break;
+      case StageKind::kBatchNormalization:
+        if (dropout != nullptr) {  // Training: the batch's statistics.
+          status = s.batch_norm->ForwardTraining(
+              x, weight(p.kernel), weight(p.bias), y, s.batch_mean.data(),
+              s.batch_variance.data());
+        } else {
+          status = s.batch_norm->ForwardInference(
+              x, weight(p.kernel), weight(p.bias), weight(p.moving_mean),
+              weight(p.moving_variance), y);
+        }
+        break;
+      case StageKind::kLayerNormalization:
+        status = s.layer_norm->Forward(x, weight(p.kernel), weight(p.bias), y);
+        break;
+      case StageKind::kAveragePooling2D:
+        status = s.avg_pool->Forward(x, y);
+        break;
+      case StageKind::kGlobalPooling:
+        status = s.global_pool->Forward(x, y);
+        break;
+      case StageKind::kZeroPadding2D:
+        status = s.zero_padding->Forward(x, y);
+        break;
+      case StageKind::kPermute:
+        status = s.permute->Forward(x, y);
+        break;
+      case StageKind::kRescaling:
+        for (int64_t i = 0; i < batch_ * p.out_size; ++i) {
+          y[i] = x[i] * p.rescale + p.offset;
+        }
+        break;
       case StageKind::kMerge:
       case StageKind::kConcatenate: {
         std::vector<const float*> xs;
@@ -351,6 +467,37 @@ absl::Status LayerGraph::Backward(absl::Span<const float* const> weights,
         break;
       case StageKind::kActivation:
         status = s.activation->Backward(x, s.out, g, dx);
+        break;
+      case StageKind::kBatchNormalization:
+        status = s.batch_norm->Backward(x, weight(p.kernel), g, dx,
+                                        gradient(p.kernel), gradient(p.bias));
+        // The moving statistics take the batch's, summed over its examples
+        // as gradients are (the ps averages them over the step's).
+        for (size_t c = 0; c < s.batch_mean.size(); ++c) {
+          gradient(p.moving_mean)[c] = s.batch_mean[c] * batch_;
+          gradient(p.moving_variance)[c] = s.batch_variance[c] * batch_;
+        }
+        break;
+      case StageKind::kLayerNormalization:
+        status = s.layer_norm->Backward(x, weight(p.kernel), g, dx,
+                                        gradient(p.kernel), gradient(p.bias));
+        break;
+      case StageKind::kAveragePooling2D:
+        if (dx != nullptr) status = s.avg_pool->Backward(g, dx);
+        break;
+      case StageKind::kGlobalPooling:
+        if (dx != nullptr) status = s.global_pool->Backward(g, dx);
+        break;
+      case StageKind::kZeroPadding2D:
+        if (dx != nullptr) status = s.zero_padding->Backward(g, dx);
+        break;
+      case StageKind::kPermute:
+        if (dx != nullptr) status = s.permute->Backward(g, dx);
+        break;
+      case StageKind::kRescaling:
+        for (int64_t i = 0; dx != nullptr && i < batch_ * p.in_size; ++i) {
+          dx[i] = g[i] * p.rescale;
+        }
         break;
       case StageKind::kMerge:
       case StageKind::kConcatenate: {

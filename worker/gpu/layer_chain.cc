@@ -117,6 +117,13 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
     case StageKind::kActivation:
     case StageKind::kMerge:
     case StageKind::kConcatenate:
+    case StageKind::kBatchNormalization:
+    case StageKind::kLayerNormalization:
+    case StageKind::kAveragePooling2D:
+    case StageKind::kGlobalPooling:
+    case StageKind::kZeroPadding2D:
+    case StageKind::kPermute:
+    case StageKind::kRescaling:
       status = InLayer(layer, absl::UnimplementedError(
                                   "not computed on GPU yet (train this model "
                                   "with --device=cpu)"));
@@ -207,6 +214,13 @@ absl::Status LayerChain::Forward(const void* features,
       case StageKind::kActivation:
       case StageKind::kMerge:
       case StageKind::kConcatenate:
+      case StageKind::kBatchNormalization:
+      case StageKind::kLayerNormalization:
+      case StageKind::kAveragePooling2D:
+      case StageKind::kGlobalPooling:
+      case StageKind::kZeroPadding2D:
+      case StageKind::kPermute:
+      case StageKind::kRescaling:
         status = absl::InternalError("a stage AddStage refuses");
         break;
     }
@@ -276,6 +290,13 @@ absl::Status LayerChain::Backward(absl::Span<const float* const> weights,
       case StageKind::kActivation:
       case StageKind::kMerge:
       case StageKind::kConcatenate:
+      case StageKind::kBatchNormalization:
+      case StageKind::kLayerNormalization:
+      case StageKind::kAveragePooling2D:
+      case StageKind::kGlobalPooling:
+      case StageKind::kZeroPadding2D:
+      case StageKind::kPermute:
+      case StageKind::kRescaling:
         status = absl::InternalError("a stage AddStage refuses");
         break;
     }
