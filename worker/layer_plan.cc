@@ -335,6 +335,21 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       stage->rescale = layer.rescale;
       stage->offset = layer.offset;
       return true;
+    case LayerKind::kMultiHeadAttention:
+      stage->kind = StageKind::kMultiHeadAttention;
+      stage->heads = layer.num_heads;
+      stage->key_dim = layer.key_dim;
+      stage->value_dim = layer.value_dim;
+      stage->output_dim = layer.attention_output_dim;
+      stage->use_bias = layer.use_bias;
+      stage->causal = layer.causal;
+      for (const char* name : {"query", "key", "value", "attention_output"}) {
+        for (const char* part : {"kernel", "bias"}) {
+          stage->attention_variables.push_back(
+              FindNamed(layer, absl::StrCat(name, "/", part)));
+        }
+      }
+      return true;
   }
   return false;
 }
@@ -368,7 +383,7 @@ absl::StatusOr<LayerPlan> Planner::Plan() {
     }
     StagePlan stage;
     stage.layer = layer.name;
-    stage.in_shape = layer.input_shape;
+    stage.in_shapes = layer.input_shapes;
     stage.in_size = Product(layer.input_shape);
     stage.out_size = Product(layer.output_shape);
     PSTRAIN_ASSIGN_OR_RETURN(const bool has_stage,

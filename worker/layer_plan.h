@@ -64,6 +64,7 @@ enum class StageKind {
   kZeroPadding2D,
   kPermute,
   kRescaling,
+  kMultiHeadAttention,  // Inputs query, value and maybe key.
 };
 
 struct StagePlan {
@@ -75,7 +76,9 @@ struct StagePlan {
   int64_t in_size = 0;            // Elements per example of inputs[0].
   std::vector<int64_t> in_sizes;  // ... of each input.
   int64_t out_size = 0;           // ... and of its output.
-  std::vector<int64_t> in_shape;  // inputs[0]'s shape, per example.
+  // Each input's shape, per example (set for the stage of a layer, not for
+  // an activation added after one).
+  std::vector<std::vector<int64_t>> in_shapes;
   // Indices into the model's variables; -1: none. The normalizations' gamma
   // is their `kernel`, beta their `bias`.
   int kernel = -1;
@@ -115,9 +118,20 @@ struct StagePlan {
   std::vector<int> permutation;  // kPermute: 0-based, per example.
   float rescale = 1;             // kRescaling.
   float offset = 0;
+  // kMultiHeadAttention: Keras's sizes, per example, and its variables in
+  // Keras's order (query, key, value, attention_output; kernel then bias;
+  // -1 for the biases without use_bias).
+  int64_t heads = 0;
+  int64_t key_dim = 0;
+  int64_t value_dim = 0;
+  int64_t output_dim = 0;
+  bool use_bias = true;
+  bool causal = false;
+  std::vector<int> attention_variables;
 
   bool has_variables() const {
-    return kernel >= 0 || bias >= 0 || moving_mean >= 0;
+    return kernel >= 0 || bias >= 0 || moving_mean >= 0 ||
+           !attention_variables.empty();
   }
   // Whether Backward runs it: it learns something or passes a gradient on.
   bool in_backward() const { return has_variables() || needs_dx; }

@@ -384,6 +384,37 @@ TEST(GradientCheck, PoolingPaddingAndReshaping) {
   }
 }
 
+// MultiHeadAttention as Keras calls it: self-attention with the value by
+// keyword (tf.keras 2.x's form), causal; cross-attention with a key.
+TEST(GradientCheck, MultiHeadAttention) {
+  const std::string mha = R"("num_heads": 2, "key_dim": 3)";
+  const auto attention = [&](const std::string& name,
+                             const std::string& node) {
+    return absl::StrCat(R"({"class_name": "MultiHeadAttention", "name": ")",
+                        name, R"(", "config": {"name": ")", name, "\", ",
+                        mha, R"(}, "inbound_nodes": [[)", node, "]]}");
+  };
+  for (const char* causal : {"false", "true"}) {
+    Checker(Model("4, 3",
+                  Join({Dense("pre", 5, "x", "tanh"),
+                        attention("att",
+                                  absl::StrCat(R"(["pre", 0, 0, {"value": )",
+                                               R"(["pre", 0, 0], )",
+                                               R"("use_causal_mask": )",
+                                               causal, "}]"))},
+                       Head("att"))))
+        .CheckAll(absl::StrCat("self-attention, causal ", causal));
+  }
+  Checker(Model("4, 3",
+                Join({Dense("q", 5, "x", "tanh"), Dense("v", 4, "x"),
+                      Dense("k", 6, "x", "tanh"),
+                      attention("att", R"(["q", 0, 0, {}], ["v", 0, 0, {}], )"
+                                       R"(["k", 0, 0, {}])"),
+                      Layer("Add", "res", "", {"att", "q"})},
+                     Head("res"))))
+      .CheckAll("cross-attention with a key, residual");
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cpu/activation.h"
+#include "worker/cpu/attention.h"
 #include "worker/cpu/batch_norm.h"
 #include "worker/cpu/conv2d.h"
 #include "worker/cpu/dense.h"
@@ -33,6 +34,33 @@ absl::StatusOr<Tensor> Buffer(int64_t floats) {
   return Tensor::Create(DT_FLOAT, {floats});
 }
 
+// The attention layer's variables (StagePlan::attention_variables' order)
+// among `values`, one buffer per variable of the model.
+template <typename Pointer>
+std::vector<Pointer> AttentionBuffers(const StagePlan& p,
+                                      absl::Span<Pointer const> values) {
+  std::vector<Pointer> out;
+  for (const int index : p.attention_variables) {
+    out.push_back(index >= 0 ? values[index] : nullptr);
+  }
+  return out;
+}
+
+AttentionWeights AttentionWeightsOf(const StagePlan& p,
+                                    absl::Span<const float* const> weights) {
+  const std::vector<const float*> w = AttentionBuffers(p, weights);
+  AttentionWeights a;
+  a.query_kernel = w[0];
+  a.query_bias = w[1];
+  a.key_kernel = w[2];
+  a.key_bias = w[3];
+  a.value_kernel = w[4];
+  a.value_bias = w[5];
+  a.output_kernel = w[6];
+  a.output_bias = w[7];
+  return a;
+}
+
 }  // namespace
 
 // One stage of the plan with its op and the buffers it owns.
@@ -52,6 +80,7 @@ struct LayerGraph::Stage {
   std::unique_ptr<GlobalPoolOp> global_pool;
   std::unique_ptr<ZeroPadding2DOp> zero_padding;
   std::unique_ptr<PermuteOp> permute;
+  std::unique_ptr<AttentionOp> attention;
   EmbeddingShape embedding;
   // BatchNormalization in training: the batch's mean and variance, which
   // Backward hands on as the moving statistics' "gradients".
@@ -159,7 +188,7 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
       break;
     case StageKind::kBatchNormalization: {
       BatchNormShape shape;
-      shape.channels = p.in_shape.back();
+      shape.channels = p.in_shapes[0].back();
       shape.rows = batch_ * (p.in_size / shape.channels);
       shape.epsilon = p.epsilon;
       shape.center = p.center;
@@ -172,7 +201,7 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
     }
     case StageKind::kLayerNormalization: {
       LayerNormShape shape;
-      shape.width = p.in_shape.back();
+      shape.width = p.in_shapes[0].back();
       shape.rows = batch_ * (p.in_size / shape.width);
       shape.epsilon = p.epsilon;
       shape.center = p.center;
@@ -198,7 +227,7 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
     case StageKind::kGlobalPooling: {
       GlobalPoolShape shape;
       shape.batch = batch_;
-      shape.channels = p.in_shape.back();
+      shape.channels = p.in_shapes[0].back();
       shape.steps = p.in_size / shape.channels;
       shape.mode =
           p.global_max ? GlobalPoolMode::kMax : GlobalPoolMode::kAverage;
@@ -208,9 +237,9 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
     case StageKind::kZeroPadding2D: {
       ZeroPadding2DShape shape;
       shape.batch = batch_;
-      shape.height = p.in_shape[0];
-      shape.width = p.in_shape[1];
-      shape.channels = p.in_shape[2];
+      shape.height = p.in_shapes[0][0];
+      shape.width = p.in_shapes[0][1];
+      shape.channels = p.in_shapes[0][2];
       shape.top = p.pad_top;
       shape.bottom = p.pad_bottom;
       shape.left = p.pad_left;
@@ -218,10 +247,33 @@ absl::Status LayerGraph::AddStage(StagePlan plan) {
       status = TakeOp(layer, ZeroPadding2DOp::Create(shape), &s.zero_padding);
       break;
     }
+    case StageKind::kMultiHeadAttention: {
+      // Inputs query, value and maybe key (default: the value), each
+      // [sequence, features].
+      const std::vector<int64_t>& q = p.in_shapes[0];
+      const std::vector<int64_t>& v = p.in_shapes[1];
+      const std::vector<int64_t>& k =
+          p.in_shapes.size() > 2 ? p.in_shapes[2] : v;
+      AttentionShape shape;
+      shape.batch = batch_;
+      shape.tq = q[0];
+      shape.dq = q[1];
+      shape.tv = v[0];
+      shape.dv = v[1];
+      shape.dk = k[1];
+      shape.heads = p.heads;
+      shape.key_dim = p.key_dim;
+      shape.value_dim = p.value_dim;
+      shape.output_dim = p.output_dim;
+      shape.use_bias = p.use_bias;
+      shape.causal = p.causal;
+      status = TakeOp(layer, AttentionOp::Create(shape, engine_), &s.attention);
+      break;
+    }
     case StageKind::kPermute: {
       PermuteShape shape;
       shape.batch = batch_;
-      shape.in_dims = p.in_shape;
+      shape.in_dims = p.in_shapes[0];
       for (const int d : p.permutation) shape.dims.push_back(d + 1);
       status = TakeOp(layer, PermuteOp::Create(shape, engine_), &s.permute);
       break;
@@ -236,7 +288,8 @@ absl::Status LayerGraph::AllocateBuffers() {
   const int n = static_cast<int>(stages_.size());
   gradient_.assign(n, nullptr);
   written_.assign(n, false);
-  int64_t scratch = 0;
+  // Per input position, the largest input gradient that may need one.
+  std::vector<int64_t> scratch;
   // Backwards, so that an in-place stage's buffer exists before its input
   // (which it overwrites) shares it.
   for (int i = n - 1; i >= 0; --i) {
@@ -254,13 +307,17 @@ absl::Status LayerGraph::AllocateBuffers() {
       gradient_[s.plan.inputs[0].index] = gradient_[i];
     }
     for (size_t k = 0; k < s.plan.inputs.size(); ++k) {
+      if (scratch.size() <= k) scratch.resize(k + 1, 0);
       if (s.plan.input_needs_dx[k]) {
-        scratch = std::max(scratch, batch_ * s.plan.in_sizes[k]);
+        scratch[k] = std::max(scratch[k], batch_ * s.plan.in_sizes[k]);
       }
     }
   }
-  if (scratch > 0) {
-    PSTRAIN_ASSIGN_OR_RETURN(scratch_, Buffer(scratch));
+  scratch_.resize(scratch.size());
+  for (size_t k = 0; k < scratch.size(); ++k) {
+    if (scratch[k] > 0) {
+      PSTRAIN_ASSIGN_OR_RETURN(scratch_[k], Buffer(scratch[k]));
+    }
   }
   return absl::OkStatus();
 }
@@ -365,6 +422,15 @@ absl::Status LayerGraph::Forward(absl::Span<const void* const> inputs,
           y[i] = x[i] * p.rescale + p.offset;
         }
         break;
+      case StageKind::kMultiHeadAttention: {
+        const float* value = static_cast<const float*>(Value(p.inputs[1]));
+        const float* key = p.inputs.size() > 2
+                               ? static_cast<const float*>(Value(p.inputs[2]))
+                               : value;
+        status = s.attention->Forward(x, key, value,
+                                      AttentionWeightsOf(p, weights), y);
+        break;
+      }
       case StageKind::kMerge:
       case StageKind::kConcatenate: {
         std::vector<const float*> xs;
@@ -393,7 +459,7 @@ float* LayerGraph::GradientTarget(int s, int i) {
   if (!p.input_needs_dx[i]) return nullptr;
   const int from = p.inputs[i].index;  // A stage: model inputs need none.
   if (!written_[from]) return gradient_[from];
-  return scratch_.data<float>();
+  return scratch_[i].data<float>();
 }
 
 void LayerGraph::AddScratch(int s, int i) {
@@ -405,7 +471,7 @@ void LayerGraph::AddScratch(int s, int i) {
     return;
   }
   float* g = gradient_[from];
-  const float* add = scratch_.data<float>();
+  const float* add = scratch_[i].data<float>();
   const int64_t n = batch_ * p.in_sizes[i];
   for (int64_t k = 0; k < n; ++k) g[k] += add[k];
 }
@@ -499,6 +565,45 @@ absl::Status LayerGraph::Backward(absl::Span<const float* const> weights,
           dx[i] = g[i] * p.rescale;
         }
         break;
+      case StageKind::kMultiHeadAttention: {
+        // Inputs reading one tensor share one target: the op sums into it.
+        std::vector<float*> targets(p.inputs.size(), nullptr);
+        std::vector<bool> first(p.inputs.size(), true);
+        for (size_t k = 0; k < p.inputs.size(); ++k) {
+          for (size_t j = 0; j < k; ++j) {
+            if (p.inputs[j] == p.inputs[k]) {
+              targets[k] = targets[j];
+              first[k] = false;
+            }
+          }
+          if (first[k]) targets[k] = GradientTarget(i, static_cast<int>(k));
+        }
+        const std::vector<float*> dw = AttentionBuffers(p, gradients);
+        AttentionGradients grads;
+        grads.query_kernel = dw[0];
+        grads.query_bias = dw[1];
+        grads.key_kernel = dw[2];
+        grads.key_bias = dw[3];
+        grads.value_kernel = dw[4];
+        grads.value_bias = dw[5];
+        grads.output_kernel = dw[6];
+        grads.output_bias = dw[7];
+        grads.query = targets[0];
+        grads.value = targets[1];
+        // Keras's key defaults to the value: its gradient adds there.
+        grads.key = p.inputs.size() > 2 ? targets[2] : targets[1];
+        const float* value = static_cast<const float*>(Value(p.inputs[1]));
+        const float* key = p.inputs.size() > 2
+                               ? static_cast<const float*>(Value(p.inputs[2]))
+                               : value;
+        status = s.attention->Backward(
+            x, key, value, AttentionWeightsOf(p, weights), g, grads);
+        if (!status.ok()) return InLayer(p.layer, status);
+        for (size_t k = 0; k < p.inputs.size(); ++k) {
+          if (first[k]) AddScratch(i, static_cast<int>(k));
+        }
+        continue;
+      }
       case StageKind::kMerge:
       case StageKind::kConcatenate: {
         std::vector<const float*> xs;

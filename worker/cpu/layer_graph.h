@@ -114,7 +114,7 @@ class LayerGraph {
   const void* Value(const TensorRef& ref) const;
   // The buffer where the gradient of input `i` of stage `s` goes: its
   // producer's gradient buffer if nothing wrote it yet this Backward, else
-  // scratch_ (then AddScratch adds it there). Null when not needed.
+  // scratch_[i] (then AddScratch adds it there). Null when not needed.
   float* GradientTarget(int s, int i);
   void AddScratch(int s, int i);
 
@@ -132,7 +132,7 @@ class LayerGraph {
   std::vector<float*> gradient_;
   std::vector<Tensor> gradient_buffers_;
   std::vector<bool> written_;
-  Tensor scratch_;
+  std::vector<Tensor> scratch_;  // Per input position.
   bool trained_forward_ = false;
 };
 

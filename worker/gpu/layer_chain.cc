@@ -124,6 +124,7 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
     case StageKind::kZeroPadding2D:
     case StageKind::kPermute:
     case StageKind::kRescaling:
+    case StageKind::kMultiHeadAttention:
       status = InLayer(layer, absl::UnimplementedError(
                                   "not computed on GPU yet (train this model "
                                   "with --device=cpu)"));
@@ -221,6 +222,7 @@ absl::Status LayerChain::Forward(const void* features,
       case StageKind::kZeroPadding2D:
       case StageKind::kPermute:
       case StageKind::kRescaling:
+      case StageKind::kMultiHeadAttention:
         status = absl::InternalError("a stage AddStage refuses");
         break;
     }
@@ -297,6 +299,7 @@ absl::Status LayerChain::Backward(absl::Span<const float* const> weights,
       case StageKind::kZeroPadding2D:
       case StageKind::kPermute:
       case StageKind::kRescaling:
+      case StageKind::kMultiHeadAttention:
         status = absl::InternalError("a stage AddStage refuses");
         break;
     }

@@ -28,11 +28,27 @@ struct NodeRef {
   int tensor = 0;
 };
 
+// A keyword argument of a call that is not null: a tensor (`tensor` set,
+// an entry of Call::tensors) or another value.
+struct Keyword {
+  std::string path;  // Where it is, for messages: "inbound_nodes[0].kwargs.x".
+  std::string name;
+  Json value;
+  int tensor = -1;
+};
+
+// One call of a layer (an inbound node): the tensors it reads, positional
+// ones first, then those given by keyword.
+struct Call {
+  std::vector<NodeRef> tensors;
+  int positional = 0;  // How many of `tensors` are positional.
+  std::vector<Keyword> keywords;
+};
+
 // One entry of "layers" and what has been made of it so far.
 struct Entry {
   LayerEntry layer;
-  // Per call (inbound node), the tensors it reads.
-  std::vector<std::vector<NodeRef>> calls;
+  std::vector<Call> calls;
   // Per call made, the tensor it produced (an InputLayer's one "call" is its
   // model input).
   std::vector<TensorRef> outputs;
@@ -69,13 +85,24 @@ class FunctionalParser {
   absl::Status ReadKerasTensors(const KerasFields& fields,
                                 const std::string& key, const Json& value,
                                 std::vector<NodeRef>* refs) const;
-  absl::Status CheckKeywordArguments(const KerasFields& fields,
-                                     const std::string& key,
-                                     const Json& kwargs) const;
+  // Adds the keyword arguments `kwargs` (at `key`) to `call`: a tensor is
+  // a Keras 3 tensor, or with `list_refs` (tf.keras 2.x) a [layer, node,
+  // tensor] list.
+  absl::Status ReadKeywordArguments(const KerasFields& fields,
+                                    const std::string& key, const Json& kwargs,
+                                    bool list_refs, Call* call) const;
+  // The inputs of a call of `entry` in the order its layer reads them, from
+  // `resolved` (Call::tensors resolved); honours or refuses the keywords.
+  absl::StatusOr<std::vector<TensorRef>> ArrangeInputs(
+      const Entry& entry, const Call& call,
+      const std::vector<TensorRef>& resolved, LayerSpec* spec) const;
   absl::Status AddInputs();
   // Makes every call, each once the tensors it reads exist.
   absl::Status MakeCalls();
-  absl::Status MakeCall(Entry* entry, const std::vector<TensorRef>& inputs);
+  // Makes a call of `entry` reading `inputs`, into `spec` (what the call's
+  // keywords set already).
+  absl::Status MakeCall(Entry* entry, const std::vector<TensorRef>& inputs,
+                        LayerSpec spec);
   // Why the calls left cannot be made.
   absl::Status Unresolvable() const;
   absl::StatusOr<TensorRef> Resolve(const Entry& reader,
@@ -189,37 +216,41 @@ absl::Status FunctionalParser::ReadCalls(Entry* entry) {
   for (size_t n = 0; n < nodes->size(); ++n) {
     const std::string key = absl::StrCat("inbound_nodes[", n, "]");
     const Json& node = (*nodes)[n];
-    std::vector<NodeRef> refs;
+    Call call;
     if (node.is_object()) {
       // Keras 3: {"args": [...], "kwargs": {...}}.
-      const KerasFields call = fields.Nested(node, key);
-      if (const Json* args = call.Find("args"); args != nullptr) {
-        PSTRAIN_RETURN_IF_ERROR(
-            ReadKerasTensors(fields, absl::StrCat(key, ".args"), *args, &refs));
+      const KerasFields fields_of_call = fields.Nested(node, key);
+      if (const Json* args = fields_of_call.Find("args"); args != nullptr) {
+        PSTRAIN_RETURN_IF_ERROR(ReadKerasTensors(
+            fields, absl::StrCat(key, ".args"), *args, &call.tensors));
       }
-      if (const Json* kwargs = call.Find("kwargs"); kwargs != nullptr) {
-        PSTRAIN_RETURN_IF_ERROR(
-            CheckKeywordArguments(fields, absl::StrCat(key, ".kwargs"),
-                                  *kwargs));
+      call.positional = static_cast<int>(call.tensors.size());
+      if (const Json* kwargs = fields_of_call.Find("kwargs");
+          kwargs != nullptr) {
+        PSTRAIN_RETURN_IF_ERROR(ReadKeywordArguments(
+            fields, absl::StrCat(key, ".kwargs"), *kwargs, false, &call));
       }
     } else if (node.is_array()) {
       // tf.keras 2.x: [[layer, node, tensor, kwargs], ...].
       for (size_t t = 0; t < node.size(); ++t) {
-        const std::string item_key = absl::StrCat(key, "[", t, "]");
-        PSTRAIN_ASSIGN_OR_RETURN(NodeRef ref,
-                                 ReadNodeRef(fields, item_key, node[t]));
-        if (node[t].size() > 3) {
-          PSTRAIN_RETURN_IF_ERROR(CheckKeywordArguments(
-              fields, absl::StrCat(item_key, "[3]"), node[t][3]));
-        }
-        refs.push_back(std::move(ref));
+        PSTRAIN_ASSIGN_OR_RETURN(
+            NodeRef ref,
+            ReadNodeRef(fields, absl::StrCat(key, "[", t, "]"), node[t]));
+        call.tensors.push_back(std::move(ref));
+      }
+      call.positional = static_cast<int>(call.tensors.size());
+      for (size_t t = 0; t < node.size(); ++t) {
+        if (node[t].size() <= 3) continue;
+        PSTRAIN_RETURN_IF_ERROR(
+            ReadKeywordArguments(fields, absl::StrCat(key, "[", t, "][3]"),
+                                 node[t][3], true, &call));
       }
     } else {
       return fields.FieldError(
           key, absl::StrCat("expected an object or a list, ", JsonGot(node)));
     }
-    if (refs.empty()) return fields.FieldError(key, "reads no tensor");
-    entry->calls.push_back(std::move(refs));
+    if (call.tensors.empty()) return fields.FieldError(key, "reads no tensor");
+    entry->calls.push_back(std::move(call));
   }
   return absl::OkStatus();
 }
@@ -253,9 +284,11 @@ absl::Status FunctionalParser::ReadKerasTensors(
                         "not supported"));
 }
 
-absl::Status FunctionalParser::CheckKeywordArguments(
-    const KerasFields& fields, const std::string& key,
-    const Json& kwargs) const {
+absl::Status FunctionalParser::ReadKeywordArguments(const KerasFields& fields,
+                                                    const std::string& key,
+                                                    const Json& kwargs,
+                                                    bool list_refs,
+                                                    Call* call) const {
   if (!kwargs.is_object()) {
     return fields.FieldError(
         key, absl::StrCat("expected an object, ", JsonGot(kwargs)));
@@ -263,12 +296,79 @@ absl::Status FunctionalParser::CheckKeywordArguments(
   for (const auto& [name, value] : kwargs.items()) {
     // null is every keyword's default ("mask", "training": as the run goes).
     if (value.is_null()) continue;
-    return fields.FieldError(
-        absl::StrCat(key, ".", name),
-        absl::StrCat(IsKerasTensor(value) ? "a tensor" : DescribeJson(value),
-                     " is not supported (expected null)"));
+    Keyword keyword;
+    keyword.path = absl::StrCat(key, ".", name);
+    keyword.name = name;
+    keyword.value = value;
+    const bool list_ref = list_refs && value.is_array() && value.size() >= 3 &&
+                          value[0].is_string();
+    if (IsKerasTensor(value) || list_ref) {
+      std::vector<NodeRef> refs;
+      if (list_ref) {
+        PSTRAIN_ASSIGN_OR_RETURN(NodeRef ref,
+                                 ReadNodeRef(fields, keyword.path, value));
+        refs.push_back(std::move(ref));
+      } else {
+        PSTRAIN_RETURN_IF_ERROR(
+            ReadKerasTensors(fields, keyword.path, value, &refs));
+      }
+      keyword.tensor = static_cast<int>(call->tensors.size());
+      call->tensors.push_back(refs[0]);
+    }
+    call->keywords.push_back(std::move(keyword));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TensorRef>> FunctionalParser::ArrangeInputs(
+    const Entry& entry, const Call& call,
+    const std::vector<TensorRef>& resolved, LayerSpec* spec) const {
+  const KerasFields fields(*entry.layer.json, entry.layer.where);
+  std::vector<TensorRef> inputs(resolved.begin(),
+                                resolved.begin() + call.positional);
+  if (entry.layer.class_name != "MultiHeadAttention") {
+    if (!call.keywords.empty()) {
+      const Keyword& first = call.keywords.front();
+      return fields.FieldError(
+          first.path,
+          absl::StrCat(
+              first.tensor >= 0 ? "a tensor" : DescribeJson(first.value),
+              " is not supported (expected null)"));
+    }
+    return inputs;
+  }
+  // MultiHeadAttention(query, value, key=None, use_causal_mask=False, ...).
+  constexpr const char* kSlots[] = {"query", "value", "key"};
+  std::vector<std::optional<TensorRef>> slots(3);
+  for (size_t i = 0; i < inputs.size() && i < 3; ++i) slots[i] = inputs[i];
+  for (const Keyword& keyword : call.keywords) {
+    int slot = -1;
+    for (int i = 0; i < 3; ++i) {
+      if (keyword.name == kSlots[i]) slot = i;
+    }
+    if (keyword.tensor >= 0 && slot >= 0 && !slots[slot].has_value()) {
+      slots[slot] = resolved[keyword.tensor];
+    } else if (keyword.name == "use_causal_mask" &&
+               keyword.value.is_boolean()) {
+      spec->causal = keyword.value.get<bool>();
+    } else if (keyword.name == "return_attention_scores" &&
+               keyword.value == Json(false)) {
+    } else {
+      return fields.FieldError(
+          keyword.path,
+          absl::StrCat(
+              keyword.tensor >= 0 ? "a tensor" : DescribeJson(keyword.value),
+              " is not supported (expected a query, value or key "
+              "tensor, use_causal_mask, or null)"));
+    }
+  }
+  if (inputs.size() > 3 || !slots[0].has_value() || !slots[1].has_value()) {
+    return fields.Error(
+        "expected a query and a value tensor, and optionally a key");
+  }
+  inputs = {*slots[0], *slots[1]};
+  if (slots[2].has_value()) inputs.push_back(*slots[2]);
+  return inputs;
 }
 
 absl::Status FunctionalParser::AddInputs() {
@@ -348,15 +448,19 @@ absl::Status FunctionalParser::MakeCalls() {
     for (Entry& entry : entries_) {
       // A layer's calls are made in order: node n is its n-th call.
       while (entry.outputs.size() < entry.calls.size()) {
-        std::vector<TensorRef> inputs;
-        for (const NodeRef& ref : entry.calls[entry.outputs.size()]) {
+        const Call& call = entry.calls[entry.outputs.size()];
+        std::vector<TensorRef> resolved;
+        for (const NodeRef& ref : call.tensors) {
           absl::StatusOr<TensorRef> input = Resolve(entry, ref);
           if (absl::IsUnavailable(input.status())) break;
           PSTRAIN_RETURN_IF_ERROR(input.status());
-          inputs.push_back(*input);
+          resolved.push_back(*input);
         }
-        if (inputs.size() < entry.calls[entry.outputs.size()].size()) break;
-        PSTRAIN_RETURN_IF_ERROR(MakeCall(&entry, inputs));
+        if (resolved.size() < call.tensors.size()) break;
+        LayerSpec spec;
+        PSTRAIN_ASSIGN_OR_RETURN(const std::vector<TensorRef> inputs,
+                                 ArrangeInputs(entry, call, resolved, &spec));
+        PSTRAIN_RETURN_IF_ERROR(MakeCall(&entry, inputs, std::move(spec)));
         progress = true;
       }
     }
@@ -378,7 +482,8 @@ absl::Status FunctionalParser::Unresolvable() const {
 }
 
 absl::Status FunctionalParser::MakeCall(Entry* entry,
-                                        const std::vector<TensorRef>& inputs) {
+                                        const std::vector<TensorRef>& inputs,
+                                        LayerSpec spec) {
   const LayerEntry& layer = entry->layer;
   const KerasFields fields = layer.Fields();
   const int begin = static_cast<int>(model_->layers.size());
@@ -429,7 +534,6 @@ absl::Status FunctionalParser::MakeCall(Entry* entry,
         "a Functional model nested in another is not supported (a nested "
         "Sequential model is)");
   } else {
-    LayerSpec spec;
     spec.name = layer.name;
     spec.inputs = inputs;
     for (const TensorRef& input : inputs) {

@@ -120,6 +120,12 @@ absl::Status ParseRescaling(const KerasFields& fields,
                             const ParseContext& context, LayerSpec* layer,
                             std::vector<VariableDef>* variables);
 
+// keras_attention_layers.cc
+absl::Status ParseMultiHeadAttention(const KerasFields& fields,
+                                     const ParseContext& context,
+                                     LayerSpec* layer,
+                                     std::vector<VariableDef>* variables);
+
 }  // namespace worker
 }  // namespace pstrain
 

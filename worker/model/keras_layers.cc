@@ -58,6 +58,7 @@ constexpr LayerClass kLayerClasses[] = {
     {"Reshape", ParseReshape},
     {"Permute", ParsePermute},
     {"Rescaling", ParseRescaling},
+    {"MultiHeadAttention", ParseMultiHeadAttention, true},
 };
 
 constexpr absl::string_view kSupportedLayers =
@@ -66,7 +67,7 @@ constexpr absl::string_view kSupportedLayers =
     "Average, Maximum, Minimum, Concatenate, BatchNormalization, "
     "LayerNormalization, AveragePooling2D, GlobalAveragePooling1D, "
     "GlobalAveragePooling2D, GlobalMaxPooling1D, GlobalMaxPooling2D, "
-    "ZeroPadding2D, Reshape, Permute, Rescaling";
+    "ZeroPadding2D, Reshape, Permute, Rescaling, MultiHeadAttention";
 
 bool HasControlCharacter(absl::string_view s) {
   return std::any_of(s.begin(), s.end(),

@@ -32,7 +32,8 @@ constexpr char kSupportedLayers[] =
     "Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, "
     "BatchNormalization, LayerNormalization, AveragePooling2D, "
     "GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
-    "GlobalMaxPooling2D, ZeroPadding2D, Reshape, Permute, Rescaling)";
+    "GlobalMaxPooling2D, ZeroPadding2D, Reshape, Permute, Rescaling, "
+    "MultiHeadAttention)";
 constexpr char kSupportedActivations[] =
     "is not supported (supported: linear, relu, relu6, leaky_relu, softmax, "
     "log_softmax, gelu, gelu_new, sigmoid, hard_sigmoid, tanh, silu, swish, "

@@ -36,6 +36,8 @@ enum class LayerKind {
   kReshape,  // Reshape: the same elements in the same order.
   kPermute,
   kRescaling,
+  // Keras's MultiHeadAttention: inputs query, value and (when given) key.
+  kMultiHeadAttention,
 };
 
 // Keras's activations, as functions of x (elementwise unless stated).
@@ -139,6 +141,15 @@ struct LayerSpec {
   // kRescaling: y = x * rescale + offset.
   float rescale = 1;
   float offset = 0;
+  // kMultiHeadAttention: Keras's num_heads, key_dim, value_dim, the
+  // output's last dimension (output_shape), and the call's
+  // use_causal_mask. Variables query/, key/, value/ and attention_output/
+  // kernel and bias.
+  int64_t num_heads = 0;
+  int64_t key_dim = 0;
+  int64_t value_dim = 0;
+  int64_t attention_output_dim = 0;
+  bool causal = false;
 
   // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
   // l2 * sum(kernel^2) to the loss (0: no penalty).
