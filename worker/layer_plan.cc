@@ -365,11 +365,6 @@ absl::StatusOr<LayerPlan> Planner::Plan() {
   std::vector<TensorRef> output_of(spec_.layers.size());
   std::vector<int> readers(spec_.layers.size(), 0);
   for (const LayerSpec& layer : spec_.layers) {
-    if (layer.shares >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer '", layer.name,
-          "' is called more than once (shared weights): not supported yet"));
-    }
     for (const TensorRef& ref : layer.inputs) {
       if (!ref.model_input) ++readers[ref.index];
     }

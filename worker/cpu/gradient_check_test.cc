@@ -415,6 +415,31 @@ TEST(GradientCheck, MultiHeadAttention) {
       .CheckAll("cross-attention with a key, residual");
 }
 
+// A layer called twice shares its variables: their gradient is the sum over
+// both calls (dense_a on x, then on its own output; ln on two branches).
+TEST(GradientCheck, SharedLayers) {
+  const std::string twice = absl::StrCat(
+      R"({"class_name": "Dense", "name": "shared", "config": {"name": )",
+      R"("shared", "units": 4, "activation": "tanh"}, "inbound_nodes": )",
+      R"([[["pre", 0, 0, {}]], [["shared", 0, 0, {}]]]})");
+  const std::string second_call = R"({"class_name": "Add", "name": "sum",
+      "config": {"name": "sum"}, "inbound_nodes": [[["shared", 1, 0, {}],
+      ["pre", 0, 0, {}]]]})";
+  Checker(Model("4", Join({Dense("pre", 4, "x"), twice, second_call},
+                          Head("sum"))))
+      .CheckAll("Dense called twice");
+  const std::string ln = R"({"class_name": "LayerNormalization", "name": "ln",
+      "config": {"name": "ln"}, "inbound_nodes": [[["a", 0, 0, {}]],
+      [["b", 0, 0, {}]]]})";
+  const std::string add = R"({"class_name": "Add", "name": "sum",
+      "config": {"name": "sum"}, "inbound_nodes": [[["ln", 0, 0, {}],
+      ["ln", 1, 0, {}]]]})";
+  Checker(Model("2, 4", Join({Dense("a", 3, "x", "tanh"), Dense("b", 3, "x"),
+                              ln, add},
+                             Head("sum"))))
+      .CheckAll("LayerNormalization on two branches");
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -61,6 +61,18 @@ AttentionWeights AttentionWeightsOf(const StagePlan& p,
   return a;
 }
 
+// The variables whose gradients the stage of `p` writes.
+std::vector<int> StageVariables(const StagePlan& p) {
+  std::vector<int> variables;
+  for (const int v : {p.kernel, p.bias, p.moving_mean, p.moving_variance}) {
+    if (v >= 0) variables.push_back(v);
+  }
+  for (const int v : p.attention_variables) {
+    if (v >= 0) variables.push_back(v);
+  }
+  return variables;
+}
+
 }  // namespace
 
 // One stage of the plan with its op and the buffers it owns.
@@ -119,6 +131,20 @@ absl::StatusOr<std::unique_ptr<LayerGraph>> LayerGraph::Create(
     PSTRAIN_RETURN_IF_ERROR(graph->AddStage(std::move(stage_plan)));
   }
   PSTRAIN_RETURN_IF_ERROR(graph->AllocateBuffers());
+  // A variable several stages write (a shared layer's) gets a scratch
+  // buffer for all but the first.
+  graph->variable_written_.assign(spec.variables.size(), false);
+  graph->variable_scratch_.resize(spec.variables.size());
+  std::vector<int> writers(spec.variables.size(), 0);
+  for (const std::unique_ptr<Stage>& stage : graph->stages_) {
+    for (const int v : StageVariables(stage->plan)) ++writers[v];
+  }
+  for (size_t v = 0; v < writers.size(); ++v) {
+    if (writers[v] < 2) continue;
+    int64_t elements = 1;
+    for (const int64_t d : spec.variables[v].shape().dims()) elements *= d;
+    PSTRAIN_ASSIGN_OR_RETURN(graph->variable_scratch_[v], Buffer(elements));
+  }
   return graph;
 }
 
@@ -483,152 +509,183 @@ absl::Status LayerGraph::Backward(absl::Span<const float* const> weights,
     return absl::FailedPreconditionError(
         "LayerGraph: Backward needs a training Forward first");
   }
+  std::fill(written_.begin(), written_.end(), false);
+  written_[output_stage_] = true;
+  std::fill(variable_written_.begin(), variable_written_.end(), false);
+  // What each stage writes its variables' gradients into: `gradients`, or
+  // for a variable a stage before (in backward order) wrote already, its
+  // scratch buffer, added afterwards: a shared layer's gradients sum.
+  std::vector<float*> stage_gradients(gradients.begin(), gradients.end());
+  for (int i = static_cast<int>(stages_.size()) - 1; i >= 0; --i) {
+    const StagePlan& p = stages_[i]->plan;
+    if (!p.in_backward()) continue;
+    if (!written_[i]) {
+      return absl::InternalError(absl::StrCat(
+          "LayerGraph: no gradient reached layer '", p.layer, "'"));
+    }
+    const std::vector<int> variables = StageVariables(p);
+    for (const int v : variables) {
+      stage_gradients[v] = variable_written_[v]
+                               ? variable_scratch_[v].data<float>()
+                               : gradients[v];
+    }
+    PSTRAIN_RETURN_IF_ERROR(
+        BackwardStage(i, weights, weights_version, stage_gradients));
+    for (const int v : variables) {
+      if (variable_written_[v]) {
+        float* sum = gradients[v];
+        const float* add = variable_scratch_[v].data<float>();
+        for (int64_t k = 0; k < variable_scratch_[v].num_elements(); ++k) {
+          sum[k] += add[k];
+        }
+      }
+      variable_written_[v] = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LayerGraph::BackwardStage(int i,
+                                       absl::Span<const float* const> weights,
+                                       uint64_t weights_version,
+                                       absl::Span<float* const> gradients) {
   auto weight = [&](int index) {
     return index >= 0 ? weights[index] : nullptr;
   };
   auto gradient = [&](int index) {
     return index >= 0 ? gradients[index] : nullptr;
   };
-  std::fill(written_.begin(), written_.end(), false);
-  written_[output_stage_] = true;
-  for (int i = static_cast<int>(stages_.size()) - 1; i >= 0; --i) {
-    Stage& s = *stages_[i];
-    const StagePlan& p = s.plan;
-    if (!p.in_backward()) continue;
-    if (!written_[i]) {
-      return absl::InternalError(absl::StrCat(
-          "LayerGraph: no gradient reached layer '", p.layer, "'"));
-    }
-    float* g = gradient_[i];
-    const float* x = static_cast<const float*>(Value(p.inputs[0]));
-    float* dx = GradientTarget(i, 0);
-    absl::Status status;
-    switch (p.kind) {
-      case StageKind::kEmbedding:
-        status = EmbeddingBackward(
-            s.embedding, static_cast<const int32_t*>(Value(p.inputs[0])), g,
-            gradient(p.kernel));
-        break;
-      case StageKind::kConv2D:
-        if (s.relu != nullptr) status = s.relu->Backward(s.out, g, g);
-        if (!status.ok()) break;
-        status = s.conv->Backward(x, weight(p.kernel), weights_version, g, dx,
-                                  gradient(p.kernel), gradient(p.bias));
-        break;
-      case StageKind::kMaxPool2D:
-        status = s.pool->Backward(g, dx);
-        break;
-      case StageKind::kDense:
-        status = s.dense->Backward(x, weight(p.kernel), g, dx,
-                                   gradient(p.kernel), gradient(p.bias));
-        break;
-      case StageKind::kRelu:
-        status = s.relu->Backward(s.out, g, dx);
-        break;
-      case StageKind::kSoftmax:
-        status = s.softmax->Backward(s.out, g, dx);
-        break;
-      case StageKind::kDropout:
-        status = s.dropout->Backward(g, dx);
-        break;
-      case StageKind::kActivation:
-        status = s.activation->Backward(x, s.out, g, dx);
-        break;
-      case StageKind::kBatchNormalization:
-        status = s.batch_norm->Backward(x, weight(p.kernel), g, dx,
-                                        gradient(p.kernel), gradient(p.bias));
-        // The moving statistics take the batch's, summed over its examples
-        // as gradients are (the ps averages them over the step's).
-        for (size_t c = 0; c < s.batch_mean.size(); ++c) {
-          gradient(p.moving_mean)[c] = s.batch_mean[c] * batch_;
-          gradient(p.moving_variance)[c] = s.batch_variance[c] * batch_;
-        }
-        break;
-      case StageKind::kLayerNormalization:
-        status = s.layer_norm->Backward(x, weight(p.kernel), g, dx,
-                                        gradient(p.kernel), gradient(p.bias));
-        break;
-      case StageKind::kAveragePooling2D:
-        if (dx != nullptr) status = s.avg_pool->Backward(g, dx);
-        break;
-      case StageKind::kGlobalPooling:
-        if (dx != nullptr) status = s.global_pool->Backward(g, dx);
-        break;
-      case StageKind::kZeroPadding2D:
-        if (dx != nullptr) status = s.zero_padding->Backward(g, dx);
-        break;
-      case StageKind::kPermute:
-        if (dx != nullptr) status = s.permute->Backward(g, dx);
-        break;
-      case StageKind::kRescaling:
-        for (int64_t i = 0; dx != nullptr && i < batch_ * p.in_size; ++i) {
-          dx[i] = g[i] * p.rescale;
-        }
-        break;
-      case StageKind::kMultiHeadAttention: {
-        // Inputs reading one tensor share one target: the op sums into it.
-        std::vector<float*> targets(p.inputs.size(), nullptr);
-        std::vector<bool> first(p.inputs.size(), true);
-        for (size_t k = 0; k < p.inputs.size(); ++k) {
-          for (size_t j = 0; j < k; ++j) {
-            if (p.inputs[j] == p.inputs[k]) {
-              targets[k] = targets[j];
-              first[k] = false;
-            }
-          }
-          if (first[k]) targets[k] = GradientTarget(i, static_cast<int>(k));
-        }
-        const std::vector<float*> dw = AttentionBuffers(p, gradients);
-        AttentionGradients grads;
-        grads.query_kernel = dw[0];
-        grads.query_bias = dw[1];
-        grads.key_kernel = dw[2];
-        grads.key_bias = dw[3];
-        grads.value_kernel = dw[4];
-        grads.value_bias = dw[5];
-        grads.output_kernel = dw[6];
-        grads.output_bias = dw[7];
-        grads.query = targets[0];
-        grads.value = targets[1];
-        // Keras's key defaults to the value: its gradient adds there.
-        grads.key = p.inputs.size() > 2 ? targets[2] : targets[1];
-        const float* value = static_cast<const float*>(Value(p.inputs[1]));
-        const float* key = p.inputs.size() > 2
-                               ? static_cast<const float*>(Value(p.inputs[2]))
-                               : value;
-        status = s.attention->Backward(
-            x, key, value, AttentionWeightsOf(p, weights), g, grads);
-        if (!status.ok()) return InLayer(p.layer, status);
-        for (size_t k = 0; k < p.inputs.size(); ++k) {
-          if (first[k]) AddScratch(i, static_cast<int>(k));
-        }
-        continue;
+  Stage& s = *stages_[i];
+  const StagePlan& p = s.plan;
+  float* g = gradient_[i];
+  const float* x = static_cast<const float*>(Value(p.inputs[0]));
+  float* dx = GradientTarget(i, 0);
+  absl::Status status;
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+      status = EmbeddingBackward(
+          s.embedding, static_cast<const int32_t*>(Value(p.inputs[0])), g,
+          gradient(p.kernel));
+      break;
+    case StageKind::kConv2D:
+      if (s.relu != nullptr) status = s.relu->Backward(s.out, g, g);
+      if (!status.ok()) break;
+      status = s.conv->Backward(x, weight(p.kernel), weights_version, g, dx,
+                                gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kMaxPool2D:
+      status = s.pool->Backward(g, dx);
+      break;
+    case StageKind::kDense:
+      status = s.dense->Backward(x, weight(p.kernel), g, dx, gradient(p.kernel),
+                                 gradient(p.bias));
+      break;
+    case StageKind::kRelu:
+      status = s.relu->Backward(s.out, g, dx);
+      break;
+    case StageKind::kSoftmax:
+      status = s.softmax->Backward(s.out, g, dx);
+      break;
+    case StageKind::kDropout:
+      status = s.dropout->Backward(g, dx);
+      break;
+    case StageKind::kActivation:
+      status = s.activation->Backward(x, s.out, g, dx);
+      break;
+    case StageKind::kBatchNormalization:
+      status = s.batch_norm->Backward(x, weight(p.kernel), g, dx,
+                                      gradient(p.kernel), gradient(p.bias));
+      // The moving statistics take the batch's, summed over its examples
+      // as gradients are (the ps averages them over the step's).
+      for (size_t c = 0; c < s.batch_mean.size(); ++c) {
+        gradient(p.moving_mean)[c] = s.batch_mean[c] * batch_;
+        gradient(p.moving_variance)[c] = s.batch_variance[c] * batch_;
       }
-      case StageKind::kMerge:
-      case StageKind::kConcatenate: {
-        std::vector<const float*> xs;
-        for (const TensorRef& ref : p.inputs) {
-          xs.push_back(static_cast<const float*>(Value(ref)));
-        }
-        // One input at a time: each may need the scratch buffer.
-        for (size_t k = 0; k < p.inputs.size(); ++k) {
-          float* target = GradientTarget(i, static_cast<int>(k));
-          if (target == nullptr) continue;
-          if (p.kind == StageKind::kMerge) {
-            MergeBackward(p.merge, xs, g, batch_ * p.out_size,
-                          static_cast<int>(k), target);
-          } else {
-            ConcatBackward(g, s.concat_widths, batch_ * p.concat_rows,
-                           static_cast<int>(k), target);
-          }
-          AddScratch(i, static_cast<int>(k));
-        }
-        continue;
+      break;
+    case StageKind::kLayerNormalization:
+      status = s.layer_norm->Backward(x, weight(p.kernel), g, dx,
+                                      gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kAveragePooling2D:
+      if (dx != nullptr) status = s.avg_pool->Backward(g, dx);
+      break;
+    case StageKind::kGlobalPooling:
+      if (dx != nullptr) status = s.global_pool->Backward(g, dx);
+      break;
+    case StageKind::kZeroPadding2D:
+      if (dx != nullptr) status = s.zero_padding->Backward(g, dx);
+      break;
+    case StageKind::kPermute:
+      if (dx != nullptr) status = s.permute->Backward(g, dx);
+      break;
+    case StageKind::kRescaling:
+      for (int64_t i = 0; dx != nullptr && i < batch_ * p.in_size; ++i) {
+        dx[i] = g[i] * p.rescale;
       }
+      break;
+    case StageKind::kMultiHeadAttention: {
+      // Inputs reading one tensor share one target: the op sums into it.
+      std::vector<float*> targets(p.inputs.size(), nullptr);
+      std::vector<bool> first(p.inputs.size(), true);
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        for (size_t j = 0; j < k; ++j) {
+          if (p.inputs[j] == p.inputs[k]) {
+            targets[k] = targets[j];
+            first[k] = false;
+          }
+        }
+        if (first[k]) targets[k] = GradientTarget(i, static_cast<int>(k));
+      }
+      const std::vector<float*> dw = AttentionBuffers(p, gradients);
+      AttentionGradients grads;
+      grads.query_kernel = dw[0];
+      grads.query_bias = dw[1];
+      grads.key_kernel = dw[2];
+      grads.key_bias = dw[3];
+      grads.value_kernel = dw[4];
+      grads.value_bias = dw[5];
+      grads.output_kernel = dw[6];
+      grads.output_bias = dw[7];
+      grads.query = targets[0];
+      grads.value = targets[1];
+      // Keras's key defaults to the value: its gradient adds there.
+      grads.key = p.inputs.size() > 2 ? targets[2] : targets[1];
+      const float* value = static_cast<const float*>(Value(p.inputs[1]));
+      const float* key = p.inputs.size() > 2
+                             ? static_cast<const float*>(Value(p.inputs[2]))
+                             : value;
+      status = s.attention->Backward(x, key, value,
+                                     AttentionWeightsOf(p, weights), g, grads);
+      if (!status.ok()) return InLayer(p.layer, status);
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        if (first[k]) AddScratch(i, static_cast<int>(k));
+      }
+      return absl::OkStatus();
     }
-    if (!status.ok()) return InLayer(p.layer, status);
-    AddScratch(i, 0);
+    case StageKind::kMerge:
+    case StageKind::kConcatenate: {
+      std::vector<const float*> xs;
+      for (const TensorRef& ref : p.inputs) {
+        xs.push_back(static_cast<const float*>(Value(ref)));
+      }
+      // One input at a time: each may need the scratch buffer.
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        float* target = GradientTarget(i, static_cast<int>(k));
+        if (target == nullptr) return absl::OkStatus();
+        if (p.kind == StageKind::kMerge) {
+          MergeBackward(p.merge, xs, g, batch_ * p.out_size,
+                        static_cast<int>(k), target);
+        } else {
+          ConcatBackward(g, s.concat_widths, batch_ * p.concat_rows,
+                         static_cast<int>(k), target);
+        }
+        AddScratch(i, static_cast<int>(k));
+      }
+      return absl::OkStatus();
+    }
   }
+  if (!status.ok()) return InLayer(p.layer, status);
+  AddScratch(i, 0);
   return absl::OkStatus();
 }
 

@@ -18,7 +18,7 @@
 // of the model input they read. Backward runs the stages in reverse, each
 // writing its inputs' gradients into the gradient buffers of the stages that
 // produced them; where a stage's output is read by several stages, their
-// contributions are summed.
+// contributions are summed, as are a shared layer's variables' gradients.
 //
 // Dropout draws its mask from the layer's GLOBAL stream
 // (rng.GlobalSeed(layer name), see worker/rng_tracker.h) at Philox offset
@@ -110,6 +110,10 @@ class LayerGraph {
   // Makes the op of `plan` for this graph's batch size.
   absl::Status AddStage(StagePlan plan);
   absl::Status AllocateBuffers();
+  // Backward of stage `i`, its variables' gradients into `gradients`.
+  absl::Status BackwardStage(int i, absl::Span<const float* const> weights,
+                             uint64_t weights_version,
+                             absl::Span<float* const> gradients);
   // What `ref` holds after Forward.
   const void* Value(const TensorRef& ref) const;
   // The buffer where the gradient of input `i` of stage `s` goes: its
@@ -133,6 +137,10 @@ class LayerGraph {
   std::vector<Tensor> gradient_buffers_;
   std::vector<bool> written_;
   std::vector<Tensor> scratch_;  // Per input position.
+  // Per variable: written this Backward yet, and the scratch buffer of a
+  // variable several stages write (a shared layer's).
+  std::vector<bool> variable_written_;
+  std::vector<Tensor> variable_scratch_;
   bool trained_forward_ = false;
 };
 
