@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <vector>
@@ -461,13 +462,19 @@ absl::Status Driver::Train() {
                              ps_->client(task)->GetShardStatus());
     dropped = std::max(dropped, status.pushes_dropped_stale());
   }
+  // The AUC of a binary cross-entropy run (null where it is undefined).
+  const std::string auc =
+      !final_eval.auc.has_value() ? ""
+      : std::isfinite(*final_eval.auc)
+          ? absl::StrFormat("  \"test_auc\": %.6f,\n", *final_eval.auc)
+          : std::string("  \"test_auc\": null,\n");
   const std::string summary = absl::StrFormat(
-      "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n"
+      "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n%s"
       "  \"global_step\": %d,\n  \"epochs\": %.3f,\n"
       "  \"images_per_sec\": %.1f,\n  \"wall_seconds\": %.3f,\n"
       "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d,\n"
       "  \"dropped_late_gradients\": %d\n}\n",
-      final_eval.accuracy, final_eval.loss, total,
+      final_eval.accuracy, final_eval.loss, auc, total,
       per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
       examples / std::max(wall, 1e-9), wall,
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
@@ -476,10 +483,13 @@ absl::Status Driver::Train() {
   PSTRAIN_RETURN_IF_ERROR(
       WriteFileAtomically(options_.model_dir + "/summary.json", summary));
   LogInfo(absl::StrFormat(
-      "chief: done: test accuracy %.4f, test loss %.4f, %d steps in %s; "
+      "chief: done: test accuracy %.4f, test loss %.4f%s, %d steps in %s; "
       "summary in %s/summary.json",
-      final_eval.accuracy, final_eval.loss, total, Clock(wall),
-      options_.model_dir));
+      final_eval.accuracy, final_eval.loss,
+      final_eval.auc.has_value()
+          ? absl::StrFormat(", test AUC %.4f", *final_eval.auc)
+          : "",
+      total, Clock(wall), options_.model_dir));
   return absl::OkStatus();
 }
 
@@ -508,8 +518,7 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
   } else if (end_of_epoch) {
     absl::StatusOr<Evaluation> eval = Evaluate();
     if (eval.ok()) {
-      absl::StrAppendFormat(&line, "  test_loss %.4f  test_acc %.4f",
-                            eval->loss, eval->accuracy);
+      absl::StrAppend(&line, "  ", FormatEvaluation(*eval));
     } else {
       absl::StrAppend(&line, "  (evaluation failed: ", eval.status().message(),
                       ")");
@@ -528,14 +537,12 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
 void Driver::PrintEvaluatorReports() {
   const int64_t per_epoch = state_->steps_per_epoch();
   for (const RunState::EvaluationReport& report : state_->TakeEvaluations()) {
-    std::printf("%sevaluator: step %ld (epoch %ld): test_loss %.4f  "
-                "test_acc %.4f\n",
-                isatty(STDOUT_FILENO) ? "\r" : "",
-                static_cast<long>(report.step),
-                static_cast<long>(per_epoch > 0 ? (report.step + per_epoch - 1) /
-                                                      per_epoch
-                                                : 1),
-                report.loss, report.accuracy);
+    std::printf(
+        "%sevaluator: step %ld (epoch %ld): %s\n",
+        isatty(STDOUT_FILENO) ? "\r" : "", static_cast<long>(report.step),
+        static_cast<long>(
+            per_epoch > 0 ? (report.step + per_epoch - 1) / per_epoch : 1),
+        FormatEvaluation({report.loss, report.accuracy, report.auc}).c_str());
   }
   std::fflush(stdout);
 }
@@ -546,7 +553,9 @@ absl::StatusOr<Evaluation> Driver::FinalEvaluation() {
     std::optional<RunState::EvaluationReport> report = state_->WaitForEvaluation(
         total, absl::Now() + options_.evaluator_patience);
     PrintEvaluatorReports();
-    if (report.has_value()) return Evaluation{report->loss, report->accuracy};
+    if (report.has_value()) {
+      return Evaluation{report->loss, report->accuracy, report->auc};
+    }
     LogError(absl::StrCat("chief: the evaluator did not evaluate step ", total,
                           " within ",
                           absl::FormatDuration(options_.evaluator_patience),
@@ -592,8 +601,9 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
           name, ids, 0, table->flat<float>().data() + begin * width));
     }
   }
-  return EvaluateOnTestSet(evaluator_, *test_, weights, version,
-                           options_.eval_batch);
+  return EvaluateOnTestSet(
+      evaluator_, *test_, weights, version, options_.eval_batch,
+      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY);
 }
 
 }  // namespace chief

@@ -1,17 +1,55 @@
 #include "chief/evaluation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
 namespace chief {
 
+double ExactAuc(absl::Span<const float> scores,
+                absl::Span<const int32_t> labels) {
+  constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
+  const size_t n = std::min(scores.size(), labels.size());
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(scores[i])) return kUndefined;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Walking up the scores, group by group of equal scores: each positive
+  // beats every negative below its group and ties half of those in it.
+  double wins = 0;
+  double negatives_below = 0;
+  double positives = 0;
+  for (size_t begin = 0; begin < n;) {
+    size_t end = begin;
+    double group_positives = 0, group_negatives = 0;
+    while (end < n && scores[order[end]] == scores[order[begin]]) {
+      (labels[order[end]] == 1 ? group_positives : group_negatives) += 1;
+      ++end;
+    }
+    wins += group_positives * (negatives_below + 0.5 * group_negatives);
+    negatives_below += group_negatives;
+    positives += group_positives;
+    begin = end;
+  }
+  const double negatives = negatives_below;
+  if (positives == 0 || negatives == 0) return kUndefined;
+  return wins / (positives * negatives);
+}
+
 absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
                                              const data::Dataset& test,
                                              const worker::Weights& weights,
-                                             int64_t version, int64_t batch) {
+                                             int64_t version, int64_t batch,
+                                             bool binary_metrics) {
   const int64_t n = test.size();
   const int64_t per_example = test.features.row_elements();
   // float32, or int32 ids for a model that starts with an Embedding.
@@ -19,6 +57,7 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
       Tensor features,
       Tensor::Create(data::FeedDtype(test), {batch, per_example}));
   std::vector<int64_t> indices;
+  std::vector<float> scores(binary_metrics ? n : 0);
   double loss = 0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += batch) {
@@ -31,6 +70,7 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
     input.labels = test.labels.data() + begin;
     input.batch = size;
     input.weights_version = version;
+    if (binary_metrics) input.scores = scores.data() + begin;
     PSTRAIN_ASSIGN_OR_RETURN(worker::StepResult r,
                              backend->Evaluate(input, weights));
     loss += r.loss_sum;
@@ -39,7 +79,19 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
   Evaluation eval;
   eval.loss = n > 0 ? loss / n : 0;
   eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
+  if (binary_metrics) {
+    eval.auc = ExactAuc(scores, absl::MakeConstSpan(test.labels.data(), n));
+  }
   return eval;
+}
+
+std::string FormatEvaluation(const Evaluation& eval) {
+  std::string text = absl::StrFormat("test_loss %.4f  test_acc %.4f", eval.loss,
+                                     eval.accuracy);
+  if (eval.auc.has_value()) {
+    absl::StrAppendFormat(&text, "  test_auc %.4f", *eval.auc);
+  }
+  return text;
 }
 
 }  // namespace chief

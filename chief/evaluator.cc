@@ -78,15 +78,19 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
       storage.push_back(std::move(t));
       weights[v.name] = &storage.back();
     }
+    const bool binary_metrics =
+        run_->config().loss().kind() == LossConfig::BINARY_CROSSENTROPY;
     PSTRAIN_ASSIGN_OR_RETURN(
-        Evaluation eval, EvaluateOnTestSet(backend_, *test_, weights, ref.step,
-                                           options_.eval_batch));
+        Evaluation eval,
+        EvaluateOnTestSet(backend_, *test_, weights, ref.step,
+                          options_.eval_batch, binary_metrics));
     const double seconds =
         std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
     ReportMetricsRequest report;
     report.set_step(ref.step);
     report.set_loss(eval.loss);
     report.set_accuracy(eval.accuracy);
+    if (eval.auc.has_value()) report.set_auc(*eval.auc);
     report.set_examples_per_sec(test_->size() / seconds);
     report.set_num_steps(1);
     report.set_evaluation(true);
@@ -94,9 +98,8 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
     retry.retry_for = options_.chief_patience;
     PSTRAIN_RETURN_IF_ERROR(Retry(
         retry, [&] { return chief_->ReportMetrics(report).status(); }));
-    LogInfo(absl::StrFormat(
-        "evaluator: %s (step %d): test_loss %.4f  test_acc %.4f", ref.dir,
-        ref.step, eval.loss, eval.accuracy));
+    LogInfo(absl::StrFormat("evaluator: %s (step %d): %s", ref.dir, ref.step,
+                            FormatEvaluation(eval)));
     last_step_ = ref.step;
   }
   return absl::OkStatus();

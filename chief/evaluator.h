@@ -3,7 +3,8 @@
 // lists it, so the chief leaves evaluation to it), it registers with the
 // chief, then evaluates on the test set every checkpoint of model_dir
 // written at an epoch's end (the chief writes one there for it), oldest
-// first, and reports each to the chief (ReportMetrics with evaluation set).
+// first, and reports each to the chief (ReportMetrics with evaluation set;
+// for binary cross-entropy, the AUC too).
 // It stops once the run is over and the final checkpoint is evaluated.
 //
 // model_dir must be the chief's (a shared volume on a cluster).

@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -33,10 +34,10 @@
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_service.h"
-#include "chief/safetensors.h"
 #include "chief/driver.h"
 #include "chief/evaluator.h"
 #include "chief/run_state.h"
+#include "chief/safetensors.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/placement.h"
@@ -46,6 +47,7 @@
 #include "ps/ps_client.h"
 #include "worker/cpu/cpu_backend.h"
 #include "worker/data/data_dir.h"
+#include "worker/loss_config.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
 #include "worker/trainer.h"
@@ -67,6 +69,17 @@ ABSL_FLAG(double, beta_2, 0.999, "adam: second-moment decay");
 ABSL_FLAG(double, epsilon, 1e-7, "adam, adagrad: epsilon");
 ABSL_FLAG(double, initial_accumulator_value, 0.1, "adagrad: accumulator start");
 ABSL_FLAG(double, weight_decay, 0, "L2 weight decay applied on the ps");
+ABSL_FLAG(std::string, loss, "",
+          "sparse_categorical_crossentropy, categorical_crossentropy, "
+          "binary_crossentropy, mse, mae or huber (Keras's, against each "
+          "example's integer label); default: from the model's output layer "
+          "(a softmax: sparse_categorical_crossentropy; one sigmoid unit: "
+          "binary_crossentropy; --model=cnn: "
+          "sparse_categorical_crossentropy from logits), else refused");
+ABSL_FLAG(bool, from_logits, false,
+          "Keras's from_logits for the cross-entropies: the model's output is "
+          "the logits (false: probabilities, clipped as Keras does); a final "
+          "softmax or sigmoid is read behind either way, as tf.keras does");
 ABSL_FLAG(std::string, mode, "sync", "sync or async");
 ABSL_FLAG(int, replicas_to_aggregate, 0,
           "sync: gradients per step (0: every worker); fewer makes the rest "
@@ -208,6 +221,19 @@ std::string RunIdFromCheckpoints(const std::string& model_dir) {
   return "";
 }
 
+// The CPU backend that evaluates a run of `config` (the chief's or the
+// evaluator task's), computing the run's loss.
+absl::StatusOr<std::unique_ptr<worker::Backend>> EvaluationBackend(
+    const worker::ModelSpec& spec, const TrainingConfig& config) {
+  worker::CpuBackendOptions options;
+  options.num_threads = absl::GetFlag(FLAGS_threads);
+  options.run_seed = config.seed();
+  const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
+  options.loss = loss.kind;
+  options.loss_input = loss.input;
+  return worker::CreateCpuBackend(spec, options);
+}
+
 // The evaluator task (chief/evaluator.h).
 int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
   absl::StatusOr<HostPort> chief_address =
@@ -237,11 +263,8 @@ int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
   if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
     return Fail(fit.message());
   }
-  worker::CpuBackendOptions backend_options;
-  backend_options.num_threads = absl::GetFlag(FLAGS_threads);
-  backend_options.run_seed = run->config().seed();
   absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
-      worker::CreateCpuBackend(*spec, backend_options);
+      EvaluationBackend(*spec, run->config());
   if (!backend.ok()) return Fail(backend.status().message());
   LogInfo(absl::StrCat("evaluator: registered in run ", run->run_id(),
                        "; evaluating the checkpoints of ",
@@ -298,6 +321,11 @@ int Main() {
     return Fail("--checkpoint_every_steps, --checkpoint_every_secs: must be "
                 ">= 0");
   }
+  if (absl::Status loss = worker::CheckLossFlags(
+          absl::GetFlag(FLAGS_loss), absl::GetFlag(FLAGS_from_logits));
+      !loss.ok()) {
+    return Fail(loss.message());
+  }
 
   absl::StatusOr<TfConfig> tf_config =
       ReadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"),
@@ -335,6 +363,11 @@ int Main() {
   absl::StatusOr<worker::ModelSpec> spec =
       worker::ParseKerasModel(config.model_json(), config.seed());
   if (!spec.ok()) return Fail(spec.status().message());
+  absl::StatusOr<LossConfig> loss =
+      worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
+                         absl::GetFlag(FLAGS_from_logits));
+  if (!loss.ok()) return Fail(loss.status().message());
+  *config.mutable_loss() = *loss;
   absl::StatusOr<OptimizerConfig> optimizer = OptimizerFromFlags();
   if (!optimizer.ok()) return Fail(optimizer.status().message());
   *config.mutable_optimizer() = *optimizer;
@@ -371,16 +404,25 @@ int Main() {
   if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
     return Fail(fit.message());
   }
+  for (const auto& [data, what] : {std::make_pair(&*train, "the training data"),
+                                   std::make_pair(&*test, "the test data")}) {
+    if (absl::Status fit =
+            worker::CheckLabelsFitLoss(*loss, *spec, data->labels, what);
+        !fit.ok()) {
+      return Fail(fit.message());
+    }
+  }
   absl::StatusOr<worker::RunLength> length =
       worker::ComputeRunLength(config, num_workers, train->size());
   if (!length.ok()) return Fail(length.status().message());
 
-  worker::CpuBackendOptions backend_options;
-  backend_options.num_threads = absl::GetFlag(FLAGS_threads);
-  backend_options.run_seed = config.seed();
   absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
-      worker::CreateCpuBackend(*spec, backend_options);
+      EvaluationBackend(*spec, config);
   if (!evaluator.ok()) return Fail(evaluator.status().message());
+  LogInfo(absl::StrCat("chief: loss ", worker::DescribeLoss(*spec, *loss),
+                       absl::GetFlag(FLAGS_loss).empty()
+                           ? " (the model's default; --loss to change it)"
+                           : ""));
 
   std::string run_id = RunIdFromCheckpoints(absl::GetFlag(FLAGS_model_dir));
   if (run_id.empty()) run_id = NewRunId();

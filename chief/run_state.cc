@@ -208,8 +208,10 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
     if (evaluations_.count(request.step()) == 0) {
       untaken_evaluations_.push_back(request.step());
     }
-    evaluations_[request.step()] = {request.step(), request.loss(),
-                                    request.accuracy()};
+    evaluations_[request.step()] = {
+        request.step(), request.loss(), request.accuracy(),
+        request.has_auc() ? std::optional<double>(request.auc())
+                          : std::nullopt};
     return response;
   }
   if (!CountsStepLocked(request.header())) return response;

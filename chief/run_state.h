@@ -133,6 +133,7 @@ class RunState {
     int64_t step = 0;
     double loss = 0;
     double accuracy = 0;
+    std::optional<double> auc;  // ReportMetricsRequest.auc, when set.
   };
   // The reports received since the last call, by step.
   std::vector<EvaluationReport> TakeEvaluations() ABSL_LOCKS_EXCLUDED(mu_);

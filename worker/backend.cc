@@ -7,6 +7,24 @@
 namespace pstrain {
 namespace worker {
 
+absl::string_view LossKindName(LossKind kind) {
+  switch (kind) {
+    case LossKind::kSparseCrossEntropy:
+      return "sparse_categorical_crossentropy";
+    case LossKind::kMeanSquaredError:
+      return "mse";
+    case LossKind::kCategoricalCrossEntropy:
+      return "categorical_crossentropy";
+    case LossKind::kBinaryCrossEntropy:
+      return "binary_crossentropy";
+    case LossKind::kMeanAbsoluteError:
+      return "mae";
+    case LossKind::kHuber:
+      return "huber";
+  }
+  return "unknown loss";
+}
+
 absl::Status CheckStepInput(absl::string_view backend, const StepInput& input,
                             int64_t max_batch) {
   if (input.batch < 0) {

@@ -37,8 +37,35 @@ namespace worker {
 using Weights = std::map<std::string, const Tensor*>;
 using Gradients = std::map<std::string, Tensor*>;
 
-// The training loss (each backend's header says how it computes it).
-enum class LossKind { kSparseCrossEntropy, kMeanSquaredError };
+// The training loss: Keras's loss of the same name against each example's
+// integer label y (proto/training.proto's LossConfig; each backend's header
+// says how it computes them and which it supports).
+enum class LossKind {
+  kSparseCrossEntropy,       // sparse_categorical_crossentropy.
+  kMeanSquaredError,         // mse, against one-hot(y), or y for one output.
+  kCategoricalCrossEntropy,  // categorical_crossentropy on one-hot(y).
+  kBinaryCrossEntropy,       // binary_crossentropy: one output, y 0 or 1.
+  kMeanAbsoluteError,        // mae, targets as kMeanSquaredError.
+  kHuber,                    // huber (delta 1.0), targets as mse.
+};
+
+// Keras's name of `kind`: "sparse_categorical_crossentropy", "mse", ...
+absl::string_view LossKindName(LossKind kind);
+
+// What a cross-entropy takes the model's output for: Keras's from_logits.
+// Either way, an output that a final softmax or sigmoid produces is read
+// behind: the loss takes the logits that activation was given, which is
+// exact, as tf.keras does (it caches them on the activation's output and
+// uses them whatever from_logits says, warning when it says true). The
+// other losses ignore it.
+enum class LossInput {
+  // from_logits=True: any other output is the logits. The backends' default
+  // for callers that do not say (the chief always says).
+  kLogits,
+  // from_logits=False: any other output is probabilities, clipped to
+  // [1e-7, 1 - 1e-7] as Keras does.
+  kProbabilities,
+};
 
 struct StepInput {
   // [batch, input shape...]: float32 features, or int32 ids for a model that
@@ -55,6 +82,11 @@ struct StepInput {
   // Changes whenever the weights' values change (the version pulled), so a
   // backend may cache per-step transforms of them (e.g. reordered kernels).
   uint64_t weights_version = 0;
+  // Optional, [batch]: receives each example's score, for AUC: a strictly
+  // increasing function of the probability the model gives label 1 (the
+  // logit where the loss reads logits, else the output). REQUIRES a model
+  // with one output unit. Only the CPU backend fills it.
+  float* scores = nullptr;
 };
 
 struct StepResult {
@@ -62,7 +94,9 @@ struct StepResult {
   double loss_sum = 0;
   // The L2 regularization term, l2 * sum(w^2) over regularized kernels.
   double l2_loss = 0;
-  // Examples whose argmax prediction equals the label.
+  // Examples whose prediction equals the label: the argmax of the output;
+  // for binary cross-entropy, probability > 0.5 (Keras's binary accuracy);
+  // for the other losses on a one-unit output, the output rounded.
   int64_t correct = 0;
   int64_t examples = 0;
 };

@@ -17,7 +17,10 @@
 //   gpu:N   GPU N alone; INVALID_ARGUMENT when there is no GPU N.
 //   auto    as gpu when there is a usable GPU, else the CPU, and the
 //           description says why.
-// Anything else is INVALID_ARGUMENT naming the value.
+// Anything else is INVALID_ARGUMENT naming the value. The GPU backend
+// computes sparse categorical cross-entropy from logits (behind a final
+// softmax, or the output itself) and mse; other losses on a GPU (auto
+// included) are UNIMPLEMENTED, naming the loss and --device=cpu.
 #ifndef PSTRAIN_WORKER_DEVICE_BACKEND_H_
 #define PSTRAIN_WORKER_DEVICE_BACKEND_H_
 
@@ -40,6 +43,7 @@ struct DeviceBackendOptions {
   uint64_t run_seed = 0;
   int replica = 0;
   LossKind loss = LossKind::kSparseCrossEntropy;
+  LossInput loss_input = LossInput::kLogits;  // Keras's from_logits.
 };
 
 struct DeviceBackend {
@@ -51,6 +55,12 @@ struct DeviceBackend {
 // INVALID_ARGUMENT unless `device` is auto, cpu, gpu or gpu:N (N >= 0):
 // what a binary checks before it starts anything.
 absl::Status CheckDeviceName(absl::string_view device);
+
+// OK when the GPU backend computes `loss` read as `input` on `spec` as the
+// CPU does; else UNIMPLEMENTED naming the loss and --device=cpu (checked
+// before a GPU backend is made, also where the build has no CUDA).
+absl::Status CheckGpuSupportsLoss(const ModelSpec& spec, LossKind loss,
+                                  LossInput input);
 
 absl::StatusOr<DeviceBackend> CreateDeviceBackend(
     const ModelSpec& spec, const DeviceBackendOptions& options);

@@ -23,9 +23,10 @@
 #include "common/status_macros.h"
 #include "common/tf_config.h"
 #include "ps/ps_client.h"
-#include "worker/device_backend.h"
-#include "worker/data/idx_reader.h"
 #include "worker/data/data_dir.h"
+#include "worker/data/idx_reader.h"
+#include "worker/device_backend.h"
+#include "worker/loss_config.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
 #include "worker/trainer.h"
@@ -84,6 +85,9 @@ absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
   options.cpu_threads = absl::GetFlag(FLAGS_threads);
   options.run_seed = config.seed();
   options.replica = index;
+  const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
+  options.loss = loss.kind;
+  options.loss_input = loss.input;
   PSTRAIN_ASSIGN_OR_RETURN(worker::DeviceBackend made,
                            worker::CreateDeviceBackend(spec, options));
   LogInfo(absl::StrCat("worker ", index, ": computing on ", made.description));

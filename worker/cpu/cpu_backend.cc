@@ -13,6 +13,7 @@
 #include "worker/cpu/layer_graph.h"
 #include "worker/cpu/losses.h"
 #include "worker/layer_plan.h"
+#include "worker/loss_config.h"
 #include "worker/model_input.h"
 #include "worker/rng_tracker.h"
 
@@ -37,10 +38,14 @@ struct Regularized {
 
 class CpuBackend : public Backend {
  public:
+  // `spec` has its final activation left out where the loss reads the
+  // logits behind it (CreateCpuBackend); `output_is_logits` says how the
+  // cross-entropies read its output.
   CpuBackend(const ModelSpec& spec, const CpuBackendOptions& options,
-             std::unique_ptr<Engine> engine)
+             bool output_is_logits, std::unique_ptr<Engine> engine)
       : spec_(spec),
         options_(options),
+        output_is_logits_(output_is_logits),
         rng_(options.run_seed, options.replica),
         engine_(std::move(engine)) {}
 
@@ -78,6 +83,7 @@ class CpuBackend : public Backend {
 
   const ModelSpec spec_;
   const CpuBackendOptions options_;
+  const bool output_is_logits_;
   const RngTracker rng_;
   std::unique_ptr<Engine> engine_;
   int64_t outputs_ = 0;  // Floats per example of the model's output.
@@ -88,7 +94,7 @@ class CpuBackend : public Backend {
   uint64_t use_counter_ = 0;
   std::vector<const float*> weight_ptrs_;
   std::vector<float*> gradient_ptrs_;
-  std::vector<float> targets_;  // MSE targets, [batch, outputs_].
+  std::unique_ptr<cpu::LabelLoss> loss_;
   std::vector<InputColumns> columns_;
   DataType feed_ = DT_FLOAT;               // The rows' dtype.
   std::vector<std::vector<float>> split_;  // Per input (int32 bits for ids).
@@ -106,6 +112,8 @@ absl::Status CpuBackend::Init() {
         " must be one vector per example (end the model with a Dense layer)"));
   }
   outputs_ = spec_.output_shape[0];
+  loss_ = std::make_unique<cpu::LabelLoss>(options_.loss, output_is_logits_,
+                                           outputs_);
   for (const VariableDef& def : spec_.variables) {
     int64_t size = 1;
     for (int64_t d : def.shape().dims()) size *= d;
@@ -161,7 +169,8 @@ absl::StatusOr<LayerGraph*> CpuBackend::GraphFor(int64_t batch) {
   }
   cpu::LayerGraphOptions options;
   options.batch = batch;
-  options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
+  // A final activation the loss reads behind is already out of spec_.
+  options.drop_final_softmax = false;
   PSTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<LayerGraph> graph,
       LayerGraph::Create(spec_, options, rng_, engine_.get()));
@@ -219,37 +228,11 @@ absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
   float* doutput = train ? graph->output_gradient() : nullptr;
   StepResult result;
   result.examples = batch;
-  if (options_.loss == LossKind::kSparseCrossEntropy) {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum, cpu::SparseSoftmaxCrossEntropyFromLogits(
-                             output, input.labels, batch, outputs_, doutput));
-  } else {
-    targets_.assign(batch * outputs_, 0.0f);
-    for (int64_t i = 0; i < batch; ++i) {
-      const int32_t label = input.labels[i];
-      if (outputs_ == 1) {
-        targets_[i] = static_cast<float>(label);
-      } else if (label >= 0 && label < outputs_) {
-        targets_[i * outputs_ + label] = 1.0f;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("CpuBackend: label ", label, " of example ", i,
-                         " is outside [0, ", outputs_, ")"));
-      }
-    }
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum, cpu::MeanSquaredErrorSum(output, targets_.data(),
-                                                  batch, outputs_, doutput));
-  }
-  if (outputs_ == 1) {
-    for (int64_t i = 0; i < batch; ++i) {
-      if (std::lround(output[i]) == input.labels[i]) ++result.correct;
-    }
-  } else {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.correct,
-        cpu::CountCorrect(output, input.labels, batch, outputs_));
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const cpu::LabelLoss::Result loss,
+      loss_->Compute(output, input.labels, batch, doutput, input.scores));
+  result.loss_sum = loss.loss_sum;
+  result.correct = loss.correct;
   return result;
 }
 
@@ -323,7 +306,15 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(
   engine_options.num_threads = options.num_threads;
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                            Engine::Create(engine_options));
-  auto backend = std::make_unique<CpuBackend>(spec, options, std::move(engine));
+  // Where the loss reads the logits behind a final softmax (sigmoid), the
+  // backend computes the model without it.
+  const LossPlan plan = PlanLoss(spec, options.loss, options.loss_input);
+  ModelSpec computed = spec;
+  if (plan.strip_final_activation) {
+    computed.layers[computed.outputs[0]].activation = Activation::kLinear;
+  }
+  auto backend = std::make_unique<CpuBackend>(
+      computed, options, plan.output_is_logits, std::move(engine));
   PSTRAIN_RETURN_IF_ERROR(backend->Init());
   return std::unique_ptr<Backend>(std::move(backend));
 }

@@ -26,21 +26,25 @@
 // worker/model_input.h lays them out (float32 rows, whose id columns hold
 // exact ids, or int32 rows when every input takes ids).
 //
-// Loss (StepResult::loss_sum is its sum over the batch):
-//   kSparseCrossEntropy  sparse softmax cross-entropy FROM LOGITS. When the
-//       model ends in a softmax (a last Dense's activation or a final
-//       Activation layer), the logits are that softmax's input and the
-//       softmax is never computed: this is what tf.keras does for
-//       SparseCategoricalCrossentropy(from_logits=False) on a softmax output
-//       (it reads the logits behind the softmax), and it is exact where the
-//       probabilities would underflow. Any other last layer's output is taken
-//       as the logits (from_logits=True).
-//   kMeanSquaredError    Keras's MSE on the model's output (softmax
-//       included), against one-hot rows of the labels, or against the label
-//       itself when the model has one output.
+// Loss (StepResult::loss_sum is its sum over the batch), every LossKind, as
+// Keras computes it (cpu/losses.h's LabelLoss):
+//   cross-entropies (sparse, categorical on one-hot rows of the labels,
+//       binary on one output unit with labels 0 and 1). When the model ends
+//       in a softmax or a sigmoid (a last Dense's activation or a final
+//       activation layer), the logits are that activation's input and the
+//       activation is never computed: this is what tf.keras does on such an
+//       output, whatever from_logits says (it reads the logits behind it),
+//       and it is exact where the probabilities would underflow. Any other
+//       output is the logits (LossInput::kLogits) or probabilities clipped
+//       to [1e-7, 1 - 1e-7] as Keras does (kProbabilities).
+//   kMeanSquaredError, kMeanAbsoluteError, kHuber (delta 1): on the model's
+//       output (softmax included), against one-hot rows of the labels, or
+//       against the label itself when the model has one output.
 // The output must be one vector per example (rank 1, e.g. a Dense layer).
-// correct counts rows whose argmax is the label (one output: whose value
-// rounds to the label).
+// correct counts rows whose argmax is the label; binary cross-entropy:
+// whose probability > 0.5 matches the label; the other losses on one
+// output: whose value rounds to the label. StepInput::scores, when given,
+// receives each example's output (the logit where the loss reads logits).
 //
 // Gradients follow backend.h's convention: sums over the batch, plus
 // batch * 2 * l2 * w for each kernel with an L2 regularizer; l2_loss is
@@ -84,6 +88,7 @@ struct CpuBackendOptions {
   uint64_t run_seed = 0;
   int replica = 0;
   LossKind loss = LossKind::kSparseCrossEntropy;
+  LossInput loss_input = LossInput::kLogits;  // Keras's from_logits.
   // Largest batch accepted (larger: INVALID_ARGUMENT); 0: no limit.
   int64_t max_batch = 0;
 };

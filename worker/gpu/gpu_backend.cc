@@ -176,6 +176,11 @@ absl::Status GpuBackend::Init() {
 absl::Status GpuBackend::CheckInput(const StepInput& input) const {
   PSTRAIN_RETURN_IF_ERROR(
       CheckStepInput("GpuBackend", input, options_.max_batch));
+  if (input.scores != nullptr) {
+    return absl::UnimplementedError(
+        "GpuBackend: per-example scores (for AUC) are computed on the CPU "
+        "only");
+  }
   if (ids_input_ && input.batch > 0) {
     gpu::EmbeddingShape all = embedding_;
     all.ids = embedding_.ids * input.batch;
@@ -438,6 +443,13 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
     return absl::InvalidArgumentError(
         "GpuBackend: at least one device is required, and max_batch and "
         "replica must be >= 0");
+  }
+  if (options.loss != LossKind::kSparseCrossEntropy &&
+      options.loss != LossKind::kMeanSquaredError) {
+    return absl::UnimplementedError(absl::StrCat(
+        "GpuBackend: loss ", LossKindName(options.loss),
+        " is not implemented on GPU (sparse_categorical_crossentropy and mse "
+        "are): run the worker with --device=cpu"));
   }
   std::set<int> seen;
   for (int index : options.devices) {

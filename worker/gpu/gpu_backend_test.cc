@@ -319,6 +319,20 @@ TEST(GpuBackend, BadOptionsAreInvalidArgument) {
   }
 }
 
+TEST(GpuBackend, OtherLossesAreUnimplementedNamingTheLossAndTheCpu) {
+  // Refused before any GPU is touched: this runs without one too.
+  const ModelSpec spec = MustParse(SmallMse(4));
+  GpuBackendOptions options;
+  options.devices = {0};
+  options.loss = LossKind::kHuber;
+  const absl::Status status = CreateGpuBackend(spec, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(status.message(),
+            "GpuBackend: loss huber is not implemented on GPU "
+            "(sparse_categorical_crossentropy and mse are): run the worker "
+            "with --device=cpu");
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain
