@@ -1,7 +1,9 @@
 // N workers compute what one process with the global batch would: sync
-// training of the cnn (no dropout) with 2 workers x batch 32 ends with the
-// same variables after 20 steps as 1 worker x batch 64, compared through
-// the chief's safetensors export. Real processes on 127.0.0.1.
+// training (no dropout) with 2 workers x batch 32 ends with the same
+// variables after 20 steps as 1 worker x batch 64, compared through the
+// chief's safetensors export: for the cnn, and for a Functional model with
+// self-attention, LayerNormalization and a shared layer
+// (testdata/functional_equivalence.json). Real processes on 127.0.0.1.
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -16,23 +18,41 @@ namespace pstrain {
 namespace testing {
 namespace {
 
-// Trains the cnn with `workers` workers of `batch` examples for 20 steps
+constexpr char kFunctional[] = "tests/testdata/functional_equivalence.json";
+
+// Trains `model` with `workers` workers of `batch` examples for 20 steps
 // and exports the variables; returns the export's path.
-std::string Train(int workers, int batch) {
-  const std::string name = absl::StrCat(workers, "x", batch);
+std::string Train(const std::string& model, int workers, int batch) {
+  const std::string name =
+      absl::StrCat(model == kFunctional ? "functional" : model, "-", workers,
+                   "x", batch);
   const std::string model_dir = TempPath(name);
   LocalCluster(1, workers)
-      .Run(name, {"--model=cnn", "--optimizer=sgd", "--learning_rate=0.1",
-                  "--steps=20", absl::StrCat("--batch_size=", batch),
+      .Run(name, {"--model=" + model, "--optimizer=sgd",
+                  "--learning_rate=0.1", "--steps=20",
+                  absl::StrCat("--batch_size=", batch),
                   "--model_dir=" + model_dir});
   return ExportSafetensors(model_dir, name);
 }
 
-TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
-  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
-  const auto two = ReadSafetensors(Train(2, 32));
-  const auto one = ReadSafetensors(Train(1, 64));
-  ASSERT_EQ(two.size(), 8u);  // the cnn's kernels and biases
+// The largest difference between equally named variables of two exports.
+double LargestDifference(
+    const std::map<std::string, std::vector<float>>& a,
+    const std::map<std::string, std::vector<float>>& b) {
+  double largest = 0;
+  for (const auto& [name, values] : a) {
+    const std::vector<float>& other = b.at(name);
+    for (size_t i = 0; i < values.size(); ++i) {
+      largest = std::max(largest, std::fabs(double{values[i]} - other[i]));
+    }
+  }
+  return largest;
+}
+
+void ExpectEquivalent(const std::string& model, size_t variables) {
+  const auto two = ReadSafetensors(Train(model, 2, 32));
+  const auto one = ReadSafetensors(Train(model, 1, 64));
+  ASSERT_EQ(two.size(), variables);
   ASSERT_EQ(one.size(), two.size());
   for (const auto& [name, values] : two) {
     ASSERT_EQ(one.count(name), 1u) << name;
@@ -47,15 +67,19 @@ TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
   }
   // The comparison can tell runs apart: half the global batch trains to
   // visibly different values.
-  const auto half = ReadSafetensors(Train(1, 32));
-  double largest = 0;
-  for (const auto& [name, values] : one) {
-    const std::vector<float>& other = half.at(name);
-    for (size_t i = 0; i < values.size(); ++i) {
-      largest = std::max(largest, std::fabs(double{values[i]} - other[i]));
-    }
-  }
-  EXPECT_GT(largest, 1e-3);
+  EXPECT_GT(LargestDifference(one, ReadSafetensors(Train(model, 1, 32))),
+            1e-3);
+}
+
+TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  ExpectEquivalent("cnn", 8);  // the cnn's kernels and biases
+}
+
+TEST(Equivalence, AFunctionalModelWithAttentionAndASharedLayer) {
+  if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
+  // tokens (2), attention (8), norm (2), ff (2, once), logits (2).
+  ExpectEquivalent(kFunctional, 16);
 }
 
 }  // namespace
