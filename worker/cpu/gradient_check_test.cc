@@ -282,6 +282,12 @@ TEST(GradientCheck, EveryMergeAndConcatenate) {
                                     {"a", "b", "x"})},
                              Head("c"))))
       .CheckAll("Concatenate first axis, with the model input");
+  // The model input first: it needs no gradient, the layers after it do.
+  Checker(Model("2, 4", Join({Dense("a", 4, "x", "tanh"),
+                              Layer("Concatenate", "c", R"("axis": -1)",
+                                    {"x", "a"})},
+                             Head("c"))))
+      .CheckAll("Concatenate, the model input first");
 }
 
 // A residual block, as ResNets have them: the input of a block reaches its

@@ -38,6 +38,7 @@
 #include "absl/types/span.h"
 #include "common/tensor.h"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/graph_stage.h"
 #include "worker/layer_plan.h"
 #include "worker/model/keras_model.h"
 #include "worker/rng_tracker.h"
@@ -49,13 +50,6 @@ namespace cpu {
 struct LayerGraphOptions {
   int64_t batch = 0;
   bool drop_final_softmax = true;
-};
-
-// What keys a training forward pass's dropout masks (see backend.h's
-// StepInput).
-struct DropoutStep {
-  int64_t step = 0;
-  int64_t example_offset = 0;
 };
 
 class LayerGraph {
@@ -114,13 +108,9 @@ class LayerGraph {
   absl::Status BackwardStage(int i, absl::Span<const float* const> weights,
                              uint64_t weights_version,
                              absl::Span<float* const> gradients);
-  // What `ref` holds after Forward.
+  // What `ref` holds after Forward, and what the stage of `p` reads.
   const void* Value(const TensorRef& ref) const;
-  // The buffer where the gradient of input `i` of stage `s` goes: its
-  // producer's gradient buffer if nothing wrote it yet this Backward, else
-  // scratch_[i] (then AddScratch adds it there). Null when not needed.
-  float* GradientTarget(int s, int i);
-  void AddScratch(int s, int i);
+  std::vector<const void*> StageInputs(const StagePlan& p) const;
 
   const int64_t batch_;
   Engine* const engine_;
