@@ -1,9 +1,10 @@
 // Fuzzes the Keras model JSON parser (worker/model/keras_model.h): the input
 // is a model's JSON. Beyond not crashing, checks the header's promises: a
 // failure is INVALID_ARGUMENT with one line starting "model: "; a success is
-// a chain of layers whose shapes connect, with known positive dimensions,
-// and variables that exist, fit in memory's address space and are counted
-// by ParameterCount.
+// a graph of layers, each reading model inputs or earlier layers whose
+// shapes are its input shapes, with known positive dimensions, an output
+// that is a layer, and variables that exist, fit in memory's address space
+// and are counted by ParameterCount.
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -40,19 +41,45 @@ void CheckModel(const ModelSpec& model) {
     PSTRAIN_FUZZ_EXPECT(variables.insert(v.name()).second,
                         "two variables named ", v.name());
   }
-  std::vector<int64_t> shape = model.input_shape;
-  for (const LayerSpec& layer : model.layers) {
-    PSTRAIN_FUZZ_EXPECT(layer.input_shape == shape, layer.name, ": input ",
-                        ShapeString(layer.input_shape), " after ",
-                        ShapeString(shape));
+  PSTRAIN_FUZZ_EXPECT(
+      !model.inputs.empty() && model.input_shape == model.inputs[0].shape,
+      "input shape");
+  for (const InputSpec& input : model.inputs) {
+    CheckShape(input.shape, "input " + input.name);
+  }
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerSpec& layer = model.layers[i];
+    PSTRAIN_FUZZ_EXPECT(!layer.inputs.empty() &&
+                            layer.inputs.size() == layer.input_shapes.size(),
+                        layer.name, ": ", layer.inputs.size(), " inputs");
+    for (size_t k = 0; k < layer.inputs.size(); ++k) {
+      const TensorRef& ref = layer.inputs[k];
+      const bool known =
+          ref.model_input
+              ? ref.index >= 0 &&
+                    static_cast<size_t>(ref.index) < model.inputs.size()
+              : ref.index >= 0 && static_cast<size_t>(ref.index) < i;
+      PSTRAIN_FUZZ_EXPECT(known, layer.name, " reads unknown tensor ",
+                          ref.index);
+      const std::vector<int64_t>& shape =
+          ref.model_input ? model.inputs[ref.index].shape
+                          : model.layers[ref.index].output_shape;
+      PSTRAIN_FUZZ_EXPECT(
+          layer.input_shapes[k] == shape, layer.name, ": input ", k, " ",
+          ShapeString(layer.input_shapes[k]), " from ", ShapeString(shape));
+    }
+    PSTRAIN_FUZZ_EXPECT(layer.input_shape == layer.input_shapes[0], layer.name);
     CheckShape(layer.output_shape, layer.name + " output");
     for (const std::string& name : layer.variables) {
       PSTRAIN_FUZZ_EXPECT(variables.count(name) == 1, layer.name,
                           " names unknown variable ", name);
     }
-    shape = layer.output_shape;
   }
-  PSTRAIN_FUZZ_EXPECT(model.output_shape == shape, "output shape");
+  PSTRAIN_FUZZ_EXPECT(
+      model.outputs.size() == 1 && model.outputs[0] >= 0 &&
+          static_cast<size_t>(model.outputs[0]) < model.layers.size() &&
+          model.output_shape == model.layers[model.outputs[0]].output_shape,
+      "output shape");
   PSTRAIN_FUZZ_EXPECT(ParameterCount(model) >= 0, ParameterCount(model));
 }
 
