@@ -1,9 +1,10 @@
 // Writes the reference cases of worker/cpu/keras_reference_test.cc: for
 // each model, its JSON as TensorFlow.js writes it (model.toJSON(), the
 // tf.keras 2.x form), a fixed batch, fixed weights, and what TensorFlow.js's
-// CPU backend computes from them in float32: the sum over the batch of
-// Keras's sparse categorical cross-entropy on the softmax output, the number
-// of correct argmax predictions, and every variable's gradient of that sum.
+// CPU backend computes from them in float32, in training mode: the sum over
+// the batch of Keras's sparse categorical cross-entropy on the softmax
+// output, the number of correct argmax predictions, every trained variable's
+// gradient of that sum, and each BatchNormalization's batch statistics.
 //
 //   cd tests/reference && npm install && node keras_reference.mjs testdata
 //
@@ -52,44 +53,78 @@ function tensorEntry(shape, values) {
 // Kernels: uniform in +-sqrt(6 / fan_in) (He-uniform's range: 0.087 for
 // the 784-input Dense, so "about U(-0.1, 0.1)" there, and activations that
 // stay of order 1 through the CNN); biases: uniform in +-0.05, not zeros,
-// so that the bias paths are checked too.
+// so that the bias paths are checked too. A normalization's gamma is
+// uniform in [0.5, 1.5) (a scale near 1, as trained ones are; the bias rule
+// would nearly zero the layer's output). The variables that are not trained
+// (BatchNormalization's moving_mean and moving_variance) come after the
+// trained ones, from the same stream: the mean uniform in +-0.5, the
+// variance in [0.5, 1.5), away from the batch's statistics, so that a
+// training step that normalized with them instead would fail.
 function fixedWeights(model, seed) {
   const rng = makeRng(seed);
   const weights = {};
-  for (const w of model.trainableWeights) {
+  for (const w of [...model.trainableWeights, ...model.nonTrainableWeights]) {
     const shape = w.shape;
     const n = shape.reduce((a, b) => a * b, 1);
     const isKernel = shape.length > 1;
     const fanIn = isKernel ? n / shape[shape.length - 1] : 1;
     const limit = isKernel ? Math.sqrt(6 / fanIn) : 0.05;
+    const [lo, hi] = /\/(gamma|moving_variance)$/.test(w.originalName) ?
+        [0.5, 1.5] :
+        /\/moving_mean$/.test(w.originalName) ? [-0.5, 0.5] :
+                                                 [-limit, limit];
     const values = new Float32Array(n);
-    for (let i = 0; i < n; ++i) values[i] = rng.uniform(-limit, limit);
+    for (let i = 0; i < n; ++i) values[i] = rng.uniform(lo, hi);
     w.write(tf.tensor(values, shape, 'float32'));
     weights[w.originalName] = tensorEntry(shape, values);
   }
   return weights;
 }
 
-// Features in [0, 1); labels in [0, classes), except that every even
-// example is labelled with the model's own prediction, so that the count of
-// correct predictions is not a trivial 0 (random weights guess right one
-// time in ten) and the batch mixes small and large losses.
-function fixedBatch(model, inputShape, batch, seed) {
+// The model's output on the batch in TRAINING mode, as pstrain's TrainStep
+// computes it: BatchNormalization normalizes with the batch's own
+// statistics (and, in TF.js, moves its moving statistics, which no later
+// computation here reads; the weights written are those before). The
+// models have no dropout, so for those without BatchNormalization this is
+// the inference-mode output too.
+function forward(model, xs) {
+  return model.apply(xs, {training: true});
+}
+
+// The batch's features as the model's inputs: one tensor per input
+// (int32 for ids).
+function inputTensors(batch) {
+  const xs = batch.inputs.map(
+      (input) => tf.tensor(input.features, input.shape,
+                           input.ids ? 'int32' : 'float32'));
+  return xs.length === 1 ? xs[0] : xs;
+}
+
+// Features in [0, 1) (ids, for an input an Embedding reads, uniform in
+// [0, vocabulary)), input after input; labels in [0, classes), except that
+// every even example is labelled with the model's own prediction, so that
+// the count of correct predictions is not a trivial 0 (random weights guess
+// right one time in ten) and the batch mixes small and large losses.
+function fixedBatch(model, inputs, batch, seed) {
   const rng = makeRng(seed);
   const classes = model.outputs[0].shape[1];
-  const shape = [batch, ...inputShape];
-  const n = shape.reduce((a, b) => a * b, 1);
-  const features = new Float32Array(n);
-  for (let i = 0; i < n; ++i) features[i] = rng.uniform(0, 1);
+  const tensors = inputs.map((input, k) => {
+    const shape = [batch, ...input.shape];
+    const n = shape.reduce((a, b) => a * b, 1);
+    const features = new Float32Array(n);
+    for (let i = 0; i < n; ++i) {
+      features[i] = input.ids ? rng.next() % input.ids : rng.uniform(0, 1);
+    }
+    return {name: model.inputs[k].name, shape, features, ids: input.ids};
+  });
+  const result = {inputs: tensors, labels: []};
   const predicted = tf.tidy(
-      () => tf.argMax(model.predict(tf.tensor(features, shape)), -1)
-                .dataSync());
-  const labels = [];
+      () => tf.argMax(forward(model, inputTensors(result)), -1).dataSync());
   for (let i = 0; i < batch; ++i) {
     const random = rng.next() % classes;
-    labels.push(i % 2 === 0 ? predicted[i] : random);
+    result.labels.push(i % 2 === 0 ? predicted[i] : random);
   }
-  return {shape, features, labels};
+  return result;
 }
 
 // Loss, accuracy and gradients of `model` on the batch. The loss is Keras's
@@ -104,15 +139,15 @@ function fixedBatch(model, inputShape, batch, seed) {
 // SUM of the per-example losses directly (what pstrain's backends push),
 // rather than of the mean times the batch.
 function expectedResults(model, batch) {
-  const x = tf.tensor(batch.features, batch.shape, 'float32');
+  const x = inputTensors(batch);
   const classes = model.outputs[0].shape[1];
   const y = tf.oneHot(tf.tensor1d(batch.labels, 'int32'), classes);
   const vars = model.trainableWeights.map((w) => w.read());
   const {value, grads} = tf.variableGrads(
       () => tf.sum(tf.metrics.categoricalCrossentropy(
-          y, model.apply(x, {training: false}))),
+          y, forward(model, x))),
       vars);
-  const probs = model.predict(x);
+  const probs = forward(model, x);
   // pstrain computes the loss from the logits; TF.js from the clipped
   // probabilities. The two agree (gradients included) only while no
   // probability is clipped: refuse a case where one would be.
@@ -128,7 +163,35 @@ function expectedResults(model, batch) {
     const g = grads[vars[i].name];
     gradients[w.originalName] = tensorEntry(g.shape, g.dataSync());
   });
-  return {loss_sum: f32(value.dataSync()[0]), correct, gradients};
+  const expected = {loss_sum: f32(value.dataSync()[0]), correct, gradients};
+  const statistics = batchStatistics(model, x);
+  if (Object.keys(statistics).length > 0) {
+    expected.batch_statistics = statistics;
+  }
+  return expected;
+}
+
+// What a training step computes for each BatchNormalization's moving
+// statistics: the mean and the variance of the layer's input over every
+// axis but the last, as TF.js's training-mode BatchNormalization takes them
+// (normalizeBatchInTraining: tf.moments, whose variance is the mean of
+// squared deviations, i.e. biased, as Keras 3's). Keyed by the moving
+// variables' names; the layer's input comes from a model of the same
+// layers ending there.
+function batchStatistics(model, x) {
+  const statistics = {};
+  for (const layer of model.layers) {
+    if (layer.getClassName() !== 'BatchNormalization') continue;
+    const upTo = tf.model({inputs: model.inputs, outputs: layer.input});
+    const input = upTo.apply(x, {training: true});
+    const axes = [...Array(input.rank - 1).keys()];
+    const {mean, variance} = tf.moments(input, axes);
+    statistics[`${layer.name}/moving_mean`] =
+        tensorEntry(mean.shape, mean.dataSync());
+    statistics[`${layer.name}/moving_variance`] =
+        tensorEntry(variance.shape, variance.dataSync());
+  }
+  return statistics;
 }
 
 // The MLPs name their initializers, RandomUniform and Zeros, which TF.js
@@ -209,12 +272,87 @@ function cnnSequential() {
   return model;
 }
 
+// A residual block (Functional: a branch and an Add): Conv2D(4, 3, same,
+// no bias) -> BatchNormalization -> ReLU, then Conv2D(4, 3, same, no bias)
+// -> BatchNormalization, added to the first ReLU's output -> ReLU (an
+// Activation layer this time) -> GlobalAveragePooling2D -> Dense(10,
+// softmax), on [8, 8, 2]. BatchNormalization in training mode: see forward().
+function resnetBlock() {
+  const input = tf.input({name: 'input', shape: [8, 8, 2]});
+  const conv = (name) => tf.layers.conv2d({
+    name,
+    filters: 4,
+    kernelSize: 3,
+    padding: 'same',
+    useBias: false,
+  });
+  let x = conv('conv2d').apply(input);
+  x = tf.layers.batchNormalization({name: 'batch_normalization'}).apply(x);
+  const shortcut = tf.layers.reLU({name: 're_lu'}).apply(x);
+  x = conv('conv2d_1').apply(shortcut);
+  x = tf.layers.batchNormalization({name: 'batch_normalization_1'}).apply(x);
+  x = tf.layers.add({name: 'add'}).apply([x, shortcut]);
+  x = tf.layers.activation({name: 'activation', activation: 'relu'}).apply(x);
+  x = tf.layers.globalAveragePooling2d({name: 'global_average_pooling2d'})
+          .apply(x);
+  const output =
+      tf.layers.dense({name: 'dense', units: 10, activation: 'softmax'})
+          .apply(x);
+  return tf.model({name: 'resnet_block', inputs: input, outputs: output});
+}
+
+// Two inputs: 'dense', 4 floats, and 'ids', 3 int32 ids that an
+// Embedding(20, 4) reads; the embeddings flattened and concatenated after
+// the floats -> Dense(8, tanh) -> Dense(3, softmax). pstrain feeds such a
+// model one row per example, the inputs' elements in order (the 4 floats,
+// then the 3 ids as exact floats): the C++ test packs the rows so.
+function twoInput() {
+  const dense = tf.input({name: 'dense', shape: [4]});
+  const ids = tf.input({name: 'ids', shape: [3], dtype: 'int32'});
+  const embedded =
+      tf.layers.embedding({name: 'embedding', inputDim: 20, outputDim: 4})
+          .apply(ids);
+  const flat = tf.layers.flatten({name: 'flatten'}).apply(embedded);
+  let x = tf.layers.concatenate({name: 'concatenate'}).apply([dense, flat]);
+  x = tf.layers.dense({name: 'dense_1', units: 8, activation: 'tanh'})
+          .apply(x);
+  const output =
+      tf.layers.dense({name: 'dense_2', units: 3, activation: 'softmax'})
+          .apply(x);
+  return tf.model({name: 'two_input', inputs: [dense, ids], outputs: output});
+}
+
+// Dense(8, relu) on each of the 6 rows of a [6, 5] input ->
+// LayerNormalization(epsilon 1e-3) -> two branches, Dense(8, tanh) and
+// Dense(8), multiplied -> GlobalAveragePooling1D -> Dense(4, softmax).
+function layerNormMerge() {
+  const input = tf.input({name: 'input', shape: [6, 5]});
+  let x = tf.layers.dense({name: 'dense', units: 8, activation: 'relu'})
+              .apply(input);
+  x = tf.layers.layerNormalization({name: 'layer_normalization', epsilon: 1e-3})
+          .apply(x);
+  const a = tf.layers.dense({name: 'dense_1', units: 8, activation: 'tanh'})
+                .apply(x);
+  const b = tf.layers.dense({name: 'dense_2', units: 8}).apply(x);
+  x = tf.layers.multiply({name: 'multiply'}).apply([a, b]);
+  x = tf.layers.globalAveragePooling1d({name: 'global_average_pooling1d'})
+          .apply(x);
+  const output =
+      tf.layers.dense({name: 'dense_3', units: 4, activation: 'softmax'})
+          .apply(x);
+  return tf.model({name: 'layer_norm_merge', inputs: input, outputs: output});
+}
+
 // The functional MLP shares mlp_sequential's seed: same layer names, same
-// values, so its expected results must come out identical.
+// values, so its expected results must come out identical. `inputs`: per
+// model input, its shape and, for ids, the vocabulary.
 const CASES = [
-  {name: 'mlp_sequential', build: mlpSequential, input: [784], batch: 8, seed: 0},
-  {name: 'mlp_functional', build: mlpFunctional, input: [784], batch: 8, seed: 0},
-  {name: 'cnn_sequential', build: cnnSequential, input: [28, 28, 1], batch: 4, seed: 2},
+  {name: 'mlp_sequential', build: mlpSequential, inputs: [{shape: [784]}], batch: 8, seed: 0},
+  {name: 'mlp_functional', build: mlpFunctional, inputs: [{shape: [784]}], batch: 8, seed: 0},
+  {name: 'cnn_sequential', build: cnnSequential, inputs: [{shape: [28, 28, 1]}], batch: 4, seed: 2},
+  {name: 'resnet_block', build: resnetBlock, inputs: [{shape: [8, 8, 2]}], batch: 4, seed: 3},
+  {name: 'two_input', build: twoInput, inputs: [{shape: [4]}, {shape: [3], ids: 20}], batch: 8, seed: 4},
+  {name: 'layer_norm_merge', build: layerNormMerge, inputs: [{shape: [6, 5]}], batch: 8, seed: 5},
 ];
 
 // JSON with one line per numeric array (the tensors), indented otherwise.
@@ -247,7 +385,18 @@ async function main() {
   for (const c of CASES) {
     const model = c.build();
     const weights = fixedWeights(model, 1000 + c.seed);
-    const batch = fixedBatch(model, c.input, c.batch, 2000 + c.seed);
+    const batch = fixedBatch(model, c.inputs, c.batch, 2000 + c.seed);
+    // One input: its shape and features; several: each one's name, shape
+    // and features, in the model's order.
+    const features = (input) =>
+        ({shape: input.shape, features: Array.from(input.features, f32)});
+    const batchEntry = batch.inputs.length === 1 ?
+        {...features(batch.inputs[0]), labels: batch.labels} :
+        {
+          inputs: batch.inputs.map((input) =>
+                                       ({name: input.name, ...features(input)})),
+          labels: batch.labels,
+        };
     const record = {
       name: c.name,
       generator: 'tests/reference/keras_reference.mjs',
@@ -255,11 +404,7 @@ async function main() {
       tfjs_backend: tf.getBackend(),
       loss: 'sparse categorical cross-entropy on the softmax output',
       model: JSON.parse(model.toJSON()),
-      batch: {
-        shape: batch.shape,
-        features: Array.from(batch.features, f32),
-        labels: batch.labels,
-      },
+      batch: batchEntry,
       weights,
       expected: expectedResults(model, batch),
     };
