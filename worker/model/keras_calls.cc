@@ -184,9 +184,8 @@ absl::StatusOr<std::vector<TensorRef>> ArrangeInputs(
     } else if (keyword.name == "use_causal_mask" &&
                keyword.value.is_boolean()) {
       spec->causal = keyword.value.get<bool>();
-    } else if (keyword.name == "return_attention_scores" &&
-               keyword.value == Json(false)) {
-    } else {
+    } else if (keyword.name != "return_attention_scores" ||
+               keyword.value != Json(false)) {  // false: the default.
       return fields.FieldError(
           keyword.path,
           absl::StrCat(
