@@ -75,11 +75,14 @@ absl::Status ParseMultiHeadAttention(const KerasFields& fields,
                                 "expected null, the sequence axis");
     }
   }
+  // Keras 3.15's sliding_window and gate change what is computed.
   for (const char* key_name :
        {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-        "kernel_constraint", "bias_constraint"}) {
+        "kernel_constraint", "bias_constraint", "sliding_window"}) {
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key_name));
   }
+  PSTRAIN_ASSIGN_OR_RETURN(const bool gate, fields.Bool("use_gate", false));
+  if (gate) return fields.Unsupported("use_gate", Json(true), "expected false");
   Initializer glorot;
   glorot.mutable_glorot_uniform();
   Initializer zeros;

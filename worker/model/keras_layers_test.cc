@@ -189,6 +189,11 @@ TEST(KerasLayers, MultiHeadAttention) {
                    "not supported (expected a query, value or key tensor, "
                    "use_causal_mask, or null)");
   ExpectError(model({{"key_dim", 3}}), at + "num_heads: missing");
+  ExpectError(model({{"num_heads", 2}, {"key_dim", 3}, {"use_gate", true}}),
+              at + "use_gate true is not supported (expected false)");
+  ExpectError(
+      model({{"num_heads", 2}, {"key_dim", 3}, {"sliding_window", 4}}),
+      at + "sliding_window 4 is not supported (expected null)");
 }
 
 }  // namespace
