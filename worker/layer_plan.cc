@@ -242,7 +242,7 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
             "layer '", layer.name, "': MaxPooling2D needs a rank-3 input"));
       }
       stage->kind = StageKind::kMaxPool2D;
-      cpu::MaxPool2DShape& shape = stage->pool;
+      cpu::Pool2DShape& shape = stage->pool;
       shape.batch = 1;
       shape.height = in[0];
       shape.width = in[1];

@@ -96,7 +96,7 @@ struct StagePlan {
   // The shape of the stage's op, for one example.
   cpu::EmbeddingShape embedding;
   cpu::Conv2DShape conv;  // fuse_relu: the stage applies its layer's ReLU.
-  cpu::MaxPool2DShape pool;
+  cpu::Pool2DShape pool;
   cpu::DenseShape dense;
   cpu::SoftmaxShape softmax;
   cpu::ActivationShape activation;

@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       break;
     }
     case StageKind::kMaxPool2D: {
-      MaxPool2DShape shape = p.pool;
+      Pool2DShape shape = p.pool;
       shape.batch = batch;
       status = TakeOp(layer, MaxPool2DOp::Create(shape, engine), &s.pool_);
       break;
@@ -132,16 +132,8 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       break;
     }
     case StageKind::kAveragePooling2D: {
-      AvgPool2DShape shape;
+      Pool2DShape shape = p.pool;
       shape.batch = batch;
-      shape.height = p.pool.height;
-      shape.width = p.pool.width;
-      shape.channels = p.pool.channels;
-      shape.pool_h = p.pool.pool_h;
-      shape.pool_w = p.pool.pool_w;
-      shape.stride_h = p.pool.stride_h;
-      shape.stride_w = p.pool.stride_w;
-      shape.padding = p.pool.padding;
       status = TakeOp(layer, AvgPool2DOp::Create(shape, engine), &s.avg_pool_);
       break;
     }

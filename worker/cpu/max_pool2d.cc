@@ -15,7 +15,7 @@ using Tag = dnnl::memory::format_tag;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MaxPool2DOp>> MaxPool2DOp::Create(
-    const MaxPool2DShape& shape, Engine* engine) {
+    const Pool2DShape& shape, Engine* engine) {
   absl::Status status =
       CheckPositive("MaxPool2D", {{"batch", shape.batch},
                                   {"height", shape.height},
@@ -43,7 +43,7 @@ absl::Status MaxPool2DOp::Init() {
   return Guard("MaxPool2D: create", [&]() -> absl::Status {
     engine_->UseThreads();
     const dnnl::engine& e = engine_->dnnl_engine();
-    const MaxPool2DShape& s = shape_;
+    const Pool2DShape& s = shape_;
     memory::desc x_md =
         F32Desc({s.batch, s.channels, s.height, s.width}, Tag::nhwc);
     memory::desc y_md =

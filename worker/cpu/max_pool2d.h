@@ -1,6 +1,6 @@
 // Keras MaxPool2D (channels_last) forward and backward on oneDNN.
 //
-//   MaxPool2DShape shape;
+//   Pool2DShape shape;
 //   shape.batch = 32; shape.height = 28; shape.width = 28; shape.channels = 32;
 //   shape.pool_h = shape.pool_w = 2;
 //   shape.stride_h = shape.stride_w = 2;  // Keras: strides default to pool.
@@ -36,12 +36,12 @@ class MaxPool2DOp {
   // INVALID_ARGUMENT for a non-positive size or a pool larger than a valid
   // input; a oneDNN failure as a status naming MaxPool2D.
   static absl::StatusOr<std::unique_ptr<MaxPool2DOp>> Create(
-      const MaxPool2DShape& shape, Engine* engine);
+      const Pool2DShape& shape, Engine* engine);
 
   MaxPool2DOp(const MaxPool2DOp&) = delete;
   MaxPool2DOp& operator=(const MaxPool2DOp&) = delete;
 
-  const MaxPool2DShape& shape() const { return shape_; }
+  const Pool2DShape& shape() const { return shape_; }
   int64_t out_height() const { return out_h_.output; }
   int64_t out_width() const { return out_w_.output; }
 
@@ -53,13 +53,13 @@ class MaxPool2DOp {
   absl::Status Backward(const float* dy, float* dx);
 
  private:
-  MaxPool2DOp(const MaxPool2DShape& shape, Engine* engine, Window out_h,
+  MaxPool2DOp(const Pool2DShape& shape, Engine* engine, Window out_h,
               Window out_w)
       : shape_(shape), engine_(engine), out_h_(out_h), out_w_(out_w) {}
 
   absl::Status Init();
 
-  const MaxPool2DShape shape_;
+  const Pool2DShape shape_;
   Engine* const engine_;
   const Window out_h_;
   const Window out_w_;

@@ -27,8 +27,8 @@ std::unique_ptr<Engine> MakeEngine() {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-MaxPool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
-  MaxPool2DShape s;
+Pool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
+  Pool2DShape s;
   s.batch = 2;
   s.height = 5;
   s.width = 5;
@@ -39,8 +39,8 @@ MaxPool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
   return s;
 }
 
-std::vector<MaxPool2DShape> Shapes() {
-  MaxPool2DShape rect = Shape(2, 2, Padding::kSame);
+std::vector<Pool2DShape> Shapes() {
+  Pool2DShape rect = Shape(2, 2, Padding::kSame);
   rect.pool_w = 3;
   rect.stride_w = 1;
   return {Shape(2, 2, Padding::kValid), Shape(2, 2, Padding::kSame),
@@ -68,7 +68,7 @@ Dim RefDim(int64_t in, int64_t k, int64_t s, Padding padding) {
 }
 
 // Naive max pooling over the in-bounds part of each window.
-std::vector<float> RefForward(const MaxPool2DShape& s,
+std::vector<float> RefForward(const Pool2DShape& s,
                               const std::vector<float>& x) {
   Dim dh = RefDim(s.height, s.pool_h, s.stride_h, s.padding);
   Dim dw = RefDim(s.width, s.pool_w, s.stride_w, s.padding);
@@ -92,13 +92,13 @@ std::vector<float> RefForward(const MaxPool2DShape& s,
   return y;
 }
 
-int64_t InSize(const MaxPool2DShape& s) {
+int64_t InSize(const Pool2DShape& s) {
   return s.batch * s.height * s.width * s.channels;
 }
 
 TEST(MaxPool2DOp, ForwardMatchesNaiveReference) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  for (const MaxPool2DShape& s : Shapes()) {
+  for (const Pool2DShape& s : Shapes()) {
     SCOPED_TRACE(testing::Message()
                  << "pool " << s.pool_h << "x" << s.pool_w << " stride "
                  << s.stride_h << "x" << s.stride_w << " same "
@@ -120,7 +120,7 @@ TEST(MaxPool2DOp, ForwardMatchesNaiveReference) {
 
 TEST(MaxPool2DOp, GradientMatchesFiniteDifferences) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  for (const MaxPool2DShape& s : Shapes()) {
+  for (const Pool2DShape& s : Shapes()) {
     SCOPED_TRACE(testing::Message() << "pool " << s.pool_h << "x" << s.pool_w
                                     << " stride " << s.stride_h);
     absl::StatusOr<std::unique_ptr<MaxPool2DOp>> created =
@@ -146,7 +146,7 @@ TEST(MaxPool2DOp, GradientMatchesFiniteDifferences) {
 
 TEST(MaxPool2DOp, ForwardTwiceGivesIdenticalResults) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  MaxPool2DShape s = Shape(2, 2, Padding::kSame);
+  Pool2DShape s = Shape(2, 2, Padding::kSame);
   absl::StatusOr<std::unique_ptr<MaxPool2DOp>> pool =
       MaxPool2DOp::Create(s, engine.get());
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -160,7 +160,7 @@ TEST(MaxPool2DOp, ForwardTwiceGivesIdenticalResults) {
 
 TEST(MaxPool2DOp, BackwardBeforeForwardFails) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  MaxPool2DShape s = Shape(2, 2, Padding::kValid);
+  Pool2DShape s = Shape(2, 2, Padding::kValid);
   absl::StatusOr<std::unique_ptr<MaxPool2DOp>> pool =
       MaxPool2DOp::Create(s, engine.get());
   ASSERT_TRUE(pool.ok()) << pool.status();

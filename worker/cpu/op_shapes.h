@@ -36,7 +36,8 @@ struct Conv2DShape {
   bool fuse_relu = false;
 };
 
-struct MaxPool2DShape {
+// A 2D pooling window (MaxPooling2D, AveragePooling2D) over NHWC input.
+struct Pool2DShape {
   int64_t batch = 0;
   int64_t height = 0;
   int64_t width = 0;

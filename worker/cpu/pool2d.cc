@@ -18,7 +18,7 @@ using Tag = dnnl::memory::format_tag;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AvgPool2DOp>> AvgPool2DOp::Create(
-    const AvgPool2DShape& shape, Engine* engine) {
+    const Pool2DShape& shape, Engine* engine) {
   absl::Status status =
       CheckPositive("AvgPool2D", {{"batch", shape.batch},
                                   {"height", shape.height},
@@ -52,7 +52,7 @@ absl::Status AvgPool2DOp::Init() {
   return Guard("AvgPool2D: create", [&]() -> absl::Status {
     engine_->UseThreads();
     const dnnl::engine& e = engine_->dnnl_engine();
-    const AvgPool2DShape& s = shape_;
+    const Pool2DShape& s = shape_;
     memory::desc x_md =
         F32Desc({s.batch, s.channels, s.height, s.width}, Tag::nhwc);
     memory::desc y_md =

@@ -10,7 +10,7 @@
 // padding (oneDNN's pooling_avg_exclude_padding, as TensorFlow's AvgPool).
 // Backward gives each element of a window dy / (that window's count).
 //
-//   AvgPool2DShape shape;
+//   Pool2DShape shape;  // op_shapes.h
 //   shape.batch = 32; shape.height = 28; shape.width = 28; shape.channels = 8;
 //   shape.pool_h = shape.pool_w = 2;
 //   shape.stride_h = shape.stride_w = 2;  // Keras: strides default to pool.
@@ -44,35 +44,24 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 #include "worker/cpu/window.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-struct AvgPool2DShape {
-  int64_t batch = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t channels = 0;
-  int64_t pool_h = 2;
-  int64_t pool_w = 2;
-  int64_t stride_h = 2;
-  int64_t stride_w = 2;
-  Padding padding = Padding::kValid;
-};
-
 class AvgPool2DOp {
  public:
   // INVALID_ARGUMENT for a non-positive size or a pool larger than a valid
   // input; a oneDNN failure as a status naming AvgPool2D.
   static absl::StatusOr<std::unique_ptr<AvgPool2DOp>> Create(
-      const AvgPool2DShape& shape, Engine* engine);
+      const Pool2DShape& shape, Engine* engine);
 
   AvgPool2DOp(const AvgPool2DOp&) = delete;
   AvgPool2DOp& operator=(const AvgPool2DOp&) = delete;
 
-  const AvgPool2DShape& shape() const { return shape_; }
+  const Pool2DShape& shape() const { return shape_; }
   int64_t out_height() const { return out_h_.output; }
   int64_t out_width() const { return out_w_.output; }
 
@@ -83,13 +72,13 @@ class AvgPool2DOp {
   absl::Status Backward(const float* dy, float* dx);
 
  private:
-  AvgPool2DOp(const AvgPool2DShape& shape, Engine* engine, Window out_h,
+  AvgPool2DOp(const Pool2DShape& shape, Engine* engine, Window out_h,
               Window out_w)
       : shape_(shape), engine_(engine), out_h_(out_h), out_w_(out_w) {}
 
   absl::Status Init();
 
-  const AvgPool2DShape shape_;
+  const Pool2DShape shape_;
   Engine* const engine_;
   const Window out_h_;
   const Window out_w_;

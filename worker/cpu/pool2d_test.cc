@@ -25,8 +25,8 @@ std::unique_ptr<Engine> MakeEngine() {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-AvgPool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
-  AvgPool2DShape s;
+Pool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
+  Pool2DShape s;
   s.batch = 2;
   s.height = 5;
   s.width = 6;
@@ -37,8 +37,8 @@ AvgPool2DShape Shape(int64_t pool, int64_t stride, Padding padding) {
   return s;
 }
 
-std::vector<AvgPool2DShape> Shapes() {
-  AvgPool2DShape rect = Shape(2, 2, Padding::kSame);
+std::vector<Pool2DShape> Shapes() {
+  Pool2DShape rect = Shape(2, 2, Padding::kSame);
   rect.pool_w = 3;
   rect.stride_w = 1;
   return {Shape(2, 2, Padding::kValid),
@@ -50,7 +50,7 @@ std::vector<AvgPool2DShape> Shapes() {
           rect};
 }
 
-int64_t InSize(const AvgPool2DShape& s) {
+int64_t InSize(const Pool2DShape& s) {
   return s.batch * s.height * s.width * s.channels;
 }
 
@@ -65,7 +65,7 @@ Dim RefDim(int64_t in, int64_t k, int64_t s, Padding padding) {
 }
 
 // For each output element, the flat indices of the inputs its window covers.
-std::vector<std::vector<int64_t>> Windows(const AvgPool2DShape& s) {
+std::vector<std::vector<int64_t>> Windows(const Pool2DShape& s) {
   Dim dh = RefDim(s.height, s.pool_h, s.stride_h, s.padding);
   Dim dw = RefDim(s.width, s.pool_w, s.stride_w, s.padding);
   std::vector<std::vector<int64_t>> windows;
@@ -89,7 +89,7 @@ std::vector<std::vector<int64_t>> Windows(const AvgPool2DShape& s) {
 
 TEST(AvgPool2DOp, ForwardAndBackwardMatchNaiveReference) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  for (const AvgPool2DShape& s : Shapes()) {
+  for (const Pool2DShape& s : Shapes()) {
     SCOPED_TRACE(testing::Message()
                  << "pool " << s.pool_h << "x" << s.pool_w << " stride "
                  << s.stride_h << "x" << s.stride_w << " same "
@@ -124,7 +124,7 @@ TEST(AvgPool2DOp, ForwardAndBackwardMatchNaiveReference) {
 
 TEST(AvgPool2DOp, GradientMatchesFiniteDifferences) {
   std::unique_ptr<Engine> engine = MakeEngine();
-  for (const AvgPool2DShape& s : Shapes()) {
+  for (const Pool2DShape& s : Shapes()) {
     SCOPED_TRACE(testing::Message() << "pool " << s.pool_h << "x" << s.pool_w
                                     << " stride " << s.stride_h);
     absl::StatusOr<std::unique_ptr<AvgPool2DOp>> created =
@@ -154,7 +154,7 @@ TEST(AvgPool2DOp, CreateRefusesBadShapes) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "AvgPool2D height: valid padding: kernel 6 is larger than input 5");
-  AvgPool2DShape s = Shape(2, 2, Padding::kSame);
+  Pool2DShape s = Shape(2, 2, Padding::kSame);
   s.stride_w = 0;
   EXPECT_EQ(AvgPool2DOp::Create(s, engine.get()).status().message(),
             "AvgPool2D: stride_w must be positive, got 0");

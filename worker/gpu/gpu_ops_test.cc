@@ -335,7 +335,7 @@ struct PoolReference {
 
 // Keras's MaxPool2D: the maximum over the window's positions inside the
 // input (padding never wins); the gradient goes to the first maximum.
-PoolReference PoolByLoops(const MaxPool2DShape& s, const Window& wh,
+PoolReference PoolByLoops(const Pool2DShape& s, const Window& wh,
                           const Window& ww, const std::vector<float>& x,
                           const std::vector<float>& dy) {
   PoolReference r;
@@ -397,7 +397,7 @@ TEST_F(GpuOpsTest, MaxPool2DMatchesLoopsForValidAndSamePadding) {
   uint32_t seed = 200;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    MaxPool2DShape s;
+    Pool2DShape s;
     s.batch = c.batch;
     s.height = c.height;
     s.width = c.width;
@@ -864,7 +864,7 @@ TEST(GpuOpArguments, BadShapesAreInvalidArgumentBeforeAnyGpuWork) {
   status = Conv2DOp::Create(conv, nullptr).status();
   EXPECT_NE(status.message().find("stride_h"), std::string::npos) << status;
 
-  MaxPool2DShape pool;
+  Pool2DShape pool;
   pool.batch = 1;
   pool.height = pool.width = 1;
   pool.channels = 1;

@@ -88,7 +88,7 @@ absl::Status LayerChain::AddStage(StagePlan plan) {
       break;
     }
     case StageKind::kMaxPool2D: {
-      MaxPool2DShape shape = p.pool;
+      Pool2DShape shape = p.pool;
       shape.batch = batch_;
       status = TakeOp(layer, MaxPool2DOp::Create(shape, device_), &s.pool);
       break;

@@ -14,8 +14,7 @@ namespace {
 
 constexpr char kOp[] = "MaxPool2D";
 
-PadGeometry Geometry(const MaxPool2DShape& s, const Window& h,
-                     const Window& w) {
+PadGeometry Geometry(const Pool2DShape& s, const Window& h, const Window& w) {
   PadGeometry g;
   g.height = s.height;
   g.width = s.width;
@@ -29,8 +28,8 @@ PadGeometry Geometry(const MaxPool2DShape& s, const Window& h,
 
 }  // namespace
 
-MaxPool2DOp::MaxPool2DOp(const MaxPool2DShape& shape, Device* device,
-                         Window out_h, Window out_w)
+MaxPool2DOp::MaxPool2DOp(const Pool2DShape& shape, Device* device, Window out_h,
+                         Window out_w)
     : shape_(shape),
       device_(device),
       out_h_(out_h),
@@ -41,7 +40,7 @@ MaxPool2DOp::MaxPool2DOp(const MaxPool2DShape& shape, Device* device,
       geometry_(Geometry(shape, out_h, out_w)) {}
 
 absl::StatusOr<std::unique_ptr<MaxPool2DOp>> MaxPool2DOp::Create(
-    const MaxPool2DShape& shape, Device* device) {
+    const Pool2DShape& shape, Device* device) {
   PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, {{"batch", shape.batch},
                                           {"height", shape.height},
                                           {"width", shape.width},
@@ -67,7 +66,7 @@ absl::StatusOr<std::unique_ptr<MaxPool2DOp>> MaxPool2DOp::Create(
 }
 
 absl::Status MaxPool2DOp::Init() {
-  const MaxPool2DShape& s = shape_;
+  const Pool2DShape& s = shape_;
   const PadGeometry& g = geometry_;
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   PSTRAIN_ASSIGN_OR_RETURN(x_desc_, NhwcTensor(kOp, s.batch, g.padded_height,

@@ -1,7 +1,7 @@
 // Keras MaxPool2D (channels_last) forward and backward on cuDNN pooling: the
 // GPU twin of worker/cpu/max_pool2d.h, on device pointers.
 //
-//   MaxPool2DShape shape;
+//   Pool2DShape shape;
 //   shape.batch = 32; shape.height = 28; shape.width = 28; shape.channels = 32;
 //   shape.pool_h = shape.pool_w = 2;
 //   shape.stride_h = shape.stride_w = 2;  // Keras: strides default to pool.
@@ -46,7 +46,7 @@ namespace gpu {
 using ::pstrain::worker::cpu::Padding;
 using ::pstrain::worker::cpu::Window;
 
-using ::pstrain::worker::cpu::MaxPool2DShape;
+using ::pstrain::worker::cpu::Pool2DShape;
 
 class MaxPool2DOp {
  public:
@@ -54,12 +54,12 @@ class MaxPool2DOp {
   // input or a null device; a CUDA or cuDNN failure as a status naming
   // MaxPool2D and the call.
   static absl::StatusOr<std::unique_ptr<MaxPool2DOp>> Create(
-      const MaxPool2DShape& shape, Device* device);
+      const Pool2DShape& shape, Device* device);
 
   MaxPool2DOp(const MaxPool2DOp&) = delete;
   MaxPool2DOp& operator=(const MaxPool2DOp&) = delete;
 
-  const MaxPool2DShape& shape() const { return shape_; }
+  const Pool2DShape& shape() const { return shape_; }
   int64_t out_height() const { return out_h_.output; }
   int64_t out_width() const { return out_w_.output; }
   // Whether Keras pads this shape (the op then pools a padded copy).
@@ -73,12 +73,12 @@ class MaxPool2DOp {
   absl::Status Backward(const float* dy, float* dx);
 
  private:
-  MaxPool2DOp(const MaxPool2DShape& shape, Device* device, Window out_h,
+  MaxPool2DOp(const Pool2DShape& shape, Device* device, Window out_h,
               Window out_w);
 
   absl::Status Init();
 
-  const MaxPool2DShape shape_;
+  const Pool2DShape shape_;
   Device* const device_;
   const Window out_h_;
   const Window out_w_;
