@@ -166,11 +166,19 @@ if [ $tls -eq 1 ]; then
     } >"/etc/netns/$prefix-$h/hosts"
   done
   "$make_secret" --namespace ml >"$scratch/secret.yaml" || fail "make_secret.sh failed"
-  for k in ca.crt tls.crt tls.key token chief-token; do
-    awk -v k="$k:" '$1 == k { print $2 }' "$scratch/secret.yaml" | base64 -d >"$scratch/$k"
+  # secret_file SECRET KEY FILE: KEY of the Secret named SECRET into FILE.
+  secret_file() {
+    awk -v s="$1" -v k="$2:" '$1 == "name:" { name = $2 } name == s && $1 == k { print $2 }' \
+      "$scratch/secret.yaml" | base64 -d >"$scratch/$3"
+  }
+  secret_file pstrain-tls ca.crt ca.crt
+  secret_file pstrain-tls token token
+  secret_file pstrain-chief chief-token chief-token
+  for type in chief ps worker; do
+    secret_file "pstrain-tls-$type" tls.crt "$type.crt"
+    secret_file "pstrain-tls-$type" tls.key "$type.key"
   done
-  security=(--tls_cert="$scratch/tls.crt" --tls_key="$scratch/tls.key"
-            --tls_ca="$scratch/ca.crt" --auth_token_file="$scratch/token")
+  security=(--tls_ca="$scratch/ca.crt" --auth_token_file="$scratch/token")
   # The chief's own token, for the chief and the ps tasks only.
   chief_token=(--chief_token_file="$scratch/chief-token")
 fi
@@ -179,12 +187,15 @@ cluster="{\"chief\": [\"${addr[chief]}:$PORT\"],"
 cluster+=" \"ps\": [\"${addr[ps0]}:$PORT\", \"${addr[ps1]}:$PORT\"],"
 cluster+=" \"worker\": [\"${addr[w0]}:$PORT\", \"${addr[w1]}:$PORT\"]}"
 
-# start HOST TYPE INDEX [FLAGS...]: the binary of TYPE in HOST's namespace.
+# start HOST TYPE INDEX [FLAGS...]: the binary of TYPE in HOST's namespace
+# (with TLS, presenting TYPE's certificate).
 start() {
   local h=$1 type=$2 index=$3
   shift 3
+  local cert=()
+  [ $tls -eq 1 ] && cert=(--tls_cert="$scratch/$type.crt" --tls_key="$scratch/$type.key")
   TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"$type\", \"index\": $index}}" \
-    "$IP" netns exec "$prefix-$h" "$bin_dir/$type/$type" "${security[@]}" "$@" \
+    "$IP" netns exec "$prefix-$h" "$bin_dir/$type/$type" "${security[@]}" "${cert[@]}" "$@" \
     >"$scratch/$h.log" 2>&1 &
   pids+=($!)
   pid_of[$h]=$!

@@ -16,7 +16,8 @@
 //     with the Jobs' completions; the TF_CONFIG that pstrain-launch builds in
 //     each pod with the DNS names Kubernetes gives it; every file a flag
 //     names with the volume that provides it; every flag with the binary
-//     that must accept it; the TLS certificate with every address.
+//     that must accept it; each role's TLS certificate with its addresses
+//     (and no certificate but the chief's with the chief's).
 // Prints one line per failed check and a summary; exits 1 on any failure.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -459,10 +460,14 @@ function checkJobs(objects, tls) {
       } else {
         check(chiefToken && chiefSecret, `${where}: no --chief_token_file from Secret pstrain-chief`);
       }
+      // Its role's certificate, and no other role's.
+      const certs = (pod.volumes ?? []).map((v) => v.secret?.secretName)
+        .filter((n) => n?.startsWith("pstrain-tls-"));
+      equal(certs, [`pstrain-tls-${role}`], `${where}: the certificate Secrets it mounts`);
     }
     pods[role] = { pod, container, jobName, subdomain: pod.subdomain };
   }
-  if (Object.keys(pods).length !== roles.length) return [];
+  if (Object.keys(pods).length !== roles.length) return {};
 
   // Checkpoints: every ps mounts the chief's model_dir claim at the same path.
   const claimMount = (p) => {
@@ -472,8 +477,9 @@ function checkJobs(objects, tls) {
   };
   equal(claimMount(pods.ps), claimMount(pods.chief), `${variant}: the ps mount the chief's model_dir claim`);
 
-  // TF_CONFIG in every pod: the names Kubernetes gives the pods.
-  const addresses = [];
+  // TF_CONFIG in every pod: the names Kubernetes gives the pods; the
+  // addresses by role.
+  const addresses = {};
   let first = null;
   for (const role of roles) {
     for (let i = 0; i < counts[role]; i++) {
@@ -493,10 +499,9 @@ function checkJobs(objects, tls) {
     }
   }
   for (const role of roles) {
-    const expected = [...Array(counts[role]).keys()].map((i) =>
+    addresses[role] = [...Array(counts[role]).keys()].map((i) =>
       `${pods[role].jobName}-${i}.${pods[role].subdomain}.${namespace}.svc.${clusterDomain}:${port}`);
-    equal(first?.[role], expected, `${variant}: TF_CONFIG ${role} addresses are the pods' DNS names`);
-    addresses.push(...expected);
+    equal(first?.[role], addresses[role], `${variant}: TF_CONFIG ${role} addresses are the pods' DNS names`);
   }
   return addresses;
 }
@@ -540,7 +545,7 @@ function checkTfJob(job, base) {
       }
     }
   }
-  return Object.values(operatorTf).flat();
+  return operatorTf;
 }
 function claimOf(spec) {
   const v = spec?.template.spec.volumes?.find((x) => x.persistentVolumeClaim);
@@ -548,28 +553,46 @@ function claimOf(spec) {
   return `${v?.persistentVolumeClaim.claimName} at ${m?.mountPath}`;
 }
 
-// The Secret's certificate: signed by its CA, for server and client, naming
-// every address.
-function checkCertificate(secret, addresses) {
+// Whether a certificate's DNS name covers `host`: equal, or a wildcard for
+// its first label.
+function nameCovers(san, host) {
+  return san === host || (san.startsWith("*.") && host.slice(host.indexOf(".") + 1) === san.slice(2));
+}
+
+// The Secrets' certificates, one per role: signed by the CA, for server and
+// client, naming every address of the role; and none but the chief's naming
+// a chief address (a ps task takes a caller whose certificate names the
+// chief's host as the chief).
+function checkCertificates(objects, addresses) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pstrain-tls-"));
-  for (const k of ["ca.crt", "tls.crt", "tls.key", "token"]) {
-    if (!check(secret.data?.[k], `tls/secret.yaml: no ${k}`)) return;
-    fs.writeFileSync(path.join(dir, k), Buffer.from(secret.data[k], "base64"));
-  }
+  const write = (secret, k, file) => {
+    const data = objects.get(`Secret/${secret}`)?.data?.[k];
+    if (check(data, `tls/secret.yaml: no ${k} in Secret ${secret}`)) {
+      fs.writeFileSync(path.join(dir, file), Buffer.from(data, "base64"));
+    }
+    return data !== undefined;
+  };
   const openssl = (...args) => execFileSync("openssl", args, { cwd: dir, encoding: "utf8" });
-  check(/OK/.test(openssl("verify", "-CAfile", "ca.crt", "-purpose", "sslserver", "tls.crt")),
-        "tls.crt is not a server certificate of ca.crt");
-  check(/OK/.test(openssl("verify", "-CAfile", "ca.crt", "-purpose", "sslclient", "tls.crt")),
-        "tls.crt is not a client certificate of ca.crt");
-  equal(openssl("x509", "-in", "tls.crt", "-noout", "-pubkey"), openssl("pkey", "-in", "tls.key", "-pubout"),
-        "tls.key is the key of tls.crt");
-  const sans = [...openssl("x509", "-in", "tls.crt", "-noout", "-ext", "subjectAltName")
-    .matchAll(/DNS:([^,\s]+)/g)].map((m) => m[1]);
-  for (const address of addresses) {
-    const host = address.replace(/:\d+$/, "");
-    check(sans.some((san) => san === host ||
-            (san.startsWith("*.") && host.slice(host.indexOf(".") + 1) === san.slice(2))),
-          `tls.crt names none of ${host} (${sans.join(", ")})`);
+  if (!write("pstrain-tls", "ca.crt", "ca.crt") || !write("pstrain-tls", "token", "token")) return;
+  const hosts = (role) => (addresses[role] ?? []).map((a) => a.replace(/:\d+$/, ""));
+  for (const role of roles) {
+    const [crt, key] = [`${role}.crt`, `${role}.key`];
+    if (!write(`pstrain-tls-${role}`, "tls.crt", crt) || !write(`pstrain-tls-${role}`, "tls.key", key)) continue;
+    for (const purpose of ["sslserver", "sslclient"]) {
+      check(/OK/.test(openssl("verify", "-CAfile", "ca.crt", "-purpose", purpose, crt)),
+            `${role}'s tls.crt is not a ${purpose} certificate of ca.crt`);
+    }
+    equal(openssl("x509", "-in", crt, "-noout", "-pubkey"), openssl("pkey", "-in", key, "-pubout"),
+          `${role}'s tls.key is the key of its tls.crt`);
+    const sans = [...openssl("x509", "-in", crt, "-noout", "-ext", "subjectAltName")
+      .matchAll(/DNS:([^,\s]+)/g)].map((m) => m[1]);
+    for (const host of hosts(role)) {
+      check(sans.some((san) => nameCovers(san, host)), `${role}'s tls.crt names none of ${host} (${sans.join(", ")})`);
+    }
+    if (role === "chief") continue;
+    for (const host of hosts("chief")) {
+      check(!sans.some((san) => nameCovers(san, host)), `${role}'s tls.crt names the chief's ${host}`);
+    }
   }
   fs.rmSync(dir, { recursive: true });
 }
@@ -605,8 +628,9 @@ async function main() {
   const tlsMap = byKey(tls);
   checkJobs(baseMap, false);
   const jobAddresses = checkJobs(tlsMap, true);
-  const tfAddresses = tfjob.length ? checkTfJob(tfjob[0], baseMap) : [];
-  checkCertificate(tlsMap.get("Secret/pstrain-tls") ?? {}, [...jobAddresses, ...tfAddresses]);
+  const tfAddresses = tfjob.length ? checkTfJob(tfjob[0], baseMap) : {};
+  checkCertificates(tlsMap, Object.fromEntries(roles.map((role) =>
+    [role, [...(jobAddresses[role] ?? []), ...(tfAddresses[role] ?? [])]])));
   fs.rmSync(scratch, { recursive: true });
 
   for (const f of failures) console.log(`FAIL ${f}`);
