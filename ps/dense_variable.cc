@@ -110,10 +110,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
   std::fill(sum_.begin(), sum_.end(), 0.0f);
-  contributions_ = 0;
-  batch_sum_ = 0;
-  skip_update_ = false;
-  contributors_.clear();
+  step_.Reset();
 }
 
 absl::StatusOr<int64_t> DenseVariable::Read(
@@ -154,7 +151,7 @@ absl::StatusOr<int64_t> DenseVariable::Read(
   int arrived;
   {
     absl::MutexLock sum_lock(&sum_mu_);
-    arrived = contributions_;
+    arrived = step_.contributions();
   }
   return absl::DeadlineExceededError(absl::StrCat(
       "variable '", name(), "': step ", version, " did not complete: ", arrived,
@@ -203,16 +200,17 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
 }
 
 DenseVariable::Accumulated DenseVariable::AccumulateSync(
-    int64_t version, int64_t batch_size, absl::Span<const Chunk> chunks,
-    bool skip_update, int sender) {
+    int64_t version, absl::Span<const Chunk> chunks,
+    const Contribution& contribution) {
   absl::MutexLock sum_lock(&sum_mu_);
-  if (version != this->version()) return Accumulated::kLate;
-  if (sender >= 0) {
-    if (std::find(contributors_.begin(), contributors_.end(), sender) !=
-        contributors_.end()) {
+  if (version != this->version()) return Accumulated::kDropped;
+  switch (step_.Take(contribution)) {
+    case SyncStep::Outcome::kAdded:
+      break;
+    case SyncStep::Outcome::kCountedBefore:
       return Accumulated::kCountedBefore;  // the step completes as it did
-    }
-    contributors_.push_back(sender);
+    case SyncStep::Outcome::kAbsent:
+      return Accumulated::kDropped;
   }
   if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
   for (const Chunk& chunk : chunks) {
@@ -220,10 +218,7 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
     const int64_t n = NumFloats(chunk);
     for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
   }
-  ++contributions_;
-  batch_sum_ += batch_size;
-  skip_update_ = skip_update_ || skip_update;
-  if (contributions_ >= needed_) CompleteStepLocked();
+  if (step_.complete()) CompleteStepLocked();
   return Accumulated::kAdded;
 }
 
@@ -233,28 +228,26 @@ void DenseVariable::Interrupt(const std::string& why) {
   interruption_ = why;
 }
 
-void DenseVariable::SetNeeded(int needed) {
+void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
   absl::MutexLock sum_lock(&sum_mu_);
-  needed_ = needed;
-  if (contributions_ > 0 && contributions_ >= needed_) CompleteStepLocked();
+  step_.SetWorkers(needed, absent);
+  if (step_.complete()) CompleteStepLocked();
 }
 
 void DenseVariable::CompleteStepLocked() {
   // g = sum / global batch, applied once.
-  if (!skip_update_ && batch_sum_ > 0) {
-    const float inverse_batch = 1.0f / static_cast<float>(batch_sum_);
+  const bool skip_update = step_.skip_update();
+  if (!skip_update && step_.batch_sum() > 0) {
+    const float inverse_batch = 1.0f / static_cast<float>(step_.batch_sum());
     for (float& v : sum_) v *= inverse_batch;
   }
   {
     absl::MutexLock lock(&mu_);
-    if (!skip_update_) ApplyLocked(sum_);
+    if (!skip_update) ApplyLocked(sum_);
     ++version_;
   }
   std::fill(sum_.begin(), sum_.end(), 0.0f);
-  contributions_ = 0;
-  batch_sum_ = 0;
-  skip_update_ = false;
-  contributors_.clear();
+  step_.Next();
 }
 
 }  // namespace ps

@@ -27,6 +27,7 @@
 #include "common/tensor.h"
 #include "proto/training.pb.h"
 #include "ps/optimizer.h"
+#include "ps/sync_step.h"
 
 namespace pstrain {
 namespace ps {
@@ -112,24 +113,26 @@ class DenseVariable {
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
   // Sync: adds `chunks` to the sum of step `version` (== version() when
-  // pushed; an older version is dropped) unless worker `sender` (>= 0)
-  // already contributed to it (a retried push, or a restarted worker redoing
-  // the step: counted once). The needed-th contribution (SetNeeded)
-  // divides the sum by the step's summed batch sizes and applies it once
-  // (`skip_update`: a contribution that must void the step's update, e.g. a
-  // NaN under nan_policy skip_step). Says whether the contribution was
-  // added, had been counted before, or was dropped as late.
-  enum class Accumulated { kAdded, kCountedBefore, kLate };
-  Accumulated AccumulateSync(int64_t version, int64_t batch_size,
-                             absl::Span<const Chunk> chunks, bool skip_update,
-                             int sender) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // pushed; an older version is dropped as late) if the step takes the
+  // contribution (SyncStep::Take: a worker counts once per step, an absent
+  // worker not at all, an owed batch unless held). The step's last needed
+  // contribution (SetWorkers) divides the sum by the step's summed batch
+  // sizes and applies it once (not at all if a contribution set
+  // skip_update). Says whether the gradient was added, had been counted
+  // before, or was dropped (late, or from an absent worker).
+  enum class Accumulated { kAdded, kCountedBefore, kDropped };
+  Accumulated AccumulateSync(int64_t version, absl::Span<const Chunk> chunks,
+                             const Contribution& contribution)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
   // Sync: a step is applied once it has `needed` (>= 1) contributions (1
-  // until set); the current one at once if it already has them (the number
-  // of workers a step waits for went down).
-  void SetNeeded(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // until set), besides any that the `absent` workers made to it before
+  // they were presumed dead; theirs are refused from now on. The current
+  // step is applied at once if it already has them.
+  void SetWorkers(int needed, absl::Span<const int> absent)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   DenseVariable(const VariableDef& def, int64_t row_begin, int64_t row_end,
@@ -165,12 +168,7 @@ class DenseVariable {
   // Sync mode: the current step's sum, allocated on the first sync push.
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
-  int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
-  int needed_ ABSL_GUARDED_BY(sum_mu_) = 1;
-  int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
-  bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
-  // The workers whose gradients are in the current step's sum.
-  std::vector<int> contributors_ ABSL_GUARDED_BY(sum_mu_);
+  SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

@@ -123,10 +123,7 @@ void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
   sums_.clear();
-  contributions_ = 0;
-  batch_sum_ = 0;
-  skip_update_ = false;
-  contributors_.clear();
+  step_.Reset();
 }
 
 absl::Status EmbeddingTable::CheckIds(absl::Span<const int64_t> ids) const {
@@ -255,26 +252,24 @@ int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,
 
 bool EmbeddingTable::AccumulateSync(int64_t version,
                                     absl::Span<const int64_t> ids,
-                                    const float* g, int64_t batch_size,
-                                    bool skip_update, int sender) {
+                                    const float* g,
+                                    const Contribution& contribution) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return false;
-  if (sender >= 0) {
-    if (std::find(contributors_.begin(), contributors_.end(), sender) !=
-        contributors_.end()) {
+  switch (step_.Take(contribution)) {
+    case SyncStep::Outcome::kAdded:
+      break;
+    case SyncStep::Outcome::kCountedBefore:
       return true;  // counted already (the step completes as it did)
-    }
-    contributors_.push_back(sender);
+    case SyncStep::Outcome::kAbsent:
+      return false;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::vector<float>& sum = sums_[ids[i]];
     if (sum.empty()) sum.assign(width_, 0.0f);
     for (int64_t j = 0; j < width_; ++j) sum[j] += g[i * width_ + j];
   }
-  ++contributions_;
-  batch_sum_ += batch_size;
-  skip_update_ = skip_update_ || skip_update;
-  if (contributions_ >= needed_) CompleteStepLocked();
+  if (step_.complete()) CompleteStepLocked();
   return true;
 }
 
@@ -284,16 +279,17 @@ void EmbeddingTable::Interrupt(const std::string& why) {
   interruption_ = why;
 }
 
-void EmbeddingTable::SetNeeded(int needed) {
+void EmbeddingTable::SetWorkers(int needed, absl::Span<const int> absent) {
   absl::MutexLock sum_lock(&sum_mu_);
-  needed_ = needed;
-  if (contributions_ > 0 && contributions_ >= needed_) CompleteStepLocked();
+  step_.SetWorkers(needed, absent);
+  if (step_.complete()) CompleteStepLocked();
 }
 
 void EmbeddingTable::CompleteStepLocked() {
   std::vector<int64_t> touched;
   std::vector<float> rows;
-  if (!skip_update_) {
+  const bool skip_update = step_.skip_update();
+  if (!skip_update) {
     // Sorted, so the update does not depend on hash-map order.
     for (const auto& [id, sum] : sums_) touched.push_back(id);
     std::sort(touched.begin(), touched.end());
@@ -303,17 +299,15 @@ void EmbeddingTable::CompleteStepLocked() {
   }
   {
     absl::MutexLock lock(&mu_);
-    if (skip_update_ || batch_sum_ == 0) {
+    if (skip_update || step_.batch_sum() == 0) {
       ++version_;
     } else {
-      ApplyRowsLocked(touched, rows.data(), 1.0f / static_cast<float>(batch_sum_));
+      ApplyRowsLocked(touched, rows.data(),
+                      1.0f / static_cast<float>(step_.batch_sum()));
     }
   }
   sums_.clear();
-  contributions_ = 0;
-  batch_sum_ = 0;
-  skip_update_ = false;
-  contributors_.clear();
+  step_.Next();
 }
 
 }  // namespace ps

@@ -26,6 +26,7 @@
 #include "absl/types/span.h"
 #include "proto/training.pb.h"
 #include "ps/optimizer.h"
+#include "ps/sync_step.h"
 
 namespace pstrain {
 namespace ps {
@@ -91,19 +92,20 @@ class EmbeddingTable {
   int64_t ApplyAsync(absl::Span<const int64_t> ids, const float* g,
                      int64_t batch_size) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
-  // Sync: adds the rows to step `version`'s sums unless worker `sender`
-  // (>= 0) already contributed to it (a retried push, or a restarted worker
-  // redoing the step: counted once), as DenseVariable::AccumulateSync; the
-  // needed-th contribution (SetNeeded) applies the step to the touched rows.
-  // Returns false if dropped as late.
+  // Sync: adds the row gradients `g` ([ids.size(), width], distinct checked
+  // ids) to step `version`'s sums if the step takes the contribution, as
+  // DenseVariable::AccumulateSync; the step's last needed contribution
+  // applies the step to the touched rows. Returns false if dropped (late,
+  // or from an absent worker).
   bool AccumulateSync(int64_t version, absl::Span<const int64_t> ids,
-                      const float* g, int64_t batch_size, bool skip_update,
-                      int sender) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+                      const float* g, const Contribution& contribution)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
   void Interrupt(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-  // As DenseVariable::SetNeeded.
-  void SetNeeded(int needed) ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // As DenseVariable::SetWorkers.
+  void SetWorkers(int needed, absl::Span<const int> absent)
+      ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
   static constexpr int64_t kRowsPerBlock = 1024;
@@ -151,12 +153,7 @@ class EmbeddingTable {
 
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::flat_hash_map<int64_t, std::vector<float>> sums_ ABSL_GUARDED_BY(sum_mu_);
-  int contributions_ ABSL_GUARDED_BY(sum_mu_) = 0;
-  int needed_ ABSL_GUARDED_BY(sum_mu_) = 1;
-  int64_t batch_sum_ ABSL_GUARDED_BY(sum_mu_) = 0;
-  bool skip_update_ ABSL_GUARDED_BY(sum_mu_) = false;
-  // The workers whose gradients are in the current step's sums.
-  std::vector<int> contributors_ ABSL_GUARDED_BY(sum_mu_);
+  SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

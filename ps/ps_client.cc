@@ -101,6 +101,7 @@ void PsClient::FillPushHeader(RequestHeader* header) {
   FillHeader(header);
   if (step_ >= 0) header->set_step(step_);
   header->mutable_batches()->Add(batches_.begin(), batches_.end());
+  header->set_owed(owed_);
 }
 
 template <typename Request, typename Response, typename Method>

@@ -145,10 +145,13 @@ class PsClient {
   void set_generation(int64_t generation) { generation_ = generation; }
   // The worker's training step (< 0: none) and the global batches its
   // gradient sums over, put in every push from now on (RequestHeader.step
-  // and .batches): an async ps applies a step's push once.
-  void set_step(int64_t step, std::vector<int64_t> batches) {
+  // and .batches): an async ps applies a step's push once. `owed`: the
+  // batches are absent workers' that the ps tasks may hold already
+  // (RequestHeader.owed).
+  void set_step(int64_t step, std::vector<int64_t> batches, bool owed = false) {
     step_ = step;
     batches_ = std::move(batches);
+    owed_ = owed;
   }
 
  private:
@@ -184,6 +187,7 @@ class PsClient {
   int64_t generation_ = 0;
   int64_t step_ = -1;
   std::vector<int64_t> batches_;
+  bool owed_ = false;
   // Reused across pull messages, so its header is allocated once.
   PullDenseView pull_view_;
 };
@@ -231,8 +235,9 @@ class PsClusterClient {
     for (auto& client : clients_) client->set_generation(generation);
   }
   // Sets every client's step and batches (PsClient::set_step).
-  void set_step(int64_t step, const std::vector<int64_t>& batches) {
-    for (auto& client : clients_) client->set_step(step, batches);
+  void set_step(int64_t step, const std::vector<int64_t>& batches,
+                bool owed = false) {
+    for (auto& client : clients_) client->set_step(step, batches, owed);
   }
   int num_ps() const { return clients_.size(); }
 

@@ -18,6 +18,32 @@ namespace pstrain {
 namespace ps {
 namespace {
 
+// An owed push (RequestHeader.owed) must be a worker's sync push naming the
+// batches it owes.
+absl::Status CheckOwed(const UpdateConfig& update, const RequestHeader& header,
+                       int worker) {
+  if (!header.owed()) return absl::OkStatus();
+  if (update.mode() != UpdateConfig::SYNC || worker < 0 ||
+      header.batches().empty()) {
+    return absl::InvalidArgumentError(
+        "an owed push must be a worker's sync push naming its batches");
+  }
+  return absl::OkStatus();
+}
+
+// What a sync push of `header` from `worker` (< 0: not a worker) adds to a
+// step.
+Contribution SyncContribution(const RequestHeader& header, int worker,
+                              int64_t batch_size, bool skip_update) {
+  Contribution c;
+  c.sender = worker;
+  c.batches = header.batches();
+  c.owed = header.owed();
+  c.batch_size = batch_size;
+  c.skip_update = skip_update;
+  return c;
+}
+
 absl::Status VariableError(absl::string_view name, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("variable '", name, "': ", problem));
@@ -346,10 +372,10 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
     }
   }
   for (const auto& [name, v] : run->dense) {
-    v->SetNeeded(run->replicas_to_aggregate);
+    v->SetWorkers(run->replicas_to_aggregate, {});
   }
   for (const auto& [name, t] : run->tables) {
-    t->SetNeeded(run->replicas_to_aggregate);
+    t->SetWorkers(run->replicas_to_aggregate, {});
   }
   run->definition = std::move(definition);
   response->set_num_variables(run->dense.size() + run->tables.size());
@@ -520,6 +546,10 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   if (absl::Status present = CheckPresent(*run, worker); !present.ok()) {
     return Refuse(present);
   }
+  if (absl::Status owed = CheckOwed(run->update, first.header(), worker);
+      !owed.ok()) {
+    return Refuse(owed);
+  }
   const int64_t version = first.version();
   const int64_t batch_size = first.batch_size();
   if (batch_size <= 0) {
@@ -643,10 +673,12 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   // before).
   bool added = false;
   if (run->update.mode() == UpdateConfig::SYNC) {
+    const Contribution contribution =
+        SyncContribution(first.header(), worker, batch_size, skip_update);
     for (auto& [v, chunks] : pushed) {
       const DenseVariable::Accumulated result =
-          v->AccumulateSync(version, batch_size, chunks, skip_update, worker);
-      applied &= result != DenseVariable::Accumulated::kLate;
+          v->AccumulateSync(version, chunks, contribution);
+      applied &= result != DenseVariable::Accumulated::kDropped;
       added |= result == DenseVariable::Accumulated::kAdded;
     }
     response.set_version(version + 1);
@@ -718,6 +750,8 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
   absl::Status present = CheckPresent(run, worker);
   if (!present.ok()) return Refuse(present);
+  absl::Status owed = CheckOwed(run.update, request.header(), worker);
+  if (!owed.ok()) return Refuse(owed);
   absl::StatusOr<EmbeddingTable*> found =
       FindTable(run.tables, request.name(), options_.ps_task);
   if (!found.ok()) return Refuse(found.status());
@@ -801,8 +835,10 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   }
   bool applied = true;
   if (run.update.mode() == UpdateConfig::SYNC) {
-    applied = table->AccumulateSync(request.version(), ids, sums.data(),
-                                    request.batch_size(), skip_update, worker);
+    applied = table->AccumulateSync(
+        request.version(), ids, sums.data(),
+        SyncContribution(request.header(), worker, request.batch_size(),
+                         skip_update));
     response->set_version(request.version() + 1);
   } else if (skip_update) {
     applied = false;
@@ -864,11 +900,11 @@ absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
   run->replicas_to_aggregate = needed;
   int64_t version = -1;
   for (const auto& [name, v] : run->dense) {
-    v->SetNeeded(needed);
+    v->SetWorkers(needed, request.absent_workers());
     version = version < 0 ? v->version() : std::min(version, v->version());
   }
   for (const auto& [name, t] : run->tables) {
-    t->SetNeeded(needed);
+    t->SetWorkers(needed, request.absent_workers());
     version = version < 0 ? t->version() : std::min(version, t->version());
   }
   response->set_version(version);  // -1: no variables here

@@ -368,6 +368,75 @@ TEST(Shard, CountsEachBatchAsItIsApplied) {
   EXPECT_EQ(shard.BatchesApplied(), (std::map<int64_t, int>{{0, 1}, {1, 1}}));
 }
 
+// Under --on_worker_failure=continue, worker 2 of 3 pushed step 0 to ps A
+// but not to ps B, then was presumed dead. A keeps its gradient and still
+// waits for worker 1; the worker covering for it pushes batch 2 again as
+// owed, which A (holding it) skips and B adds. Every batch counts once on
+// each ps.
+TEST(Shard, AnAbsentWorkersPartialPushCountsOnceOnEveryPs) {
+  ShardOptions options;
+  options.count_batches = true;
+  Shard a(options), b(options);
+  CreateVariablesResponse created;
+  for (Shard* ps : {&a, &b}) {
+    ASSERT_TRUE(
+        ps->CreateVariables(Create(UpdateConfig::SYNC, 3), &created).ok());
+  }
+  // Worker `worker`'s push of `batches` at `version`, `owed` or its own:
+  // one example each, whose gradient is 1.
+  auto push = [](int worker, uint64_t id, int64_t version,
+                 std::vector<int64_t> batches, bool owed = false) {
+    const float n = batches.size();
+    PushDenseRequest p = From(
+        worker, id, Push(version, batches.size(), {n, n, n, n}, {0, 0, 0}));
+    for (int64_t batch : batches) p.mutable_header()->add_batches(batch);
+    p.mutable_header()->set_owed(owed);
+    return p;
+  };
+  ASSERT_TRUE(Send(a, push(2, 1, 0, {2})).ok());
+  for (Shard* ps : {&a, &b}) ASSERT_TRUE(Send(*ps, push(0, 1, 0, {0})).ok());
+  SetWorkersRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  request.set_replicas_to_aggregate(2);
+  request.add_absent_workers(2);
+  SetWorkersResponse response;
+  for (Shard* ps : {&a, &b}) {
+    ASSERT_TRUE(ps->SetWorkers(request, &response).ok());
+    EXPECT_EQ(response.version(), 0) << "step 0 still waits for worker 1";
+  }
+  for (Shard* ps : {&a, &b}) {
+    absl::StatusOr<PushDenseResponse> r = Send(*ps, push(1, 1, 0, {1}));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->applied());
+  }
+  // Both applied a mean gradient of 1 (A over 3 examples, B over 2).
+  EXPECT_EQ(Pull(a, "w", 1), std::vector<float>(4, 0.5f));
+  EXPECT_EQ(Pull(b, "w", 1), std::vector<float>(4, 0.5f));
+  // Step 1: worker 0 covers worker 2: batch 2 owed, then its own push with
+  // worker 2's batch of step 1 (5); worker 1's own.
+  for (Shard* ps : {&a, &b}) {
+    ASSERT_TRUE(Send(*ps, push(0, 2, 1, {2}, /*owed=*/true)).ok());
+    ASSERT_TRUE(Send(*ps, push(0, 2, 1, {2}, /*owed=*/true)).ok());  // retry
+    ASSERT_TRUE(Send(*ps, push(0, 3, 1, {3, 5})).ok());
+    ASSERT_TRUE(Send(*ps, push(1, 2, 1, {4})).ok());
+  }
+  const std::map<int64_t, int> once = {{0, 1}, {1, 1}, {2, 1},
+                                       {3, 1}, {4, 1}, {5, 1}};
+  EXPECT_EQ(a.BatchesApplied(), once);
+  EXPECT_EQ(b.BatchesApplied(), once);
+  // A: batches 3, 4, 5; B: 2 too. The mean gradient is 1 either way.
+  EXPECT_EQ(Pull(a, "w", 2), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(Pull(b, "w", 2), std::vector<float>(4, 0.0f));
+  // Worker 2's own pushes are refused, owed pushes only in sync mode from
+  // a worker.
+  EXPECT_EQ(Send(a, push(2, 9, 2, {8})).status().code(),
+            absl::StatusCode::kAborted);
+  PushDenseRequest unnamed = push(0, 4, 2, {6}, true);
+  unnamed.mutable_header()->clear_sender();
+  EXPECT_EQ(Send(a, unnamed).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // A ps task that holds no variables collects no step: it answers -1, so
 // that the chief does not take step 0 for the step the cluster is stuck at.
 TEST(Shard, SetWorkersOnAShardWithoutVariablesCollectsNoStep) {

@@ -196,9 +196,8 @@ class ClusterRun {
   // After Finish: every global batch of the run (kSteps steps of 2
   // workers) was applied exactly once on each ps, as the ps tasks counted
   // (--count_batches). A ps that was restarted counts from the step it was
-  // restored at. `may_repeat`: batches that may count twice (a known
-  // limitation, see the README); reported when they do.
-  void ExpectEveryBatchAppliedOnce(const std::set<int64_t>& may_repeat = {}) {
+  // restored at.
+  void ExpectEveryBatchAppliedOnce() {
     const std::vector<int64_t> restored =
         AllMatches(chief_log(), "restored [^ ]+ at step ([0-9]+)");
     for (int task = 0; task < 2; ++task) {
@@ -210,11 +209,6 @@ class ClusterRun {
       for (int64_t batch = 2 * first_step; batch < 2 * kSteps; ++batch) {
         auto it = ledger.find(batch);
         const int count = it == ledger.end() ? 0 : it->second;
-        if (count == 2 && may_repeat.count(batch) > 0) {
-          std::printf("ps %d: batch %ld applied twice (known limitation)\n",
-                      task, static_cast<long>(batch));
-          continue;
-        }
         if (count != 1 && ++wrong <= 5) {
           ADD_FAILURE() << "ps " << task << ": batch " << batch << " (step "
                         << batch / 2 << ", worker " << batch % 2 << ") applied "
@@ -287,30 +281,16 @@ class FailureTest : public ::testing::Test {
     return first + random() % 140;
   }
 
-  // The run completes, every batch applied once on every ps (but for
-  // `may_repeat`), with the accuracy of an undisturbed run.
-  static void ExpectCompletedLikeUndisturbed(
-      ClusterRun& run, const std::set<int64_t>& may_repeat = {}) {
+  // The run completes, every batch applied once on every ps, with the
+  // accuracy of an undisturbed run.
+  static void ExpectCompletedLikeUndisturbed(ClusterRun& run) {
     run.Finish();
-    run.ExpectEveryBatchAppliedOnce(may_repeat);
+    run.ExpectEveryBatchAppliedOnce();
     const double accuracy = TestAccuracy(run.model_dir());
     std::printf("test accuracy %.4f (undisturbed %.4f)\n", accuracy,
                 undisturbed_accuracy_);
     EXPECT_NEAR(accuracy, undisturbed_accuracy_, 0.01);
     ExpectEveryCheckpointVerifies(run.model_dir());
-  }
-
-  // Under --on_worker_failure=continue: a dead worker's batch of the step it
-  // died in, which may have reached some ps tasks and is trained again by
-  // the worker covering for it (README, "Not yet true").
-  static std::set<int64_t> UnfinishedBatches(ClusterRun& run, int worker) {
-    std::set<int64_t> batches;
-    for (int64_t step : AllMatches(
-             run.chief_log(), absl::StrCat("going on without worker ", worker,
-                                           " from step ([0-9]+)"))) {
-      batches.insert(2 * step + worker);
-    }
-    return batches;
   }
 
   static double undisturbed_accuracy_;
@@ -346,7 +326,7 @@ TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
   run.RestartAbsentWorker(1);
-  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
+  ExpectCompletedLikeUndisturbed(run);
 }
 
 TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
@@ -371,7 +351,7 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
               static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
   run.RestartAbsentWorker(1);
-  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
+  ExpectCompletedLikeUndisturbed(run);
 }
 
 TEST_F(FailureTest, KilledPsIsRestoredFromTheLatestCheckpoint) {
@@ -444,7 +424,7 @@ TEST_F(FailureTest, WithContinueAWorkerBackDuringAChiefRestartIsTakenBack) {
   run.Restart("worker", 1);
   absl::SleepFor(absl::Seconds(2));
   run.Restart("chief", 0);
-  ExpectCompletedLikeUndisturbed(run, UnfinishedBatches(run, 1));
+  ExpectCompletedLikeUndisturbed(run);
 }
 
 TEST_F(FailureTest, RestartedChiefTakesTheRunUpFromTheLatestCheckpoint) {

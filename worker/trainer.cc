@@ -98,9 +98,11 @@ struct Trainer::Buffers {
   std::map<std::string, Tensor*> push;
   // Worker-local mirrors of the embedding tables, by name.
   std::map<std::string, Tensor*> mirrors;
-  // For the batches of absent workers: their gradients and examples.
+  // For the batches of absent workers: their gradients (and, of those, the
+  // dense variables', pushed whole) and examples.
   std::vector<Tensor> covered_storage;
   Gradients covered_gradients;
+  std::map<std::string, Tensor*> covered_push;
   std::vector<CoveredBatch> covered;
 };
 
@@ -264,7 +266,10 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
         backend_->TrainStep(input, buffers.weights, &buffers.gradients);
     batches->Release(*batch);
     if (!result.ok()) return AtStep(*step, "computing", result.status());
-    PSTRAIN_RETURN_IF_ERROR(TrainCoveredBatches(*step, buffers, &*result));
+    const int64_t own_examples = result->examples;
+    PSTRAIN_ASSIGN_OR_RETURN(const int64_t covered_examples,
+                             TrainCoveredBatches(*step, buffers, &*result));
+    const int64_t examples = own_examples + covered_examples;
     absl::SleepFor(options_.push_delay);
     // The tables' rows, then the dense variables. Either order would do in
     // sync mode: the next step's pulls wait for this one on every piece.
@@ -273,15 +278,15 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     std::vector<int64_t> batches = {*step * options_.num_workers +
                                     options_.worker_index};
     for (const CoveredBatch& covered : buffers.covered) {
+      if (IsOwed(covered.ref.step, *step)) continue;
       batches.push_back(covered.ref.step * options_.num_workers +
                         covered.ref.worker);
     }
     ps_->set_step(*step, batches);
-    absl::Status pushed =
-        sparse_->Push(*step, result->examples, buffers.gradients);
+    absl::Status pushed = sparse_->Push(*step, examples, buffers.gradients);
     if (pushed.ok() || (!sync && ps::IsStaleGradient(pushed))) {
-      absl::Status dense = ps_->PushDense(sync ? *step : *version,
-                                          result->examples, buffers.push);
+      absl::Status dense =
+          ps_->PushDense(sync ? *step : *version, examples, buffers.push);
       if (!dense.ok() && (pushed.ok() || !ps::IsStaleGradient(dense))) {
         pushed = dense;
       }
@@ -397,10 +402,18 @@ absl::Status Trainer::PullSparse(int64_t step, const data::Batch& batch,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::TrainCoveredBatches(int64_t step, Buffers& buffers,
-                                          StepResult* result) {
+bool Trainer::IsOwed(int64_t batch_step, int64_t step) const {
+  return config_->update().mode() == UpdateConfig::SYNC && batch_step < step;
+}
+
+absl::StatusOr<int64_t> Trainer::TrainCoveredBatches(int64_t step,
+                                                     Buffers& buffers,
+                                                     StepResult* result) {
+  int64_t merged_examples = 0;
   for (const CoveredBatch& covered : buffers.covered) {
     const chief::BatchRef& ref = covered.ref;
+    const std::string which =
+        absl::StrCat("worker ", ref.worker, "'s batch of step ", ref.step);
     StepInput input;
     input.features = covered.features.raw_data();
     input.labels = covered.labels.data();
@@ -410,9 +423,28 @@ absl::Status Trainer::TrainCoveredBatches(int64_t step, Buffers& buffers,
     absl::StatusOr<StepResult> extra = backend_->TrainStep(
         input, buffers.weights, &buffers.covered_gradients);
     if (!extra.ok()) {
-      return AtStep(step, absl::StrCat("computing worker ", ref.worker,
-                                       "'s batch of step ", ref.step),
-                    extra.status());
+      return AtStep(step, absl::StrCat("computing ", which), extra.status());
+    }
+    result->examples += extra->examples;
+    result->correct += extra->correct;
+    result->loss_sum += extra->loss_sum;
+    if (IsOwed(ref.step, step)) {
+      if (buffers.covered_push.empty()) {
+        for (const auto& [name, g] : buffers.push) {
+          buffers.covered_push[name] = buffers.covered_gradients.at(name);
+        }
+      }
+      ps_->set_step(step, {ref.step * options_.num_workers + ref.worker},
+                    /*owed=*/true);
+      absl::Status pushed =
+          sparse_->Push(step, extra->examples, buffers.covered_gradients);
+      if (pushed.ok()) {
+        pushed = ps_->PushDense(step, extra->examples, buffers.covered_push);
+      }
+      if (!pushed.ok()) {
+        return AtStep(step, absl::StrCat("pushing ", which), pushed);
+      }
+      continue;
     }
     for (const auto& [name, sum] : buffers.gradients) {
       float* out = sum->flat<float>().data();
@@ -420,11 +452,9 @@ absl::Status Trainer::TrainCoveredBatches(int64_t step, Buffers& buffers,
           buffers.covered_gradients.at(name)->flat<float>().data();
       for (int64_t i = 0; i < sum->num_elements(); ++i) out[i] += add[i];
     }
-    result->examples += extra->examples;
-    result->correct += extra->correct;
-    result->loss_sum += extra->loss_sum;
+    merged_examples += extra->examples;
   }
-  return absl::OkStatus();
+  return merged_examples;
 }
 
 absl::Status Trainer::WaitUntilMayStart(int64_t step) {

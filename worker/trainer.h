@@ -121,10 +121,18 @@ class Trainer {
   // Pulls the embedding rows the step's batch and covered batches touch.
   absl::Status PullSparse(int64_t step, const data::Batch& batch,
                           Buffers& buffers);
-  // Adds to `buffers.gradients` and `*result` the gradients of the
-  // gathered covered batches.
-  absl::Status TrainCoveredBatches(int64_t step, Buffers& buffers,
-                                   StepResult* result);
+  // Trains the gathered covered batches, adding their losses and examples
+  // to `*result`. In sync mode a batch owed from an earlier step (its
+  // worker's last push may have reached some ps tasks) is pushed at once,
+  // on its own, as owed (RequestHeader.owed): each ps adds it unless it
+  // holds it already. The others' gradients are added to
+  // `buffers.gradients`, pushed with this worker's own. Returns the
+  // examples of those others.
+  absl::StatusOr<int64_t> TrainCoveredBatches(int64_t step, Buffers& buffers,
+                                              StepResult* result);
+  // Whether a covered batch of `batch_step` is pushed on its own at `step`,
+  // as owed.
+  bool IsOwed(int64_t batch_step, int64_t step) const;
   // After a peer failure at `at`: where to go on, per the chief (registering
   // again if the chief restarted). `length.total_steps` if the run is over.
   absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
