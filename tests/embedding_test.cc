@@ -34,13 +34,14 @@ constexpr int kWidth = 8;
 // touched, so never updated.
 constexpr int kIdsUsed = 40;
 
-// Embedding(50, 8) over 2 ids per example, Flatten, Dense(2, softmax).
-std::string ModelJson() {
+// Embedding(vocabulary, 8) over 2 ids per example, Flatten, Dense(2,
+// softmax).
+std::string ModelJson(int vocabulary = kVocabulary) {
   return absl::StrCat(R"({"class_name": "Sequential", "config": {
     "name": "ids", "layers": [
       {"class_name": "Embedding", "config": {"name": "embedding",
         "batch_input_shape": [null, 2], "input_dim": )",
-                      kVocabulary, R"(, "output_dim": )", kWidth, R"(}},
+                      vocabulary, R"(, "output_dim": )", kWidth, R"(}},
       {"class_name": "Flatten", "config": {"name": "flatten"}},
       {"class_name": "Dense", "config": {"name": "dense", "units": 2,
         "activation": "softmax"}}]}})");
@@ -65,14 +66,14 @@ struct Inputs {
   std::string model;
 };
 
-Inputs WriteInputs(const std::string& name) {
+Inputs WriteInputs(const std::string& name, int vocabulary = kVocabulary) {
   Inputs inputs;
   inputs.data_dir = TempPath(name + "-data");
   mkdir(inputs.data_dir.c_str(), 0755);
   WriteFile(inputs.data_dir + "/train.csv", IdCsv(2048, 1));
   WriteFile(inputs.data_dir + "/test.csv", IdCsv(500, 2));
   inputs.model = TempPath(name + "-model.json");
-  WriteFile(inputs.model, ModelJson());
+  WriteFile(inputs.model, ModelJson(vocabulary));
   return inputs;
 }
 
@@ -112,6 +113,26 @@ TEST(Embedding, TrainsFromAnIdCsvWithTwoPsAndTwoWorkersSync) {
   ASSERT_EQ(table.size(), size_t{kVocabulary} * kWidth);
   EXPECT_GT(LargestInRows(table, 0, kIdsUsed), 0.1f);
   EXPECT_LE(LargestInRows(table, kIdsUsed, kVocabulary), 0.05f);
+}
+
+// The chief evaluates on the whole table, which it pulls from the ps: a
+// table of 70 MB, more than one gRPC message may carry (64 MB), comes in
+// pieces.
+TEST(Embedding, TheChiefEvaluatesWithATableLargerThanOneMessage) {
+  constexpr int kLarge = 2200000;  // rows of 8 floats: 70.4 MB
+  const Inputs inputs = WriteInputs("large", kLarge);
+  const std::string model_dir = TempPath("large-run");
+  LocalCluster(1, 1).Run(
+      "large",
+      {"--model=" + inputs.model, "--data_dir=" + inputs.data_dir,
+       "--optimizer=sgd", "--learning_rate=0.5", "--steps=20",
+       "--batch_size=32", "--threads=1", "--model_dir=" + model_dir},
+      {"--data_dir=" + inputs.data_dir, "--threads=1"});
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
+  EXPECT_TRUE(summary["test_accuracy"].is_number()) << summary.dump(2);
+  EXPECT_EQ(summary["global_step"].get<int64_t>(), 20) << summary.dump(2);
 }
 
 // Sync with the sparse table: 2 workers of batch 16 compute exactly what one
