@@ -131,8 +131,8 @@ TEST(CriteoGenerator, WritesReadableFilesWithTheirBayesOptimalFigures) {
   Generate(dir,
            "--train_rows 4000 --test_rows 1500 --train_files 2 --scale 0.001 "
            "--seed 7 --probabilities");
-  for (const std::string file : {"train-00000.tsv", "train-00001.tsv",
-                                 "test.tsv"}) {
+  for (const std::string file :
+       {"train-00000.tsv", "train-00001.tsv", "test.tsv"}) {
     const std::string path = dir + "/" + file;
     const nlohmann::json bayes = ReadJson(path + ".bayes.json");
     const std::vector<double> p = ReadProbabilities(path + ".probabilities");
@@ -161,10 +161,8 @@ TEST(CriteoGenerator, WritesReadableFilesWithTheirBayesOptimalFigures) {
     EXPECT_EQ(bayes["rows"], rows) << file;
     EXPECT_EQ(bayes["positives"], positives) << file;
     EXPECT_NEAR(positives / rows, 0.25, 0.04) << file;
-    EXPECT_NEAR(bayes["bayes_auc"].get<double>(), Auc(p, labels), 1e-9)
-        << file;
-    EXPECT_NEAR(bayes["bayes_log_loss"].get<double>(), log_loss, 1e-9)
-        << file;
+    EXPECT_NEAR(bayes["bayes_auc"].get<double>(), Auc(p, labels), 1e-9) << file;
+    EXPECT_NEAR(bayes["bayes_log_loss"].get<double>(), log_loss, 1e-9) << file;
     // A model that knows the truth does far better than chance.
     EXPECT_GT(bayes["bayes_auc"].get<double>(), 0.75) << file;
   }
@@ -177,9 +175,9 @@ TEST(CriteoGenerator, FieldsHaveTheScaledCardinalitiesAndZipfFrequencies) {
   const Read read = ReadSplit(dir, "train");
   ASSERT_EQ(read.labels.size(), 6000u);
   const std::vector<int> kaggle = {
-      1460, 583,   10131227, 2202608, 305, 24,      12517, 633, 3,
-      93145, 5683, 8351593,  3194,    27,  14992,   5461306, 10, 5652,
-      2173, 4,     7046547,  18,      15,  286181,  105,   142572};
+      1460,  583,  10131227, 2202608, 305, 24,     12517,   633,   3,
+      93145, 5683, 8351593,  3194,    27,  14992,  5461306, 10,    5652,
+      2173,  4,    7046547,  18,      15,  286181, 105,     142572};
   for (int k = 1; k <= kCriteoSparse; ++k) {
     const int cardinality = bayes["cardinalities"][k - 1].get<int>();
     EXPECT_EQ(cardinality,
