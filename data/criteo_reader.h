@@ -11,7 +11,11 @@
 // most one. This is ShardPlan's unshuffled order (shard_plan.h): at step s,
 // worker w's batch holds the lines g in [s*W*B, (s+1)*W*B) with g mod W == w.
 // Every worker reads (and decompresses) every file but parses only its own
-// lines. An epoch is one pass: open a new reader for the next.
+// lines. An epoch is one pass: open a new reader for the next. A worker's
+// reader may run out a step before another's (when the last global batch
+// has fewer than W rows): a synchronous trainer takes ShardPlan's
+// steps_per_epoch, from CountCriteoLines, and contributes an empty batch at
+// such a step, as it does with ShardPlan today.
 //
 // Malformed lines (criteo_line.h): with BadLines::kRefuse the pass fails
 // with INVALID_ARGUMENT naming the file, the line in it and the column; with

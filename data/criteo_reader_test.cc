@@ -11,6 +11,7 @@
 #include "data/criteo_hash.h"
 #include "data/criteo_line.h"
 #include "gtest/gtest.h"
+#include "worker/data/shard_plan.h"
 #include "worker/data/test_files.h"
 
 namespace pstrain {
@@ -167,6 +168,56 @@ TEST(CriteoReader, ShardsEveryLineToExactlyOneOfOneToThreeWorkers) {
       for (const auto& [line, times] : taken) {
         EXPECT_EQ(times, 1)
             << "line " << line << " with " << workers << " workers";
+      }
+    }
+  }
+}
+
+TEST(CriteoReader, BatchesAreShardPlansUnshuffledSteps) {
+  // 3 files, 10 + 0 + 13 lines.
+  const std::vector<std::string> paths = {
+      WriteLines("plan_a.tsv", 0, 10),
+      WriteLines("plan_b.tsv", 10, 0),
+      WriteLines("plan_c.tsv.gz", 10, 13, /*gzip=*/true),
+  };
+  absl::StatusOr<int64_t> lines = CountCriteoLines(paths);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(*lines, 23);
+  for (int workers = 1; workers <= 3; ++workers) {
+    for (const int64_t batch_size : {2, 4, 7}) {
+      for (int w = 0; w < workers; ++w) {
+        ShardOptions shard;
+        shard.num_workers = workers;
+        shard.worker_index = w;
+        shard.batch_size = batch_size;
+        shard.shuffle = false;
+        absl::StatusOr<ShardPlan> plan = ShardPlan::Create(*lines, shard);
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        const std::vector<int64_t> order = plan->WorkerOrder(0);
+        CriteoReaderOptions options;
+        options.num_workers = workers;
+        options.worker_index = w;
+        options.batch_size = batch_size;
+        const Pass pass = ReadPass(paths, options);
+        ASSERT_TRUE(pass.status.ok()) << pass.status;
+        // The reader's batches are the plan's steps, except that it has no
+        // batch for a trailing step where the plan gives this worker none.
+        size_t begin = 0;
+        for (int64_t step = 0; step < plan->steps_per_epoch(); ++step) {
+          const int64_t size = plan->BatchSize(step);
+          if (size == 0) {
+            EXPECT_EQ(static_cast<int64_t>(pass.batches.size()), step);
+            continue;
+          }
+          ASSERT_LT(step, static_cast<int64_t>(pass.batches.size()));
+          const std::vector<int64_t> want(order.begin() + begin,
+                                          order.begin() + begin + size);
+          EXPECT_EQ(pass.batches[step].lines, want)
+              << workers << " workers, worker " << w << ", batch " << batch_size
+              << ", step " << step;
+          begin += size;
+        }
+        EXPECT_EQ(begin, order.size());
       }
     }
   }
