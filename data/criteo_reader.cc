@@ -120,6 +120,7 @@ absl::StatusOr<bool> CriteoReader::Fill(CriteoBatch* batch) {
     batch->lines.push_back(g);
     next_line_ = g + 1;
   }
+  batch->next_line = next_line_;
   return batch->size() > 0;
 }
 

@@ -81,6 +81,9 @@ struct CriteoBatch {
   std::vector<float> dense;      // [size() * 13]: log(1 + max(I_j, 0)).
   std::vector<uint64_t> sparse;  // [size() * 26]: criteo_hash.h's ids.
   std::vector<int64_t> lines;    // [size()]: each row's global line index.
+  // The reader's next_line() once this batch was filled: where a reader
+  // resumes after the batches up to this one.
+  int64_t next_line = 0;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   void clear();

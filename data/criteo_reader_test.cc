@@ -372,6 +372,7 @@ TEST(CriteoReader, ResumesWhereAnotherReaderStopped) {
     for (int b = 0; b < 2; ++b) {
       ASSERT_TRUE(*(*first)->Next(&batch));
       lines.insert(lines.end(), batch.lines.begin(), batch.lines.end());
+      EXPECT_EQ(batch.next_line, (*first)->next_line());
     }
     options.start_line = (*first)->next_line();
     EXPECT_EQ(options.start_line, lines.back() + 1);
