@@ -4,10 +4,11 @@
 //
 // A file is gzip when it starts with the gzip magic bytes 1f 8b, whatever its
 // name; concatenated gzip members (`cat a.gz b.gz`) read as one stream, as in
-// file_bytes.h. Lines end at '\n', which is not part of the line (a '\r'
-// before it is left to the caller). The last line need not end with '\n';
-// `terminated()` tells the caller which kind it got. A file ending in '\n'
-// has no empty line after it.
+// worker/data/file_bytes.h (unlike there, bytes after the last member that do
+// not start another are ignored, as zlib's gzread does). Lines end at '\n',
+// which is not part of the line (a '\r' before it is left to the caller). The
+// last line need not end with '\n'; `terminated()` tells the caller which kind
+// it got. A file ending in '\n' has no empty line after it.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<LineReader> lines,
 //                            LineReader::Open(path));
@@ -18,9 +19,9 @@
 //     Parse(line, lines->line_number());
 //   }
 //
-// Errors start with the path: the errno's code when the file cannot be
-// opened or read, DATA_LOSS for a corrupt or truncated gzip stream (naming
-// line number it reached), INVALID_ARGUMENT for a line longer than
+// Errors name the path: the errno's code when the file cannot be opened or
+// read, DATA_LOSS for a corrupt or truncated gzip stream (naming the last
+// whole line read), INVALID_ARGUMENT for a line longer than
 // `max_line_bytes`. Not thread-safe: one reader per thread.
 #ifndef PSTRAIN_DATA_LINE_READER_H_
 #define PSTRAIN_DATA_LINE_READER_H_
