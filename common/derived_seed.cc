@@ -1,7 +1,6 @@
 #include "common/derived_seed.h"
 
 namespace pstrain {
-namespace {
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -9,8 +8,6 @@ uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 uint64_t Fnv1a64(absl::string_view bytes) {
   uint64_t hash = 0xcbf29ce484222325ULL;

@@ -18,6 +18,11 @@
 
 namespace pstrain {
 
+// Steele, Lea and Flood's SplitMix64 output function (golden-ratio increment
+// 0x9e3779b97f4a7c15, then the two xor-shift-multiply rounds): a bijection
+// of 64-bit integers under which nearby inputs give unrelated outputs.
+uint64_t SplitMix64(uint64_t x);
+
 // 64-bit FNV-1a of `bytes` (offset basis 0xcbf29ce484222325, prime
 // 0x100000001b3).
 uint64_t Fnv1a64(absl::string_view bytes);

@@ -23,6 +23,8 @@ packages=(
   clang libclang-rt-dev lld
   # The main job's data: the real Fashion-MNIST in IDX format.
   dataset-fashion-mnist
+  # bench/criteo_gen.py (Criteo-format data), run by //data:criteo_generator_test.
+  python3-numpy
 )
 
 missing=()
