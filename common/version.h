@@ -1,0 +1,13 @@
+// The version of pstrain's binaries: what `--version` prints, what the
+// start-up log line and the build information carry. Raise it with a
+// release.
+#ifndef PSTRAIN_COMMON_VERSION_H_
+#define PSTRAIN_COMMON_VERSION_H_
+
+namespace pstrain {
+
+inline constexpr char kPstrainVersion[] = "0.1.0";
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_VERSION_H_
