@@ -466,12 +466,16 @@ int Main() {
   TrainingConfig config;
   config.set_model_name(absl::GetFlag(FLAGS_model));
   absl::StatusOr<std::string> json = worker::LoadModelJson(config.model_name());
-  if (!json.ok()) return Fail(json.status().message());
+  if (!json.ok()) {
+    return Fail(absl::StrCat("--model: ", json.status().message()));
+  }
   config.set_model_json(*json);
   config.set_seed(absl::GetFlag(FLAGS_seed));
   absl::StatusOr<worker::ModelSpec> spec =
       worker::ParseKerasModel(config.model_json(), config.seed());
-  if (!spec.ok()) return Fail(spec.status().message());
+  if (!spec.ok()) {
+    return Fail(absl::StrCat("--model: ", spec.status().message()));
+  }
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
                          absl::GetFlag(FLAGS_from_logits));
@@ -501,10 +505,14 @@ int Main() {
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<data::Dataset> train =
       data::ReadDataDir(data_dir, data::Split::kTrain);
-  if (!train.ok()) return Fail(train.status().message());
+  if (!train.ok()) {
+    return Fail(absl::StrCat("--data_dir: ", train.status().message()));
+  }
   absl::StatusOr<data::Dataset> test =
       data::ReadDataDir(data_dir, data::Split::kTest);
-  if (!test.ok()) return Fail(test.status().message());
+  if (!test.ok()) {
+    return Fail(absl::StrCat("--data_dir: ", test.status().message()));
+  }
   // Ids for a model that starts with an Embedding (only the test set is
   // fed to it here; the training set's size is what counts).
   if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
@@ -524,7 +532,9 @@ int Main() {
 
   absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
       EvaluationBackend(*spec, config);
-  if (!evaluator.ok()) return Fail(evaluator.status().message());
+  if (!evaluator.ok()) {
+    return Fail(absl::StrCat("--model: ", evaluator.status().message()));
+  }
   LogInfo(absl::StrCat("chief: loss ", worker::DescribeLoss(*spec, *loss),
                        absl::GetFlag(FLAGS_loss).empty()
                            ? " (the model's default; --loss to change it)"
