@@ -16,8 +16,9 @@ bool IsBinaryFlagFile(absl::string_view binary, absl::string_view filename) {
   return filename == main_cc || absl::EndsWith(filename, "/" + main_cc);
 }
 
-std::string VersionText(absl::string_view binary) {
-  return absl::StrCat(binary, " (pstrain ", kPstrainVersion, ")\n");
+std::string VersionText(absl::string_view binary, absl::string_view commit) {
+  return absl::StrCat(binary, " (pstrain ", kPstrainVersion,
+                      commit.empty() ? "" : ", commit ", commit, ")\n");
 }
 
 void ParseCommandLine(int argc, char** argv, absl::string_view binary,
@@ -31,7 +32,7 @@ void ParseCommandLine(int argc, char** argv, absl::string_view binary,
   config.contains_help_flags = own;
   config.contains_helpshort_flags = own;
   config.contains_helppackage_flags = own;
-  config.version_string = [name] { return VersionText(name); };
+  config.version_string = [name] { return VersionText(name, BuildCommit()); };
   absl::SetFlagsUsageConfig(config);
   absl::ParseCommandLine(argc, argv);
 }

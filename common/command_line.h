@@ -2,7 +2,8 @@
 // absl::ParseCommandLine: sets the usage line that `--help` prints first,
 // makes `--help` and `--helpshort` list the flags the binary's own main.cc
 // defines (not Abseil's or gRPC's; `--helpfull` lists every flag), and makes
-// `--version` print "<binary> (pstrain <version>)".
+// `--version` print "<binary> (pstrain <version>)" (and the git commit of a
+// stamped build).
 //
 //   int main(int argc, char** argv) {
 //     pstrain::ParseCommandLine(argc, argv, "chief",
@@ -24,8 +25,10 @@ namespace pstrain {
 // help: it is defined in "<binary>/main.cc".
 bool IsBinaryFlagFile(absl::string_view binary, absl::string_view filename);
 
-// What `binary --version` prints: "<binary> (pstrain <version>)\n".
-std::string VersionText(absl::string_view binary);
+// What `binary --version` prints: "<binary> (pstrain <version>)\n", or
+// "<binary> (pstrain <version>, commit <commit>)\n" when `commit` (the
+// build's, common/version.h) is known.
+std::string VersionText(absl::string_view binary, absl::string_view commit);
 
 // Parses argv as absl::ParseCommandLine does, after setting `usage` as the
 // program's usage message and `binary`'s help and version. `--help`,

@@ -16,7 +16,9 @@ TEST(CommandLine, OwnFlagsAreThoseOfTheBinarysMain) {
 }
 
 TEST(CommandLine, VersionNamesBinaryAndVersion) {
-  EXPECT_EQ(VersionText("ps"), "ps (pstrain 0.1.0)\n");
+  EXPECT_EQ(VersionText("ps", ""), "ps (pstrain 0.1.0)\n");
+  EXPECT_EQ(VersionText("chief", "1a7e882c0b35"),
+            "chief (pstrain 0.1.0, commit 1a7e882c0b35)\n");
 }
 
 }  // namespace

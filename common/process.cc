@@ -42,8 +42,10 @@ std::string BuildInfo() {
 #else
   const char* mode = "debug";
 #endif
-  return absl::StrCat("pstrain ", kPstrainVersion, " (gcc ", __VERSION__, ", ",
-                      mode, ")");
+  const absl::string_view commit = BuildCommit();
+  return absl::StrCat("pstrain ", kPstrainVersion,
+                      commit.empty() ? "" : " commit ", commit, " (gcc ",
+                      __VERSION__, ", ", mode, ")");
 }
 
 void TuneMallocForLargeBuffers() {

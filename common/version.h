@@ -8,6 +8,11 @@ namespace pstrain {
 
 inline constexpr char kPstrainVersion[] = "0.1.0";
 
+// The git commit the binary was built from ("1a7e882c0b35", with
+// "-modified" when the checkout had uncommitted changes), known in builds
+// made with `bazel build --config=stamp`; "" otherwise.
+const char* BuildCommit();
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_VERSION_H_

@@ -4,7 +4,8 @@
 # flag added later is covered too), each with its help text, and no flag of
 # Abseil's own (those are for --helpfull); no help text points to a tutorial
 # or a seed instead of saying what the flag does; --version prints the
-# binary's name and pstrain's version and exits 0.
+# binary's name and pstrain's version (and the commit of a stamped build) and
+# exits 0.
 #
 #   bazel test //tests:help_test
 set -uo pipefail
@@ -51,7 +52,9 @@ check_binary() {
   out=$("$root/$name/$name" --version 2>&1)
   rc=$?
   [ "$rc" = 0 ] || fail "$name --version: status $rc"
-  [ "$out" = "$name (pstrain $version)" ] ||
+  # A build made with --config=stamp names its commit too.
+  grep -qxE "$name \(pstrain ${version//./\\.}(, commit [0-9a-f]+(-modified)?)?\)" \
+    <<<"$out" ||
     fail "$name --version printed \"$out\", not \"$name (pstrain $version)\""
   echo "$name: --help lists $(wc -w <<<"$flags") flags; --version: $out"
 }
