@@ -1,7 +1,9 @@
 #include "common/command_line.h"
 
+#include <cstdlib>
 #include <string>
 
+#include "absl/base/config.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -38,3 +40,12 @@ void ParseCommandLine(int argc, char** argv, absl::string_view binary,
 }
 
 }  // namespace pstrain
+
+// Abseil's hook, called after it printed "ERROR: <message>" for a flag value
+// that does not parse or an unknown flag, before it exits 1: pstrain's
+// binaries exit 2 on a bad flag. (It is declared, and defined weak, in
+// Abseil's usage_config; this definition replaces that one.)
+extern "C" void ABSL_INTERNAL_C_SYMBOL(AbslInternalReportFatalUsageError)(
+    absl::string_view) {
+  std::exit(2);
+}

@@ -135,8 +135,7 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
        "--checkpoint_every_secs: -1 must be >= 0"},
       {{"--on_worker_failure=panic"},
        "--on_worker_failure: \"panic\" is not wait or continue"},
-      {{"--failure_timeout=0s"},
-       "--failure_timeout: 0 must be > 0 (e.g. 10s)"},
+      {{"--failure_timeout=0s"}, "--failure_timeout: 0 must be > 0 (e.g. 10s)"},
       {{"--model_dir="}, "--model_dir: must not be empty"},
       {{"--loss=hinge"},
        "--loss: \"hinge\" is not sparse_categorical_crossentropy, "
@@ -149,6 +148,15 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
        "--model: model: layer 1 'lstm' (LSTM): LSTM is not supported",
        false},
       {{"--data_dir=/nonexistent"}, "--data_dir: ", false},
+      // Values that are not of the flag's type, and unknown flags: Abseil's
+      // line, and status 2 (common/command_line.h).
+      {{"--batch_size=abc"},
+       "ERROR: Illegal value 'abc' specified for flag 'batch_size'"},
+      {{"--nesterov=maybe"},
+       "ERROR: Illegal value 'maybe' specified for flag 'nesterov'"},
+      {{"--learning_rate"},
+       "ERROR: Missing the value for the flag 'learning_rate'"},
+      {{"--beta_3=0.5"}, "ERROR: Unknown command line flag 'beta_3'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.flags.back()));

@@ -5,7 +5,7 @@
 # Abseil's own (those are for --helpfull); no help text points to a tutorial
 # or a seed instead of saying what the flag does; --version prints the
 # binary's name and pstrain's version (and the commit of a stamped build) and
-# exits 0.
+# exits 0; a flag value that does not parse exits 2 with one line.
 #
 #   bazel test //tests:help_test
 set -uo pipefail
@@ -20,7 +20,7 @@ fail() {
 }
 
 check_binary() {
-  local name=$1 usage=$2 help rc flags flag
+  local name=$1 usage=$2 int_flag=$3 help rc flags flag
   help=$("$root/$name/$name" --help 2>&1)
   rc=$?
   # Abseil ends a help with status 1.
@@ -48,19 +48,26 @@ check_binary() {
       grep -iE 'tutorial|seed [0-9]{3}' <<<"$help")"
   fi
 
-  local out
+  local out version_out
   out=$("$root/$name/$name" --version 2>&1)
+  version_out=$out
   rc=$?
   [ "$rc" = 0 ] || fail "$name --version: status $rc"
   # A build made with --config=stamp names its commit too.
   grep -qxE "$name \(pstrain ${version//./\\.}(, commit [0-9a-f]+(-modified)?)?\)" \
     <<<"$out" ||
     fail "$name --version printed \"$out\", not \"$name (pstrain $version)\""
-  echo "$name: --help lists $(wc -w <<<"$flags") flags; --version: $out"
+  # A value that does not parse: Abseil's line, and status 2.
+  out=$("$root/$name/$name" "--$int_flag=x" 2>&1)
+  rc=$?
+  [ "$rc" = 2 ] || fail "$name --$int_flag=x: status $rc, not 2"
+  [ "$out" = "ERROR: Illegal value 'x' specified for flag '$int_flag'" ] ||
+    fail "$name --$int_flag=x printed \"$out\""
+  echo "$name: --help lists $(wc -w <<<"$flags") flags; --version: $version_out"
 }
 
 [ -n "$version" ] || fail "no kPstrainVersion in common/version.h"
-check_binary chief "Runs a pstrain training run"
-check_binary ps "Runs one parameter-server task"
-check_binary worker "Runs one worker task"
+check_binary chief "Runs a pstrain training run" port
+check_binary ps "Runs one parameter-server task" port
+check_binary worker "Runs one worker task" threads
 exit $((failures > 0))
