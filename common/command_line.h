@@ -33,7 +33,11 @@ std::string VersionText(absl::string_view binary, absl::string_view commit);
 // Parses argv as absl::ParseCommandLine does, after setting `usage` as the
 // program's usage message and `binary`'s help and version. `--help`,
 // `--helpshort` and `--version` print and exit there (Abseil exits 1 after a
-// help, 0 after the version); an unknown flag exits 1 naming it.
+// help, 0 after the version). An unknown flag, or a value that does not
+// parse as its flag's type, exits 2 after Abseil's one line naming the flag
+// ("ERROR: Illegal value 'x' specified for flag 'port'"): this library
+// replaces Abseil's fatal-usage hook for the whole program, so link it only
+// into programs that parse their flags with it.
 void ParseCommandLine(int argc, char** argv, absl::string_view binary,
                       absl::string_view usage);
 
