@@ -242,9 +242,11 @@ absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
   return optimizer;
 }
 
-// The settings with a range, checked before the chief reads anything or
-// starts its server (an error names the flag and its range).
-absl::Status CheckFlagRanges() {
+// Every setting that can be checked without TF_CONFIG, the model or the data
+// (ranges, choices, the optimizer's hyper-parameters), before the chief reads
+// anything or starts its server. An error names the flag and what it
+// accepts.
+absl::Status CheckRunFlags() {
   const auto at_least = [](absl::string_view flag, int64_t value,
                            int64_t min) -> absl::Status {
     if (value >= min) return absl::OkStatus();
@@ -425,7 +427,7 @@ int Main() {
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
   }
-  if (absl::Status flags = CheckFlagRanges(); !flags.ok()) {
+  if (absl::Status flags = CheckRunFlags(); !flags.ok()) {
     return Fail(flags.message());
   }
   if (absl::Status loss = worker::CheckLossFlags(
@@ -485,7 +487,7 @@ int Main() {
   if (!optimizer.ok()) return Fail(optimizer.status().message());
   *config.mutable_optimizer() = *optimizer;
   UpdateConfig* update = config.mutable_update();
-  const std::string mode = absl::GetFlag(FLAGS_mode);  // CheckFlagRanges
+  const std::string mode = absl::GetFlag(FLAGS_mode);  // CheckRunFlags
   update->set_mode(mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);
   update->set_num_workers(num_workers);
   update->set_replicas_to_aggregate(absl::GetFlag(FLAGS_replicas_to_aggregate));
