@@ -28,7 +28,6 @@
 #include <utility>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint_reader.h"
@@ -38,12 +37,15 @@
 #include "chief/evaluator.h"
 #include "chief/run_state.h"
 #include "chief/safetensors.h"
+#include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/placement.h"
 #include "common/process.h"
+#include "common/status_macros.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
+#include "ps/optimizer.h"
 #include "ps/ps_client.h"
 #include "worker/cpu/cpu_backend.h"
 #include "worker/data/data_dir.h"
@@ -55,20 +57,35 @@
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
           "TF_CONFIG environment variable");
-ABSL_FLAG(std::string, model, "cnn", "cnn, mlp, or the path of a Keras JSON");
+ABSL_FLAG(std::string, model, "cnn",
+          "The model to train: cnn, mlp (built in), or the path of a Keras "
+          "model's JSON (model.to_json())");
 ABSL_FLAG(std::string, optimizer, "adam",
-          "sgd, momentum, adagrad or adam (default adam, as seed 002's "
-          "tutorial)");
+          "The update rule the ps tasks apply: sgd, momentum, adagrad or adam");
 ABSL_FLAG(double, learning_rate, 0,
-          "Learning rate; 0: Keras's default (0.01 sgd/momentum, 0.001 "
-          "adagrad/adam)");
-ABSL_FLAG(double, momentum, 0.9, "momentum: velocity decay");
-ABSL_FLAG(bool, nesterov, false, "momentum: Nesterov's variant");
-ABSL_FLAG(double, beta_1, 0.9, "adam: first-moment decay");
-ABSL_FLAG(double, beta_2, 0.999, "adam: second-moment decay");
-ABSL_FLAG(double, epsilon, 1e-7, "adam, adagrad: epsilon");
-ABSL_FLAG(double, initial_accumulator_value, 0.1, "adagrad: accumulator start");
-ABSL_FLAG(double, weight_decay, 0, "L2 weight decay applied on the ps");
+          "The optimizer's learning rate, > 0; 0 picks Keras's default for "
+          "--optimizer (0.01 for sgd and momentum, 0.001 for adagrad and "
+          "adam)");
+ABSL_FLAG(double, momentum, 0.9,
+          "--optimizer=momentum: how much of the previous update each update "
+          "keeps, in [0, 1)");
+ABSL_FLAG(bool, nesterov, false,
+          "--optimizer=momentum: apply Nesterov's momentum instead of the "
+          "classical one");
+ABSL_FLAG(double, beta_1, 0.9,
+          "--optimizer=adam: decay of the gradient's running mean, in [0, 1)");
+ABSL_FLAG(double, beta_2, 0.999,
+          "--optimizer=adam: decay of the squared gradient's running mean, in "
+          "[0, 1)");
+ABSL_FLAG(double, epsilon, 1e-7,
+          "--optimizer=adam or adagrad: the constant added to the "
+          "denominator for numerical stability, >= 0");
+ABSL_FLAG(double, initial_accumulator_value, 0.1,
+          "--optimizer=adagrad: the starting value of every squared-gradient "
+          "accumulator, >= 0");
+ABSL_FLAG(double, weight_decay, 0,
+          "L2 weight decay the ps tasks add to every gradient (g += "
+          "weight_decay * w), >= 0");
 ABSL_FLAG(std::string, loss, "",
           "sparse_categorical_crossentropy, categorical_crossentropy, "
           "binary_crossentropy, mse, mae or huber (Keras's, against each "
@@ -80,28 +97,46 @@ ABSL_FLAG(bool, from_logits, false,
           "Keras's from_logits for the cross-entropies: the model's output is "
           "the logits (false: probabilities, clipped as Keras does); a final "
           "softmax or sigmoid is read behind either way, as tf.keras does");
-ABSL_FLAG(std::string, mode, "sync", "sync or async");
+ABSL_FLAG(std::string, mode, "sync",
+          "sync (each step applies one gradient from every worker, or from "
+          "--replicas_to_aggregate of them) or async (each gradient is "
+          "applied as it arrives)");
 ABSL_FLAG(int, replicas_to_aggregate, 0,
-          "sync: gradients per step (0: every worker); fewer makes the rest "
-          "backup workers");
-ABSL_FLAG(int, max_staleness, -1, "async: refuse gradients this many "
-                                  "versions old (-1: no bound)");
-ABSL_FLAG(int, epochs, 1, "Epochs to train (ignored when --steps is set)");
-ABSL_FLAG(int64_t, steps, 0, "Global steps to train (0: use --epochs)");
-ABSL_FLAG(int, batch_size, 64, "Examples per worker per step");
-ABSL_FLAG(uint64_t, seed, 42, "Run seed: initial values, data order, dropout");
-ABSL_FLAG(std::string, model_dir, "/tmp/pstrain", "Where summary.json goes");
+          "sync: gradients applied per step, in [0, the number of workers] "
+          "(0: one from every worker); fewer than the workers makes the "
+          "slowest ones backup workers");
+ABSL_FLAG(int, max_staleness, -1,
+          "async: refuse gradients computed on variables this many versions "
+          "old or older (>= 0; -1: no bound)");
+ABSL_FLAG(int, epochs, 1,
+          "Passes over the training data (>= 1; ignored when --steps is set)");
+ABSL_FLAG(int64_t, steps, 0,
+          "Global steps to train (>= 0; 0: train --epochs epochs)");
+ABSL_FLAG(int, batch_size, 64, "Examples each worker computes per step, >= 1");
+ABSL_FLAG(uint64_t, seed, 42,
+          "The run's seed, from which initial values, data order and dropout "
+          "are drawn");
+ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
+          "The run's directory: checkpoints and summary.json are written "
+          "there, and a chief started again resumes from its newest "
+          "checkpoint");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "The data: train.csv and test.csv (numeric or id features, then an "
           "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
           "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
-ABSL_FLAG(int64_t, print_every_steps, 100, "Progress line every this many steps");
+ABSL_FLAG(int64_t, print_every_steps, 100,
+          "Log a progress line every this many steps, >= 1");
 ABSL_FLAG(int, wait_for_tasks_seconds, 300,
-          "How long to wait for every ps and worker to register");
+          "How long to wait for every ps and worker to register, >= 1");
 ABSL_FLAG(int, step_timeout_seconds, 120,
-          "sync: a step missing a gradient fails after this long");
-ABSL_FLAG(int, threads, 0, "Evaluation threads (0: one per core)");
-ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+          "sync: a step still missing a gradient after this long fails, "
+          "in [1, 1000000]");
+ABSL_FLAG(int, threads, 0,
+          "Threads evaluating the model on the test set (>= 0; 0: one per "
+          "core)");
+ABSL_FLAG(int, port, 0,
+          "Listen on this port instead of TF_CONFIG's, in [0, 65535] (0: "
+          "TF_CONFIG's)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
           "Write a checkpoint every this many steps (0: off); one is always "
           "written at the end");
@@ -157,9 +192,12 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
   return LoadGrpcSecurity(files);
 }
 
-absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
+// The optimizer `name` (sgd, momentum, adagrad or adam) with the flags'
+// settings, each checked as the ps tasks will (an error names the flag and
+// its range). --learning_rate=0 takes Keras's default for `name`; any other
+// value is used as given.
+absl::StatusOr<OptimizerConfig> OptimizerFromFlags(const std::string& name) {
   OptimizerConfig optimizer;
-  const std::string name = absl::GetFlag(FLAGS_optimizer);
   double default_lr = 0.01;
   if (name == "sgd") {
     optimizer.mutable_sgd();
@@ -181,9 +219,93 @@ absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
         "--optimizer: \"", name, "\" is not sgd, momentum, adagrad or adam"));
   }
   const double lr = absl::GetFlag(FLAGS_learning_rate);
-  optimizer.set_learning_rate(lr > 0 ? lr : default_lr);
+  optimizer.set_learning_rate(lr == 0 ? default_lr : lr);
   optimizer.set_weight_decay(absl::GetFlag(FLAGS_weight_decay));
+  // The config's fields are named after the flags: "adam.beta_1" is
+  // --beta_1.
+  PSTRAIN_RETURN_IF_ERROR(
+      ps::CheckOptimizerConfig(optimizer, [](absl::string_view field) {
+        return absl::StrCat("--", field.substr(field.rfind('.') + 1));
+      }));
   return optimizer;
+}
+
+// The optimizer --optimizer names. The other optimizers' settings are
+// checked too: a bad value is refused whether or not this run uses it.
+absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
+  const std::string chosen = absl::GetFlag(FLAGS_optimizer);
+  PSTRAIN_ASSIGN_OR_RETURN(OptimizerConfig optimizer,
+                           OptimizerFromFlags(chosen));
+  for (const char* other : {"sgd", "momentum", "adagrad", "adam"}) {
+    PSTRAIN_RETURN_IF_ERROR(OptimizerFromFlags(other).status());
+  }
+  return optimizer;
+}
+
+// Every setting that can be checked without TF_CONFIG, the model or the data
+// (ranges, choices, the optimizer's hyper-parameters), before the chief reads
+// anything or starts its server. An error names the flag and what it
+// accepts.
+absl::Status CheckRunFlags() {
+  const auto at_least = [](absl::string_view flag, int64_t value,
+                           int64_t min) -> absl::Status {
+    if (value >= min) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", value, " must be >= ", min));
+  };
+  const auto in_range = [](absl::string_view flag, int64_t value, int64_t min,
+                           int64_t max) -> absl::Status {
+    if (value >= min && value <= max) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": ", value, " must be in [", min, ", ", max, "]"));
+  };
+  PSTRAIN_RETURN_IF_ERROR(
+      at_least("batch_size", absl::GetFlag(FLAGS_batch_size), 1));
+  PSTRAIN_RETURN_IF_ERROR(at_least("epochs", absl::GetFlag(FLAGS_epochs), 1));
+  PSTRAIN_RETURN_IF_ERROR(at_least("steps", absl::GetFlag(FLAGS_steps), 0));
+  PSTRAIN_RETURN_IF_ERROR(at_least(
+      "replicas_to_aggregate", absl::GetFlag(FLAGS_replicas_to_aggregate), 0));
+  PSTRAIN_RETURN_IF_ERROR(
+      at_least("max_staleness", absl::GetFlag(FLAGS_max_staleness), -1));
+  PSTRAIN_RETURN_IF_ERROR(
+      at_least("print_every_steps", absl::GetFlag(FLAGS_print_every_steps), 1));
+  PSTRAIN_RETURN_IF_ERROR(at_least("wait_for_tasks_seconds",
+                                   absl::GetFlag(FLAGS_wait_for_tasks_seconds),
+                                   1));
+  PSTRAIN_RETURN_IF_ERROR(in_range("step_timeout_seconds",
+                                   absl::GetFlag(FLAGS_step_timeout_seconds), 1,
+                                   1000000));
+  PSTRAIN_RETURN_IF_ERROR(at_least("threads", absl::GetFlag(FLAGS_threads), 0));
+  PSTRAIN_RETURN_IF_ERROR(
+      in_range("port", absl::GetFlag(FLAGS_port), 0, 65535));
+  PSTRAIN_RETURN_IF_ERROR(
+      at_least("keep_checkpoints", absl::GetFlag(FLAGS_keep_checkpoints), 1));
+  PSTRAIN_RETURN_IF_ERROR(at_least("checkpoint_every_steps",
+                                   absl::GetFlag(FLAGS_checkpoint_every_steps),
+                                   0));
+  PSTRAIN_RETURN_IF_ERROR(at_least(
+      "checkpoint_every_secs", absl::GetFlag(FLAGS_checkpoint_every_secs), 0));
+  if (absl::GetFlag(FLAGS_model_dir).empty()) {
+    return absl::InvalidArgumentError("--model_dir: must not be empty");
+  }
+  const std::string on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
+  if (on_worker_failure != "wait" && on_worker_failure != "continue") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--on_worker_failure: \"", on_worker_failure,
+                     "\" is not wait or continue"));
+  }
+  if (absl::GetFlag(FLAGS_failure_timeout) <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--failure_timeout: ",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_failure_timeout)),
+                     " must be > 0 (e.g. 10s)"));
+  }
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "sync" && mode != "async") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode: \"", mode, "\" is not sync or async"));
+  }
+  return OptimizerFromFlags().status();
 }
 
 // --export_safetensors: the newest good checkpoint's variables to a file.
@@ -305,21 +427,8 @@ int Main() {
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
   }
-  const std::string on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
-  if (on_worker_failure != "wait" && on_worker_failure != "continue") {
-    return Fail(absl::StrCat("--on_worker_failure: \"", on_worker_failure,
-                             "\" is not wait or continue"));
-  }
-  if (absl::GetFlag(FLAGS_failure_timeout) <= absl::ZeroDuration()) {
-    return Fail("--failure_timeout: must be > 0 (e.g. 10s)");
-  }
-  if (absl::GetFlag(FLAGS_keep_checkpoints) < 1) {
-    return Fail("--keep_checkpoints: must be >= 1");
-  }
-  if (absl::GetFlag(FLAGS_checkpoint_every_steps) < 0 ||
-      absl::GetFlag(FLAGS_checkpoint_every_secs) < 0) {
-    return Fail("--checkpoint_every_steps, --checkpoint_every_secs: must be "
-                ">= 0");
+  if (absl::Status flags = CheckRunFlags(); !flags.ok()) {
+    return Fail(flags.message());
   }
   if (absl::Status loss = worker::CheckLossFlags(
           absl::GetFlag(FLAGS_loss), absl::GetFlag(FLAGS_from_logits));
@@ -350,19 +459,25 @@ int Main() {
     return Fail("TF_CONFIG: cluster: a run needs at least one \"ps\" and one "
                 "\"worker\" task");
   }
-  if (absl::GetFlag(FLAGS_batch_size) < 1) {
-    return Fail("--batch_size: must be >= 1");
+  if (absl::GetFlag(FLAGS_replicas_to_aggregate) > num_workers) {
+    return Fail(absl::StrCat(
+        "--replicas_to_aggregate: ", absl::GetFlag(FLAGS_replicas_to_aggregate),
+        " must be in [0, ", num_workers, "] (TF_CONFIG's workers)"));
   }
 
   TrainingConfig config;
   config.set_model_name(absl::GetFlag(FLAGS_model));
   absl::StatusOr<std::string> json = worker::LoadModelJson(config.model_name());
-  if (!json.ok()) return Fail(json.status().message());
+  if (!json.ok()) {
+    return Fail(absl::StrCat("--model: ", json.status().message()));
+  }
   config.set_model_json(*json);
   config.set_seed(absl::GetFlag(FLAGS_seed));
   absl::StatusOr<worker::ModelSpec> spec =
       worker::ParseKerasModel(config.model_json(), config.seed());
-  if (!spec.ok()) return Fail(spec.status().message());
+  if (!spec.ok()) {
+    return Fail(absl::StrCat("--model: ", spec.status().message()));
+  }
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
                          absl::GetFlag(FLAGS_from_logits));
@@ -372,10 +487,7 @@ int Main() {
   if (!optimizer.ok()) return Fail(optimizer.status().message());
   *config.mutable_optimizer() = *optimizer;
   UpdateConfig* update = config.mutable_update();
-  const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode != "sync" && mode != "async") {
-    return Fail(absl::StrCat("--mode: \"", mode, "\" is not sync or async"));
-  }
+  const std::string mode = absl::GetFlag(FLAGS_mode);  // CheckRunFlags
   update->set_mode(mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);
   update->set_num_workers(num_workers);
   update->set_replicas_to_aggregate(absl::GetFlag(FLAGS_replicas_to_aggregate));
@@ -395,10 +507,14 @@ int Main() {
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<data::Dataset> train =
       data::ReadDataDir(data_dir, data::Split::kTrain);
-  if (!train.ok()) return Fail(train.status().message());
+  if (!train.ok()) {
+    return Fail(absl::StrCat("--data_dir: ", train.status().message()));
+  }
   absl::StatusOr<data::Dataset> test =
       data::ReadDataDir(data_dir, data::Split::kTest);
-  if (!test.ok()) return Fail(test.status().message());
+  if (!test.ok()) {
+    return Fail(absl::StrCat("--data_dir: ", test.status().message()));
+  }
   // Ids for a model that starts with an Embedding (only the test set is
   // fed to it here; the training set's size is what counts).
   if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
@@ -418,7 +534,9 @@ int Main() {
 
   absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
       EvaluationBackend(*spec, config);
-  if (!evaluator.ok()) return Fail(evaluator.status().message());
+  if (!evaluator.ok()) {
+    return Fail(absl::StrCat("--model: ", evaluator.status().message()));
+  }
   LogInfo(absl::StrCat("chief: loss ", worker::DescribeLoss(*spec, *loss),
                        absl::GetFlag(FLAGS_loss).empty()
                            ? " (the model's default; --loss to change it)"
@@ -493,6 +611,15 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  pstrain::ParseCommandLine(
+      argc, argv, "chief",
+      "Runs a pstrain training run: waits for the ps and worker tasks of "
+      "TF_CONFIG, trains, evaluates each epoch and writes checkpoints.\n\n"
+      "  TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": \"chief\", "
+      "\"index\": 0}}' \\\n"
+      "    chief --model=cnn --optimizer=adam --epochs=2 --model_dir=/tmp/run\n"
+      "  chief --export_safetensors=model.safetensors --model_dir=/tmp/run\n\n"
+      "Exits 0 when the run succeeded, 1 when it failed, 2 on a bad flag or "
+      "TF_CONFIG.");
   return pstrain::Main();
 }

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/version.h"
 
 namespace pstrain {
 namespace {
@@ -41,7 +42,10 @@ std::string BuildInfo() {
 #else
   const char* mode = "debug";
 #endif
-  return absl::StrCat("pstrain 0.1.0 (gcc ", __VERSION__, ", ", mode, ")");
+  const absl::string_view commit = BuildCommit();
+  return absl::StrCat("pstrain ", kPstrainVersion,
+                      commit.empty() ? "" : " commit ", commit, " (gcc ",
+                      __VERSION__, ", ", mode, ")");
 }
 
 void TuneMallocForLargeBuffers() {

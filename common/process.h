@@ -14,7 +14,8 @@ namespace pstrain {
 void LogInfo(absl::string_view message);
 void LogError(absl::string_view message);
 
-// "pstrain 0.1.0 (gcc 12.2.0, optimized)".
+// "pstrain 0.1.0 (gcc 12.2.0, optimized)", with " commit <commit>" after
+// the version in a stamped build (common/version.h).
 std::string BuildInfo();
 
 // Keeps freed buffers of up to 32 MB in the heap instead of returning them to

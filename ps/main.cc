@@ -17,11 +17,11 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
 #include "common/atomic_file.h"
+#include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/process.h"
@@ -273,6 +273,13 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  pstrain::ParseCommandLine(
+      argc, argv, "ps",
+      "Runs one parameter-server task of a pstrain cluster: holds its share "
+      "of the variables and applies the workers' gradients.\n\n"
+      "  TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": \"ps\", "
+      "\"index\": 0}}' ps --model_dir=/tmp/run\n\n"
+      "Exits 0 on SIGTERM or SIGINT, 1 when the chief stays away longer "
+      "than --chief_patience, 2 on a bad flag or TF_CONFIG.");
   return pstrain::Main();
 }

@@ -8,6 +8,7 @@
 #include "absl/base/macros.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace pstrain {
 namespace ps {
@@ -174,23 +175,26 @@ class Adam final : public Optimizer {
 constexpr char kNoKind[] =
     "optimizer: no kind set (expected sgd, momentum, adagrad or adam)";
 
-absl::Status Invalid(const std::string& field, double value,
-                     const char* requirement) {
+// "<name(field)>: <value> must <requirement>".
+absl::Status Invalid(const FieldName& name, absl::string_view field,
+                     double value, const char* requirement) {
   return absl::InvalidArgumentError(
-      absl::StrCat("optimizer.", field, ": ", value, " must ", requirement));
+      absl::StrCat(name(field), ": ", value, " must ", requirement));
 }
 
 // OK if `value` is finite and >= 0.
-absl::Status CheckNonNegative(const std::string& field, float value) {
-  if (!std::isfinite(value)) return Invalid(field, value, "be finite");
-  if (value < 0.0f) return Invalid(field, value, "be >= 0");
+absl::Status CheckNonNegative(const FieldName& name, absl::string_view field,
+                              float value) {
+  if (!std::isfinite(value)) return Invalid(name, field, value, "be finite");
+  if (value < 0.0f) return Invalid(name, field, value, "be >= 0");
   return absl::OkStatus();
 }
 
 // OK if `value` is in [0, 1) (which excludes NaN and infinities).
-absl::Status CheckUnitInterval(const std::string& field, float value) {
+absl::Status CheckUnitInterval(const FieldName& name, absl::string_view field,
+                               float value) {
   if (!(value >= 0.0f && value < 1.0f)) {
-    return Invalid(field, value, "be in [0, 1)");
+    return Invalid(name, field, value, "be in [0, 1)");
   }
   return absl::OkStatus();
 }
@@ -212,74 +216,82 @@ class MovingAverage final : public Optimizer {
   const float momentum_;
 };
 
-absl::Status CheckLearningRate(double lr) {
-  if (!std::isfinite(lr)) return Invalid("learning_rate", lr, "be finite");
-  if (!(lr > 0.0)) return Invalid("learning_rate", lr, "be > 0");
+absl::Status CheckLearningRate(const FieldName& name, double lr) {
+  if (!std::isfinite(lr)) {
+    return Invalid(name, "learning_rate", lr, "be finite");
+  }
+  if (!(lr > 0.0)) return Invalid(name, "learning_rate", lr, "be > 0");
   // The per-element updates run in float: the rate must survive the cast.
   const float lr_float = static_cast<float>(lr);
   if (!std::isfinite(lr_float) || lr_float == 0.0f) {
-    return Invalid("learning_rate", lr, "be representable as a float");
+    return Invalid(name, "learning_rate", lr, "be representable as a float");
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
-    const OptimizerConfig& config) {
+absl::Status CheckOptimizerConfig(const OptimizerConfig& config,
+                                  const FieldName& name) {
   // Checked first: an empty config is missing its kind before its rate.
   if (config.kind_case() == OptimizerConfig::KIND_NOT_SET) {
     return absl::InvalidArgumentError(kNoKind);
   }
-  const double lr = config.learning_rate();
-  if (absl::Status s = CheckLearningRate(lr); !s.ok()) return s;
-  const float wd = config.weight_decay();
-  if (absl::Status s = CheckNonNegative("weight_decay", wd); !s.ok()) return s;
+  absl::Status s = CheckLearningRate(name, config.learning_rate());
+  if (s.ok()) s = CheckNonNegative(name, "weight_decay", config.weight_decay());
+  if (!s.ok()) return s;
+  switch (config.kind_case()) {
+    case OptimizerConfig::kMomentum:
+      return CheckUnitInterval(name, "momentum.momentum",
+                               config.momentum().momentum());
+    case OptimizerConfig::kAdagrad:
+      s = CheckNonNegative(name, "adagrad.initial_accumulator_value",
+                           config.adagrad().initial_accumulator_value());
+      if (!s.ok()) return s;
+      return CheckNonNegative(name, "adagrad.epsilon",
+                              config.adagrad().epsilon());
+    case OptimizerConfig::kAdam:
+      s = CheckUnitInterval(name, "adam.beta_1", config.adam().beta_1());
+      if (s.ok()) {
+        s = CheckUnitInterval(name, "adam.beta_2", config.adam().beta_2());
+      }
+      if (!s.ok()) return s;
+      return CheckNonNegative(name, "adam.epsilon", config.adam().epsilon());
+    case OptimizerConfig::kSgd:
+    case OptimizerConfig::KIND_NOT_SET:
+      break;
+  }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
+    const OptimizerConfig& config) {
+  if (absl::Status s = CheckOptimizerConfig(config,
+                                            [](absl::string_view field) {
+                                              return absl::StrCat("optimizer.",
+                                                                  field);
+                                            });
+      !s.ok()) {
+    return s;
+  }
+  const float lr = static_cast<float>(config.learning_rate());
+  const float wd = config.weight_decay();
   switch (config.kind_case()) {
     case OptimizerConfig::kSgd:
-      return std::make_unique<Sgd>(static_cast<float>(lr), wd);
-    case OptimizerConfig::kMomentum: {
-      const OptimizerConfig::Momentum& c = config.momentum();
-      if (absl::Status s = CheckUnitInterval("momentum.momentum", c.momentum());
-          !s.ok()) {
-        return s;
-      }
-      return std::make_unique<Momentum>(static_cast<float>(lr), wd,
-                                        c.momentum(), c.nesterov());
-    }
-    case OptimizerConfig::kAdagrad: {
-      const OptimizerConfig::Adagrad& c = config.adagrad();
-      if (absl::Status s = CheckNonNegative("adagrad.initial_accumulator_value",
-                                            c.initial_accumulator_value());
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckNonNegative("adagrad.epsilon", c.epsilon());
-          !s.ok()) {
-        return s;
-      }
-      return std::make_unique<Adagrad>(static_cast<float>(lr), wd,
-                                       c.initial_accumulator_value(),
-                                       c.epsilon());
-    }
-    case OptimizerConfig::kAdam: {
-      const OptimizerConfig::Adam& c = config.adam();
-      if (absl::Status s = CheckUnitInterval("adam.beta_1", c.beta_1());
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckUnitInterval("adam.beta_2", c.beta_2());
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckNonNegative("adam.epsilon", c.epsilon());
-          !s.ok()) {
-        return s;
-      }
-      return std::make_unique<Adam>(lr, wd, c.beta_1(), c.beta_2(),
-                                    c.epsilon());
-    }
+      return std::make_unique<Sgd>(lr, wd);
+    case OptimizerConfig::kMomentum:
+      return std::make_unique<Momentum>(lr, wd, config.momentum().momentum(),
+                                        config.momentum().nesterov());
+    case OptimizerConfig::kAdagrad:
+      return std::make_unique<Adagrad>(
+          lr, wd, config.adagrad().initial_accumulator_value(),
+          config.adagrad().epsilon());
+    case OptimizerConfig::kAdam:
+      // Adam takes the rate as a double (its bias correction is computed in
+      // double).
+      return std::make_unique<Adam>(
+          config.learning_rate(), wd, config.adam().beta_1(),
+          config.adam().beta_2(), config.adam().epsilon());
     case OptimizerConfig::KIND_NOT_SET:
       break;
   }

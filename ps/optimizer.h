@@ -27,10 +27,13 @@
 #define PSTRAIN_PS_OPTIMIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/training.pb.h"
 
@@ -65,6 +68,16 @@ class Optimizer {
 // weight_decay or initial_accumulator_value, non-finite values).
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
     const OptimizerConfig& config);
+
+// How CheckOptimizerConfig names a bad field in its error, given the field's
+// path in OptimizerConfig ("learning_rate", "adam.beta_1", ...).
+using FieldName = std::function<std::string(absl::string_view field)>;
+
+// OK if CreateOptimizer(config) would succeed, else its error with the bad
+// field called `name(field)` (CreateOptimizer: "optimizer.<field>"). The
+// chief checks its flags with it before starting a run, naming each flag.
+absl::Status CheckOptimizerConfig(const OptimizerConfig& config,
+                                  const FieldName& name);
 
 // What a VariableDef.moving_average variable applies instead of the run's
 // optimizer: w = momentum * w + (1 - momentum) * g, g the step's average of

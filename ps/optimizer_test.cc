@@ -543,6 +543,25 @@ TEST(Optimizer, AcceptsBoundaryValues) {
   }
 }
 
+TEST(Optimizer, CheckNamesTheBadFieldAsAsked) {
+  const FieldName as_flag = [](absl::string_view field) {
+    return std::string("--") + std::string(field.substr(field.rfind('.') + 1));
+  };
+  EXPECT_EQ(CheckOptimizerConfig(AdamConfig(0.1, 1.5f, 0.999f, 1e-7f), as_flag)
+                .message(),
+            "--beta_1: 1.5 must be in [0, 1)");
+  EXPECT_EQ(CheckOptimizerConfig(SgdConfig(-0.1), as_flag).message(),
+            "--learning_rate: -0.1 must be > 0");
+  EXPECT_EQ(
+      CheckOptimizerConfig(MomentumConfig(0.1, 1.0f, false), as_flag).message(),
+      "--momentum: 1 must be in [0, 1)");
+  EXPECT_EQ(
+      CheckOptimizerConfig(AdagradConfig(0.1, -1.0f, 1e-7f), as_flag).message(),
+      "--initial_accumulator_value: -1 must be >= 0");
+  EXPECT_TRUE(
+      CheckOptimizerConfig(AdamConfig(0.1, 0.9f, 0.999f, 1e-7f), as_flag).ok());
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain

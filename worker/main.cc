@@ -13,9 +13,9 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_client.h"
+#include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/health_server.h"
@@ -223,6 +223,13 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  pstrain::ParseCommandLine(
+      argc, argv, "worker",
+      "Runs one worker task of a pstrain run: registers with the chief, "
+      "then computes the gradients of its share of every step.\n\n"
+      "  TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": "
+      "\"worker\", \"index\": 0}}' worker --device=auto\n\n"
+      "Exits 0 once the chief says the run is finished, 1 if it failed, 2 on "
+      "a bad flag or TF_CONFIG.");
   return pstrain::Main();
 }

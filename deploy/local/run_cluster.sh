@@ -19,7 +19,9 @@
 #
 #   deploy/local/run_cluster.sh --ps 2 --workers 2 --model cnn --epochs 1
 #
-# Exits with the chief's status once every process has stopped.
+# Exits with the chief's status once every process has stopped: when the
+# chief fails (a bad flag, an unsupported model, a failed run), at once,
+# after stopping the ps tasks and workers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -80,7 +82,7 @@ tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index
 # Runs "$@"; with --restart_failed, runs it again when a signal killed it.
 supervise() {
   local child rc restarts=0
-  trap 'kill "$child" 2>/dev/null; exit 143' TERM
+  trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 143' TERM
   while true; do
     "$@" &
     child=$!
@@ -98,7 +100,11 @@ supervise() {
 
 mkdir -p "$model_dir/logs"
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+# Stops every ps task and worker and waits until they are gone.
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < num_ps; i++)); do
@@ -116,7 +122,16 @@ echo "logs: $model_dir/logs" >&2
 status=0
 TF_CONFIG=$(tf_config chief 0) supervise "$bin/chief/chief" \
   --model_dir="$model_dir" "${chief_flags[@]}" || status=$?
-for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done
+if [ "$status" = 0 ]; then
+  # The chief told every task the run is over: they exit by themselves.
+  for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done
+else
+  # A chief that refused its flags or model, or whose run failed: the ps
+  # tasks and workers would wait for it (--chief_patience) in vain.
+  echo "run_cluster: the chief exited with status $status; stopping the ps" \
+    "tasks and workers" >&2
+  cleanup
+fi
 trap - EXIT
 [ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
 # The newest complete checkpoint (a ckpt-<step> directory with index.pb).
