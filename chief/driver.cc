@@ -553,7 +553,12 @@ void Driver::LogRun(int64_t step, int64_t ended_epoch, const Progress& progress,
   if (run_log_ == nullptr) return;
   absl::Status status = run_log_->LogProgress(step, progress, seconds);
   if (status.ok() && ended_epoch > 0) {
-    status = run_log_->EndEpoch(ended_epoch - 1);
+    // Its last reports may still be on their way.
+    status = run_log_->EndEpoch(
+        ended_epoch - 1,
+        state_->TakeEpochProgress(
+            ended_epoch - 1, absl::Now() + std::min(absl::Seconds(5),
+                                                    options_.failure_timeout)));
   }
   const int64_t per_epoch = state_->steps_per_epoch();
   const int64_t epoch = ended_epoch > 0 ? ended_epoch - 1

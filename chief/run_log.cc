@@ -55,9 +55,6 @@ absl::StatusOr<std::unique_ptr<RunLog>> RunLog::Create(RunLogOptions options) {
 
 absl::Status RunLog::LogProgress(int64_t step, const Progress& progress,
                                  double seconds) {
-  epoch_progress_.examples += progress.examples;
-  epoch_progress_.loss_sum += progress.loss_sum;
-  epoch_progress_.correct += progress.correct;
   epoch_seconds_ += seconds;
   if (progress.examples == 0) return absl::OkStatus();  // nothing to show
   return train_->WriteScalars(
@@ -67,16 +64,14 @@ absl::Status RunLog::LogProgress(int64_t step, const Progress& progress,
               progress.examples / std::max(seconds, 1e-9)}});
 }
 
-absl::Status RunLog::EndEpoch(int64_t epoch) {
-  const double loss = Mean(epoch_progress_.loss_sum, epoch_progress_.examples);
-  const double accuracy =
-      Mean(epoch_progress_.correct, epoch_progress_.examples);
-  const double rate = epoch_progress_.examples / std::max(epoch_seconds_, 1e-9);
+absl::Status RunLog::EndEpoch(int64_t epoch, const Progress& trained) {
+  const double loss = Mean(trained.loss_sum, trained.examples);
+  const double accuracy = Mean(trained.correct, trained.examples);
+  const double rate = trained.examples / std::max(epoch_seconds_, 1e-9);
   history_.Set(epoch, "loss", loss);
   history_.Set(epoch, "accuracy", accuracy);
   history_.Set(epoch, "examples_per_sec", rate);
   history_.Set(epoch, "seconds", epoch_seconds_);
-  epoch_progress_ = Progress();
   epoch_seconds_ = 0;
   PSTRAIN_RETURN_IF_ERROR(train_->WriteScalars(
       epoch, {{"epoch_loss", loss},

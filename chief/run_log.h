@@ -11,7 +11,7 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<RunLog> log,
 //                            RunLog::Create(options));
 //   log->LogProgress(step, progress, seconds);  // at every progress line
-//   log->EndEpoch(epoch);                       // at an epoch's end
+//   log->EndEpoch(epoch, epoch_progress);       // at an epoch's end
 //   log->LogEvaluation(epoch, step, eval);      // the evaluation of its end
 //
 // Scalars (float32) in train/: batch_loss, batch_accuracy,
@@ -19,17 +19,17 @@
 // over the steps since the previous line, as the line prints them, where
 // Keras logs the epoch's running means), and epoch_loss, epoch_accuracy,
 // epoch_examples_per_second, epoch_learning_rate at each epoch's end (step:
-// the epoch, from 0); the model summary as text ("model_summary", step 0).
-// In validation/: epoch_loss, epoch_accuracy (and epoch_auc for binary
-// cross-entropy) at the epoch, and evaluation_loss_vs_iterations,
-// evaluation_accuracy_vs_iterations at the global step, as Keras names them.
-// History columns: loss, accuracy, examples_per_sec, seconds (the epoch's
-// training time: the sum of its progress intervals), val_loss,
-// val_accuracy (val_auc); history.csv is rewritten whole, atomically, at
-// every epoch's end and every evaluation (an evaluator task's may come
-// after the epoch's row). An epoch trained again after a recovery replaces
-// its row; a restarted chief keeps the rows of the epochs its checkpoint
-// has finished. Not thread-safe: the driver's thread alone calls it.
+// the epoch, from 0; the means over the epoch's reports, as Keras's); the model
+// summary as text ("model_summary", step 0). In validation/: epoch_loss,
+// epoch_accuracy (and epoch_auc for binary cross-entropy) at the epoch, and
+// evaluation_loss_vs_iterations, evaluation_accuracy_vs_iterations at the
+// global step, as Keras names them. History columns: loss, accuracy,
+// examples_per_sec, seconds (the epoch's training time: the sum of its progress
+// intervals), val_loss, val_accuracy (val_auc); history.csv is rewritten whole,
+// atomically, at every epoch's end and every evaluation (an evaluator task's
+// may come after the epoch's row). An epoch trained again after a recovery
+// replaces its row; a restarted chief keeps the rows of the epochs its
+// checkpoint has finished. Not thread-safe: the driver's thread alone calls it.
 #ifndef PSTRAIN_CHIEF_RUN_LOG_H_
 #define PSTRAIN_CHIEF_RUN_LOG_H_
 
@@ -71,9 +71,11 @@ class RunLog {
   absl::Status LogProgress(int64_t step, const Progress& progress,
                            double seconds);
 
-  // Epoch `epoch` (from 0) ended: its means since the previous EndEpoch go
-  // to train/ and the history, and the sums start again.
-  absl::Status EndEpoch(int64_t epoch);
+  // Epoch `epoch` (from 0) ended, with `trained` the figures of its
+  // reports (RunState::TakeEpochProgress): their means go to train/ and the
+  // history, with its examples over the seconds of the progress lines since
+  // the previous EndEpoch.
+  absl::Status EndEpoch(int64_t epoch, const Progress& trained);
 
   // The test-set evaluation of the weights at the end of epoch `epoch`
   // (from 0), global step `step`.
@@ -95,8 +97,7 @@ class RunLog {
   std::unique_ptr<EventWriter> train_;
   std::unique_ptr<EventWriter> validation_;
   History history_;
-  // The epoch under way, so far.
-  Progress epoch_progress_;
+  // Wall time of the epoch under way, so far.
   double epoch_seconds_ = 0;
 };
 
