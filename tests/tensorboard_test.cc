@@ -81,22 +81,45 @@ std::vector<std::pair<int64_t, float>> Expected(const nlohmann::json& column) {
   return points;
 }
 
-TEST(TensorBoard, EventFilesHoldTheRunsLossAndAccuracy) {
-  const std::string data_dir = TempPath("tb-data");
-  mkdir(data_dir.c_str(), 0755);
-  WriteFile(data_dir + "/train.csv", Rows(512, 1));
-  WriteFile(data_dir + "/test.csv", Rows(128, 2));
-  const std::string model = TempPath("tb-model.json");
+// The small model's data in `name`-data, its JSON in `name`-model.json;
+// returns the chief's flags for a kEpochs run into `model_dir`.
+std::vector<std::string> SmallRun(const std::string& name,
+                                  const std::string& model_dir,
+                                  std::string* data_dir) {
+  *data_dir = TempPath(name + "-data");
+  mkdir(data_dir->c_str(), 0755);
+  WriteFile(*data_dir + "/train.csv", Rows(512, 1));
+  WriteFile(*data_dir + "/test.csv", Rows(128, 2));
+  const std::string model = TempPath(name + "-model.json");
   WriteFile(model, kModel);
+  return {"--model=" + model,
+          "--data_dir=" + *data_dir,
+          "--mode=sync",
+          "--batch_size=16",
+          absl::StrCat("--epochs=", kEpochs),
+          "--optimizer=sgd",
+          "--learning_rate=0.05",
+          absl::StrCat("--print_every_steps=", kPrintEvery),
+          "--model_dir=" + model_dir};
+}
+
+// The reader's JSON of `model_dir`'s event files (null if it failed).
+nlohmann::json ReadEventFiles(const std::string& model_dir,
+                              const std::string& name) {
+  const std::string out = TempPath(name + "-events.json");
+  Subprocess reader =
+      Subprocess::Start("tests/tensorboard_reader.py", {model_dir, out}, {},
+                        TempPath(name + "-reader.log"));
+  EXPECT_EQ(reader.Wait(120), 0) << Log(reader);
+  return nlohmann::json::parse(ReadFile(out), nullptr, false);
+}
+
+TEST(TensorBoard, EventFilesHoldTheRunsLossAndAccuracy) {
   const std::string model_dir = TempPath("tb-run");
-  const std::string chief_log = LocalCluster(1, 2).Run(
-      "tb",
-      {"--model=" + model, "--data_dir=" + data_dir, "--mode=sync",
-       "--batch_size=16", absl::StrCat("--epochs=", kEpochs), "--optimizer=sgd",
-       "--learning_rate=0.05",
-       absl::StrCat("--print_every_steps=", kPrintEvery),
-       "--model_dir=" + model_dir},
-      {"--data_dir=" + data_dir});
+  std::string data_dir;
+  const std::vector<std::string> flags = SmallRun("tb", model_dir, &data_dir);
+  const std::string chief_log =
+      LocalCluster(1, 2).Run("tb", flags, {"--data_dir=" + data_dir});
 
   const nlohmann::json summary = nlohmann::json::parse(
       ReadFile(model_dir + "/summary.json"), nullptr, false);
@@ -142,14 +165,8 @@ TEST(TensorBoard, EventFilesHoldTheRunsLossAndAccuracy) {
   }
 
   // The event files, read by the independent reader.
-  const std::string out = TempPath("tb-events.json");
-  Subprocess reader =
-      Subprocess::Start("tests/tensorboard_reader.py", {model_dir, out}, {},
-                        TempPath("tb-reader.log"));
-  ASSERT_EQ(reader.Wait(120), 0) << Log(reader);
-  const nlohmann::json events =
-      nlohmann::json::parse(ReadFile(out), nullptr, false);
-  ASSERT_TRUE(events.is_object()) << ReadFile(out);
+  const nlohmann::json events = ReadEventFiles(model_dir, "tb");
+  ASSERT_TRUE(events.is_object());
   ASSERT_EQ(events["train"]["files"].size(), 1u) << events.dump();
   ASSERT_EQ(events["validation"]["files"].size(), 1u) << events.dump();
 
@@ -213,6 +230,53 @@ TEST(TensorBoard, EventFilesHoldTheRunsLossAndAccuracy) {
             std::string::npos)
       << markdown;
   EXPECT_NE(markdown.find("Total params: 58"), std::string::npos) << markdown;
+}
+
+// With an evaluator task, the evaluation of each epoch's end comes from it,
+// after the epoch's row: validation/ and history.csv get it then.
+TEST(TensorBoard, EvaluatorTasksEvaluationsGoToValidation) {
+  const std::string model_dir = TempPath("tbe-run");
+  std::string data_dir;
+  const std::vector<std::string> flags = SmallRun("tbe", model_dir, &data_dir);
+  LocalCluster cluster(1, 1);
+  cluster.AddEvaluator();
+  Subprocess evaluator = cluster.Start(
+      "tbe", "evaluator", 0,
+      {"--model_dir=" + model_dir, "--data_dir=" + data_dir, "--threads=1"});
+  cluster.Run("tbe", flags, {"--data_dir=" + data_dir, "--threads=1"});
+  EXPECT_EQ(evaluator.Wait(60), 0) << Log(evaluator);
+
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
+  const nlohmann::json& history = summary["history"];
+  ASSERT_TRUE(history["val_loss"].is_array()) << summary.dump(2);
+  ASSERT_EQ(history["val_loss"].size(), static_cast<size_t>(kEpochs))
+      << summary.dump(2);
+  // The evaluator's own line for each epoch's checkpoint ("ckpt-16 (step
+  // 16): test_loss 0.6931 ...") has the history's value.
+  const std::string evaluator_log = Log(evaluator);
+  const int64_t per_epoch = summary["global_step"].get<int64_t>() / kEpochs;
+  for (int epoch = 0; epoch < kEpochs; ++epoch) {
+    const int64_t step = (epoch + 1) * per_epoch;
+    const std::string key =
+        absl::StrCat("ckpt-", step, " (step ", step, "): test_loss ");
+    const size_t at = evaluator_log.find(key);
+    ASSERT_NE(at, std::string::npos) << key << "\n" << evaluator_log;
+    EXPECT_NEAR(std::stod(evaluator_log.substr(at + key.size())),
+                history["val_loss"][epoch].get<double>(), 5.1e-5)
+        << "epoch " << epoch;
+  }
+  EXPECT_NEAR(history["val_loss"][kEpochs - 1].get<double>(),
+              summary["test_loss"].get<double>(), 5e-7);
+
+  const nlohmann::json events = ReadEventFiles(model_dir, "tbe");
+  ASSERT_TRUE(events.is_object());
+  EXPECT_EQ(Points(events, "validation", "epoch_loss"),
+            Expected(history["val_loss"]));
+  EXPECT_EQ(Points(events, "validation", "epoch_accuracy"),
+            Expected(history["val_accuracy"]));
+  EXPECT_EQ(Points(events, "train", "epoch_loss"), Expected(history["loss"]));
 }
 
 }  // namespace
