@@ -36,9 +36,14 @@ import os
 import struct
 import sys
 
-from google.protobuf import descriptor_pb2
-from google.protobuf import descriptor_pool
-from google.protobuf import message_factory
+try:
+    from google.protobuf import descriptor_pb2
+    from google.protobuf import descriptor_pool
+    from google.protobuf import message_factory
+except ImportError:
+    sys.exit("tensorboard_reader: Python's protobuf runtime is missing: "
+             "apt-get install python3-protobuf (third_party/install_deps.sh "
+             "installs it)")
 
 # TensorFlow's DataType values used below (types.proto).
 DT_FLOAT = 1
