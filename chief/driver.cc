@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "chief/membership.h"
+#include "chief/model_summary.h"
 #include "common/atomic_file.h"
 #include "common/process.h"
 #include "common/retry.h"
@@ -380,6 +381,11 @@ absl::Status Driver::Train() {
         per_epoch > 0 ? std::min((step / per_epoch + 1) * per_epoch, total)
                       : total;
   };
+  PSTRAIN_ASSIGN_OR_RETURN(
+      run_log_,
+      RunLog::Create({options_.model_dir, config_->optimizer().learning_rate(),
+                      ModelSummary(*spec_),
+                      per_epoch > 0 ? start / per_epoch : 0}));
   start_loop();
   state_->SetPhase(PHASE_TRAINING);
   train_start_ = absl::Now();
@@ -451,6 +457,11 @@ absl::Status Driver::Train() {
   const double wall = absl::ToDoubleSeconds(absl::Now() - train_start_);
 
   PSTRAIN_ASSIGN_OR_RETURN(Evaluation final_eval, FinalEvaluation());
+  const int64_t last_epoch =
+      per_epoch > 0 ? (total + per_epoch - 1) / per_epoch - 1 : 0;
+  if (!run_log_->history().Get(last_epoch, "val_loss").has_value()) {
+    LogRun(total, 0, Progress(), 0, final_eval);  // evaluated just now
+  }
   const int num_workers = config_->update().num_workers();
   const double examples = static_cast<double>(total - start) * num_workers *
                           config_->batch_size_per_worker();
@@ -473,12 +484,12 @@ absl::Status Driver::Train() {
       "  \"global_step\": %d,\n  \"epochs\": %.3f,\n"
       "  \"images_per_sec\": %.1f,\n  \"wall_seconds\": %.3f,\n"
       "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d,\n"
-      "  \"dropped_late_gradients\": %d\n}\n",
+      "  \"dropped_late_gradients\": %d,\n  \"history\": %s\n}\n",
       final_eval.accuracy, final_eval.loss, auc, total,
       per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
       examples / std::max(wall, 1e-9), wall,
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
-      num_workers, ps_->num_ps(), dropped);
+      num_workers, ps_->num_ps(), dropped, run_log_->history().ToJson());
   PSTRAIN_RETURN_IF_ERROR(MakeDirectories(options_.model_dir));
   PSTRAIN_RETURN_IF_ERROR(
       WriteFileAtomically(options_.model_dir + "/summary.json", summary));
@@ -513,11 +524,13 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples > 0 ? progress.correct / progress.examples : 0.0,
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
+  std::optional<Evaluation> evaluation;
   if (end_of_epoch && options_.evaluator_task) {
     absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
   } else if (end_of_epoch) {
     absl::StatusOr<Evaluation> eval = Evaluate();
     if (eval.ok()) {
+      evaluation = *eval;
       absl::StrAppend(&line, "  ", FormatEvaluation(*eval));
     } else {
       absl::StrAppend(&line, "  (evaluation failed: ", eval.status().message(),
@@ -530,8 +543,35 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
     std::printf("%s%s\n", isatty(STDOUT_FILENO) ? "\r" : "", line.c_str());
   }
   std::fflush(stdout);
+  LogRun(step, ended_epoch, progress, seconds, evaluation);
   last_print_ = now;
   last_print_step_ = step;
+}
+
+void Driver::LogRun(int64_t step, int64_t ended_epoch, const Progress& progress,
+                    double seconds, const std::optional<Evaluation>& eval) {
+  if (run_log_ == nullptr) return;
+  absl::Status status = run_log_->LogProgress(step, progress, seconds);
+  if (status.ok() && ended_epoch > 0) {
+    // Its last reports may still be on their way.
+    status = run_log_->EndEpoch(
+        ended_epoch - 1,
+        state_->TakeEpochProgress(
+            ended_epoch - 1, absl::Now() + std::min(absl::Seconds(5),
+                                                    options_.failure_timeout)));
+  }
+  const int64_t per_epoch = state_->steps_per_epoch();
+  const int64_t epoch = ended_epoch > 0 ? ended_epoch - 1
+                        : per_epoch > 0 ? (step + per_epoch - 1) / per_epoch - 1
+                                        : 0;
+  if (status.ok() && eval.has_value()) {
+    status = run_log_->LogEvaluation(epoch, step, *eval);
+  }
+  if (!status.ok()) {
+    LogError(absl::StrCat("chief: writing the TensorBoard logs or ",
+                          options_.model_dir,
+                          "/history.csv: ", status.message()));
+  }
 }
 
 void Driver::PrintEvaluatorReports() {
@@ -543,6 +583,12 @@ void Driver::PrintEvaluatorReports() {
         static_cast<long>(
             per_epoch > 0 ? (report.step + per_epoch - 1) / per_epoch : 1),
         FormatEvaluation({report.loss, report.accuracy, report.auc}).c_str());
+    // An epoch's end (the evaluator may also evaluate other checkpoints).
+    if (per_epoch <= 0 || report.step % per_epoch == 0 ||
+        report.step == state_->total_steps()) {
+      LogRun(report.step, 0, Progress(), 0,
+             Evaluation{report.loss, report.accuracy, report.auc});
+    }
   }
   std::fflush(stdout);
 }

@@ -15,6 +15,11 @@
 //   4. writes a final checkpoint and model_dir/summary.json and tells every
 //      process the run is finished, so ps tasks and workers exit.
 //
+// From step 3 on it logs what it prints for TensorBoard
+// (model_dir/{train,validation}/events.out.tfevents.*) and a row per epoch
+// to model_dir/history.csv (chief/run_log.h); summary.json carries the same
+// per-epoch history.
+//
 // Failures: a task silent for failure_timeout is logged as presumed dead.
 // A worker that restarts goes on by itself from the step it had reached
 // (sync steps wait for it meanwhile). A ps task that is silent, or that
@@ -40,6 +45,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +54,7 @@
 #include "absl/time/time.h"
 #include "chief/checkpointer.h"
 #include "chief/evaluation.h"
+#include "chief/run_log.h"
 #include "chief/run_state.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
@@ -146,6 +154,10 @@ class Driver {
   // A progress line at `step`; at an epoch's end (ended_epoch > 0, from 1)
   // with the test-set evaluation (unless the evaluator task does it).
   void PrintProgress(int64_t step, int64_t ended_epoch);
+  // Hands a progress line's figures (and at an epoch's end its evaluation,
+  // when the chief made one) to run_log_; a failure is logged, not fatal.
+  void LogRun(int64_t step, int64_t ended_epoch, const Progress& progress,
+              double seconds, const std::optional<Evaluation>& eval);
   // A line per evaluation the evaluator reported since the last call.
   void PrintEvaluatorReports();
   // The evaluation for summary.json: the evaluator's of the final
@@ -166,6 +178,8 @@ class Driver {
   absl::Time train_start_;
   absl::Time last_print_;
   int64_t last_print_step_ = 0;
+  // TensorBoard logs and history (chief/run_log.h), from training on.
+  std::unique_ptr<RunLog> run_log_;
 };
 
 }  // namespace chief

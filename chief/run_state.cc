@@ -221,6 +221,17 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   progress_.loss_sum += request.loss() * examples;
   progress_.correct += request.accuracy() * examples;
   progress_.busy_seconds += examples / request.examples_per_sec();
+  Progress& epoch =
+      epoch_progress_[steps_per_epoch_ > 0
+                          ? std::max<int64_t>(0, request.step() - 1) /
+                                steps_per_epoch_
+                          : 0];
+  epoch.examples += examples;
+  epoch.loss_sum += request.loss() * examples;
+  epoch.correct += request.accuracy() * examples;
+  epoch.busy_seconds += examples / request.examples_per_sec();
+  int64_t& reported = reported_steps_[request.header().sender().index()];
+  reported = std::max(reported, request.step());
   return response;
 }
 
@@ -402,6 +413,7 @@ void RunState::Recovered(int64_t step, int64_t generation) {
   absl::MutexLock lock(&mu_);
   start_step_ = step;
   for (auto& [index, steps] : worker_steps_) steps = step;
+  for (auto& [index, steps] : reported_steps_) steps = std::min(steps, step);
   generation_ = generation;
   pause_at_step_ = 0;
   restarted_ps_.clear();
@@ -428,6 +440,7 @@ std::vector<int> RunState::TakeReturnedWorkers() {
 void RunState::SetWorkerStep(int worker, int64_t step) {
   absl::MutexLock lock(&mu_);
   worker_steps_[worker] = step;
+  reported_steps_[worker] = step;
 }
 
 std::vector<RunState::EvaluationReport> RunState::TakeEvaluations() {
@@ -460,6 +473,29 @@ Progress RunState::TakeProgress() {
   absl::MutexLock lock(&mu_);
   Progress taken = progress_;
   progress_ = Progress();
+  return taken;
+}
+
+Progress RunState::TakeEpochProgress(int64_t epoch, absl::Time deadline) {
+  const int64_t last_step =
+      steps_per_epoch_ > 0
+          ? std::min(total_steps_, (epoch + 1) * steps_per_epoch_)
+          : total_steps_;
+  auto reported = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    for (const auto& [index, step] : worker_steps_) {
+      if (finished_.at(index) || IsAbsent(membership_, index)) continue;
+      const auto it = reported_steps_.find(index);
+      if (it == reported_steps_.end() || it->second < last_step) return false;
+    }
+    return true;
+  };
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithDeadline(absl::Condition(&reported), deadline);
+  Progress taken;
+  const auto it = epoch_progress_.find(epoch);
+  if (it != epoch_progress_.end()) taken = it->second;
+  epoch_progress_.erase(epoch_progress_.begin(),
+                        epoch_progress_.upper_bound(epoch));
   return taken;
 }
 

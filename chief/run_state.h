@@ -144,6 +144,13 @@ class RunState {
 
   // The figures reported since the last call, and resets them.
   Progress TakeProgress() ABSL_LOCKS_EXCLUDED(mu_);
+  // The figures of the reports of epoch `epoch` (from 0; a report counts in
+  // the epoch of its step), once every worker still training reported that
+  // epoch's last step, or at `deadline`; the epoch's sums (and any earlier
+  // epoch's) are then dropped. Workers end a report window at each epoch's
+  // end (worker/trainer.h), so no report straddles two epochs.
+  Progress TakeEpochProgress(int64_t epoch, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // What the chief knows of a registered task's life.
@@ -191,6 +198,9 @@ class RunState {
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);
   std::map<int, bool> finished_ ABSL_GUARDED_BY(mu_);
   Progress progress_ ABSL_GUARDED_BY(mu_);
+  // Report figures by epoch, and the last step each worker reported.
+  std::map<int64_t, Progress> epoch_progress_ ABSL_GUARDED_BY(mu_);
+  std::map<int, int64_t> reported_steps_ ABSL_GUARDED_BY(mu_);
   int64_t start_step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t pause_at_step_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -183,6 +183,48 @@ TEST(RunState, ARestartedWorkerGoesOnFromTheStepItReached) {
   EXPECT_EQ(again->state().start_step(), 17);
 }
 
+ReportMetricsRequest Report(int worker, int64_t step, int64_t num_steps,
+                            double loss, double accuracy) {
+  ReportMetricsRequest request;
+  request.mutable_header()->set_run_id("run-1");
+  *request.mutable_header()->mutable_sender() = MakeTask(JOB_WORKER, worker);
+  request.set_step(step);
+  request.set_num_steps(num_steps);
+  request.set_loss(loss);
+  request.set_accuracy(accuracy);
+  request.set_examples_per_sec(100);
+  return request;
+}
+
+TEST(RunState, EpochProgressCountsEachReportInTheEpochOfItsStep) {
+  absl::StatusOr<TfConfig> tf = ParseTfConfig(
+      R"({"cluster": {"chief": ["h:1"], "ps": ["h:2"],
+          "worker": ["h:3", "h:4"]}, "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  TrainingConfig config;
+  config.set_batch_size_per_worker(8);
+  RunState state("run-1", config, Placement(), tf->cluster,
+                 /*steps_per_epoch=*/10, /*total_steps=*/100);
+  JoinAll(state);
+  ASSERT_TRUE(state.ReportMetrics(Report(0, 4, 4, 1.0, 0.25)).ok());
+  ASSERT_TRUE(state.ReportMetrics(Report(0, 10, 6, 2.0, 0.5)).ok());
+  ASSERT_TRUE(state.ReportMetrics(Report(1, 10, 10, 3.0, 1.0)).ok());
+  ASSERT_TRUE(state.ReportMetrics(Report(1, 12, 2, 9.0, 0.0)).ok());
+  // Every worker reported step 10: no waiting.
+  const Progress first = state.TakeEpochProgress(0, absl::InfiniteFuture());
+  const double batch = 8;
+  EXPECT_EQ(first.examples, static_cast<int64_t>(20 * batch));
+  EXPECT_DOUBLE_EQ(first.loss_sum, (4 * 1.0 + 6 * 2.0 + 10 * 3.0) * batch);
+  EXPECT_DOUBLE_EQ(first.correct, (4 * 0.25 + 6 * 0.5 + 10 * 1.0) * batch);
+  // Step 12 is in epoch 1, which worker 0 has not finished: its sums so far
+  // at the deadline.
+  const Progress second = state.TakeEpochProgress(1, absl::Now());
+  EXPECT_EQ(second.examples, static_cast<int64_t>(2 * batch));
+  EXPECT_DOUBLE_EQ(second.loss_sum, 2 * 9.0 * batch);
+  // Taken: gone.
+  EXPECT_EQ(state.TakeEpochProgress(0, absl::Now()).examples, 0);
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

@@ -18,6 +18,9 @@ packages=(
   # Tests and benchmarks; jq, iproute2 and openssl for the deployment tests
   # (pstrain-launch, the multi-host test's network namespaces, TLS secrets).
   libgtest-dev libgmock-dev libbenchmark-dev jq iproute2 openssl
+  # tests/tensorboard_reader.py: TensorBoard's event files parsed with
+  # protobuf's Python runtime, not our generated code.
+  python3-protobuf
   # The fuzz targets (tests/fuzz): clang, its libFuzzer and sanitizer
   # runtimes, and the linker they use.
   clang libclang-rt-dev lld

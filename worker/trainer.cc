@@ -305,7 +305,11 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     window_correct += result->correct;
     window_loss += result->loss_sum + result->examples * result->l2_loss;
     const bool last = *step + 1 == length.total_steps;
-    if (window_steps == options_.report_every_steps || last) {
+    // A window ends at an epoch's end too: the chief counts each report in
+    // the epoch of its step (chief/run_state.h, TakeEpochProgress).
+    const bool epoch_end =
+        length.steps_per_epoch > 0 && (*step + 1) % length.steps_per_epoch == 0;
+    if (window_steps == options_.report_every_steps || last || epoch_end) {
       const double seconds =
           std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - window_start));
       ReportMetricsRequest metrics;

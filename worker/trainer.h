@@ -53,7 +53,8 @@ namespace worker {
 struct TrainerOptions {
   int worker_index = 0;
   int num_workers = 1;
-  // Report metrics to the chief every this many steps.
+  // Report metrics to the chief every this many steps, and at each epoch's
+  // end (so that no report straddles two epochs).
   int report_every_steps = 20;
   // Steps already done (a resumed checkpoint's step; TrainingState.start_step).
   int64_t start_step = 0;
