@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <utility>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -276,6 +278,21 @@ absl::StatusOr<std::vector<WholeVariable>> ReadVariables(
     }
   }
   return out;
+}
+
+absl::StatusOr<std::optional<ReadCheckpoint>> ReadCheckpointUnlessPruned(
+    const std::string& dir) {
+  ReadCheckpoint read;
+  absl::Status status = [&]() -> absl::Status {
+    PSTRAIN_ASSIGN_OR_RETURN(read.index, ReadCheckpointIndex(dir));
+    PSTRAIN_ASSIGN_OR_RETURN(read.variables,
+                             ReadVariables(dir, read.index, false));
+    return absl::OkStatus();
+  }();
+  if (status.ok()) return read;
+  std::error_code error;
+  if (!std::filesystem::exists(dir, error) && !error) return std::nullopt;
+  return status;
 }
 
 absl::StatusOr<LoadedCheckpoint> FindLatestGoodCheckpoint(

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,19 @@ struct WholeVariable {
 // ([rows, width]) followed by "<name>/ids" (int64 [rows]).
 absl::StatusOr<std::vector<WholeVariable>> ReadVariables(
     const std::string& dir, const CheckpointIndex& index, bool with_slots);
+
+// A checkpoint read whole: its index and variables (without slots).
+struct ReadCheckpoint {
+  CheckpointIndex index;
+  std::vector<WholeVariable> variables;
+};
+
+// The checkpoint in `dir` (ReadCheckpointIndex, then ReadVariables without
+// slots), or nullopt if `dir` is gone when the read fails: the chief keeps
+// only its newest checkpoints, so one listed a moment ago may be pruned
+// while it is read, which is no damage. Other errors are returned.
+absl::StatusOr<std::optional<ReadCheckpoint>> ReadCheckpointUnlessPruned(
+    const std::string& dir);
 
 // A checkpoint found good: its directory and index.
 struct LoadedCheckpoint {

@@ -1,7 +1,9 @@
 #include "chief/checkpoint_reader.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "chief/checkpoint_test_util.h"
 #include "chief/checkpoint_writer.h"
@@ -82,6 +84,29 @@ TEST(CheckpointReader, CrcMismatchIsDataLoss) {
       << status;
   EXPECT_EQ(ReadVariables(dir, *index, false).status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// The evaluator reads checkpoints the chief may prune meanwhile: one gone
+// by the time its read fails is skipped; a damaged one still there is an
+// error.
+TEST(CheckpointReader, ACheckpointPrunedWhileReadIsSkippedNotAnError) {
+  const std::string model_dir = FreshDir("pruned");
+  const std::string dir = WriteTinyCheckpoint(model_dir, 10);
+  absl::StatusOr<std::optional<ReadCheckpoint>> read =
+      ReadCheckpointUnlessPruned(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->variables.size(), 2u);
+  EXPECT_EQ((*read)->index.step(), 10);
+
+  FlipByte(dir + "/ps-1.data", 3);
+  EXPECT_EQ(ReadCheckpointUnlessPruned(dir).status().code(),
+            absl::StatusCode::kDataLoss);
+
+  std::filesystem::remove_all(dir);
+  read = ReadCheckpointUnlessPruned(dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
 }
 
 TEST(CheckpointReader, DamagedNewestFallsBackToThePreviousOne) {

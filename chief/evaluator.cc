@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <map>
-#include <system_error>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,24 +45,15 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
         ref.step == total_steps_ || (per_epoch > 0 && ref.step % per_epoch == 0);
     if (ref.step <= last_step_ || !epoch_end) continue;
     const absl::Time start = absl::Now();
-    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(ref.dir);
-    absl::StatusOr<std::vector<WholeVariable>> read =
-        index.ok() ? ReadVariables(ref.dir, *index, /*with_slots=*/false)
-                   : index.status();
-    if (!read.ok()) {
-      // The chief keeps only its newest checkpoints: one may go while it is
-      // read. That is no damage: a newer one is there or on its way.
-      std::error_code error;
-      if (!std::filesystem::exists(ref.dir, error)) {
-        LogInfo(absl::StrCat("evaluator: ", ref.dir,
-                             " was pruned before it could be read; "
-                             "skipping it"));
-        continue;
-      }
-      return read.status();
+    PSTRAIN_ASSIGN_OR_RETURN(std::optional<ReadCheckpoint> read,
+                             ReadCheckpointUnlessPruned(ref.dir));
+    if (!read.has_value()) {
+      LogInfo(absl::StrCat("evaluator: ", ref.dir,
+                           " was pruned before it could be read; skipping it"));
+      continue;
     }
-    if (index->run_id() != run_->run_id()) continue;  // another run's
-    std::vector<WholeVariable>& variables = *read;
+    if (read->index.run_id() != run_->run_id()) continue;  // another run's
+    std::vector<WholeVariable>& variables = read->variables;
     std::vector<Tensor> storage;
     storage.reserve(variables.size());
     worker::Weights weights;

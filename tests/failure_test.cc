@@ -341,15 +341,15 @@ TEST_F(FailureTest, WithContinueARestartedChiefGoesOnWithoutAWorkerThatIsGone) {
   // --wait_for_tasks_seconds (300 s), then trains without it.
   const int64_t at = run.KillAndRestart("chief", 0);
   const double seconds = SecondsUntil(
-      [&] {
-        return run.ChiefSaid("going on without worker 1 from the start") &&
-               LastStep(run.chief_log()) > at;
-      },
+      [&] { return run.ChiefSaid("going on without worker 1 from the start"); },
       /*limit=*/120);
-  std::printf("RECOVERY chief without worker 1 (continue): training went "
-              "past step %ld %.2f s after the chief's restart\n",
-              static_cast<long>(at), seconds);
+  std::printf(
+      "RECOVERY chief without worker 1 (continue): the chief, "
+      "restarted after step %ld, went on without it %.2f s later\n",
+      static_cast<long>(at), seconds);
   ASSERT_GE(seconds, 0) << run.chief_log();
+  // At once: the rest of the run takes a few seconds, and worker 1 must
+  // come back before it ends.
   run.RestartAbsentWorker(1);
   ExpectCompletedLikeUndisturbed(run);
 }
