@@ -71,6 +71,7 @@ absl::Status Driver::Start() {
 
 absl::Status Driver::Recover(const std::string& why) {
   const absl::Time began = absl::Now();
+  if (options_.metrics != nullptr) options_.metrics->CountRestore();
   const int64_t reached = state_->WaitForStep(0, began);
   state_->SetPhase(PHASE_PAUSED);
   LogError(absl::StrCat("chief: ", why, " at step ", reached,
@@ -108,6 +109,10 @@ absl::StatusOr<bool> Driver::HandleFailures() {
     LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",
                           absl::FormatDuration(options_.failure_timeout),
                           "; presumed dead"));
+    if (options_.metrics != nullptr) {
+      options_.metrics->CountFailure(
+          TaskName(task).substr(0, TaskName(task).find(':')));
+    }
     if (task.job() == JOB_PS) {
       suspect_ps_.try_emplace(task.index(), now);
     } else if (task.job() == JOB_WORKER && sync &&
@@ -274,8 +279,12 @@ int64_t Driver::NextCheckpointStep(int64_t step) const {
 
 absl::Status Driver::SaveCheckpoint(int64_t step) {
   const int64_t per_epoch = state_->steps_per_epoch();
-  return checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0)
-      .status();
+  absl::Status saved =
+      checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0).status();
+  if (saved.ok() && options_.metrics != nullptr) {
+    options_.metrics->CountCheckpoint(step);
+  }
+  return saved;
 }
 
 absl::Status Driver::Run() {
@@ -411,6 +420,12 @@ absl::Status Driver::Train() {
       deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
     }
     step = state_->WaitForStep(target, deadline);
+    if (options_.metrics != nullptr) {
+      options_.metrics->SetStep(
+          step, per_epoch > 0 ? std::min(step / per_epoch + 1,
+                                         (total + per_epoch - 1) / per_epoch)
+                              : 1);
+    }
     PrintEvaluatorReports();
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
       PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
@@ -513,12 +528,20 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples > 0 ? progress.correct / progress.examples : 0.0,
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
+  if (options_.metrics != nullptr && progress.examples > 0) {
+    options_.metrics->SetProgress(progress.loss_sum / progress.examples,
+                                  progress.correct / progress.examples,
+                                  progress.examples / seconds);
+  }
   if (end_of_epoch && options_.evaluator_task) {
     absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
   } else if (end_of_epoch) {
     absl::StatusOr<Evaluation> eval = Evaluate();
     if (eval.ok()) {
       absl::StrAppend(&line, "  ", FormatEvaluation(*eval));
+      if (options_.metrics != nullptr) {
+        options_.metrics->SetEvaluation(eval->loss, eval->accuracy);
+      }
     } else {
       absl::StrAppend(&line, "  (evaluation failed: ", eval.status().message(),
                       ")");

@@ -33,6 +33,7 @@
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
+#include "chief/chief_metrics.h"
 #include "chief/chief_service.h"
 #include "chief/driver.h"
 #include "chief/evaluator.h"
@@ -40,6 +41,8 @@
 #include "chief/safetensors.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 #include "common/placement.h"
 #include "common/process.h"
 #include "common/tf_config.h"
@@ -102,6 +105,9 @@ ABSL_FLAG(int, step_timeout_seconds, 120,
           "sync: a step missing a gradient fails after this long");
 ABSL_FLAG(int, threads, 0, "Evaluation threads (0: one per core)");
 ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
+          "interface (0: off)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
           "Write a checkpoint every this many steps (0: off); one is always "
           "written at the end");
@@ -429,6 +435,18 @@ int Main() {
   chief::RunState state(run_id, config, *placement, cluster,
                         length->steps_per_epoch, length->total_steps);
   chief::ChiefService service(&state, security->auth_token);
+  MetricsRegistry metrics;
+  AddProcessMetrics(&metrics, "chief", "cpu");
+  chief::ChiefMetrics chief_metrics(&metrics, &state);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      ServeMetricsOnPort(absl::GetFlag(FLAGS_metrics_port), &metrics, "chief");
+  if (absl::IsInvalidArgument(metrics_server.status())) {
+    return Fail(metrics_server.status().message());
+  }
+  if (!metrics_server.ok()) {
+    LogError(absl::StrCat("chief: ", metrics_server.status().message()));
+    return 1;
+  }
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
@@ -476,6 +494,7 @@ int Main() {
   driver_options.continue_without_dead_workers =
       absl::GetFlag(FLAGS_on_worker_failure) == "continue";
   driver_options.evaluator_task = cluster.NumTasks(JOB_EVALUATOR) > 0;
+  if (*metrics_server != nullptr) driver_options.metrics = &chief_metrics;
   chief::CheckpointerOptions checkpointer_options;
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;

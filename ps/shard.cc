@@ -886,6 +886,11 @@ std::map<int64_t, int> Shard::BatchesApplied() const {
   return batches_applied_;
 }
 
+std::string Shard::run_id() const {
+  absl::MutexLock lock(&mu_);
+  return run_ == nullptr ? "" : run_->run_id;
+}
+
 int64_t Shard::DenseBytes() const {
   absl::MutexLock lock(&mu_);
   return run_ == nullptr ? 0 : run_->dense_bytes;

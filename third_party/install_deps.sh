@@ -23,6 +23,8 @@ packages=(
   clang libclang-rt-dev lld
   # The main job's data: the real Fashion-MNIST in IDX format.
   dataset-fashion-mnist
+  # tests/prometheus_test: Prometheus and promtool scrape and lint /metrics.
+  prometheus
 )
 
 missing=()
