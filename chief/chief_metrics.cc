@@ -14,6 +14,11 @@ Gauge* NewGauge(MetricsRegistry* registry, const std::string& name,
   return registry->AddGauge(name, help)->Get();
 }
 
+GaugeFamily* NewFamily(MetricsRegistry* registry, const std::string& name,
+                       const std::string& help) {
+  return registry->AddGauge(name, help);
+}
+
 }  // namespace
 
 ChiefMetrics::ChiefMetrics(MetricsRegistry* registry, const RunState* state)
@@ -21,18 +26,18 @@ ChiefMetrics::ChiefMetrics(MetricsRegistry* registry, const RunState* state)
                      "Steps every worker has completed.")),
       epoch_(NewGauge(registry, "pstrain_chief_epoch",
                       "The epoch under way (from 1).")),
-      loss_(NewGauge(registry, "pstrain_chief_train_loss",
-                     "Training loss over the latest progress interval.")),
-      accuracy_(NewGauge(registry, "pstrain_chief_train_accuracy",
-                         "Training accuracy over the latest progress "
-                         "interval (0 to 1).")),
-      examples_per_sec_(NewGauge(registry, "pstrain_chief_examples_per_second",
-                                 "Examples trained per second, all workers, "
-                                 "over the latest progress interval.")),
-      eval_loss_(NewGauge(registry, "pstrain_chief_eval_loss",
-                          "Test-set loss of the latest evaluation.")),
-      eval_accuracy_(NewGauge(registry, "pstrain_chief_eval_accuracy",
-                              "Test-set accuracy of the latest evaluation.")),
+      loss_(NewFamily(registry, "pstrain_chief_train_loss",
+                      "Training loss over the latest progress interval.")),
+      accuracy_(NewFamily(registry, "pstrain_chief_train_accuracy",
+                          "Training accuracy over the latest progress "
+                          "interval (0 to 1).")),
+      examples_per_sec_(NewFamily(registry, "pstrain_chief_examples_per_second",
+                                  "Examples trained per second, all workers, "
+                                  "over the latest progress interval.")),
+      eval_loss_(NewFamily(registry, "pstrain_chief_eval_loss",
+                           "Test-set loss of the latest evaluation.")),
+      eval_accuracy_(NewFamily(registry, "pstrain_chief_eval_accuracy",
+                               "Test-set accuracy of the latest evaluation.")),
       failures_(registry->AddCounter("pstrain_chief_task_failures_total",
                                      "Tasks presumed dead, by job.", {"job"})),
       restores_(registry
@@ -69,14 +74,14 @@ void ChiefMetrics::SetStep(int64_t step, int64_t epoch) {
 
 void ChiefMetrics::SetProgress(double loss, double accuracy,
                                double examples_per_sec) {
-  loss_->Set(loss);
-  accuracy_->Set(accuracy);
-  examples_per_sec_->Set(examples_per_sec);
+  loss_->Get()->Set(loss);
+  accuracy_->Get()->Set(accuracy);
+  examples_per_sec_->Get()->Set(examples_per_sec);
 }
 
 void ChiefMetrics::SetEvaluation(double loss, double accuracy) {
-  eval_loss_->Set(loss);
-  eval_accuracy_->Set(accuracy);
+  eval_loss_->Get()->Set(loss);
+  eval_accuracy_->Get()->Set(accuracy);
 }
 
 void ChiefMetrics::CountFailure(const std::string& job) {

@@ -34,11 +34,12 @@ class ChiefMetrics {
  private:
   Gauge* const step_;
   Gauge* const epoch_;
-  Gauge* const loss_;
-  Gauge* const accuracy_;
-  Gauge* const examples_per_sec_;
-  Gauge* const eval_loss_;
-  Gauge* const eval_accuracy_;
+  // Without a sample until the first report or evaluation.
+  GaugeFamily* const loss_;
+  GaugeFamily* const accuracy_;
+  GaugeFamily* const examples_per_sec_;
+  GaugeFamily* const eval_loss_;
+  GaugeFamily* const eval_accuracy_;
   CounterFamily* const failures_;
   Counter* const restores_;
   Counter* const checkpoints_;
