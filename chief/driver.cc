@@ -560,6 +560,9 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
 void Driver::PrintEvaluatorReports() {
   const int64_t per_epoch = state_->steps_per_epoch();
   for (const RunState::EvaluationReport& report : state_->TakeEvaluations()) {
+    if (options_.metrics != nullptr) {
+      options_.metrics->SetEvaluation(report.loss, report.accuracy);
+    }
     std::printf(
         "%sevaluator: step %ld (epoch %ld): %s\n",
         isatty(STDOUT_FILENO) ? "\r" : "", static_cast<long>(report.step),

@@ -435,11 +435,15 @@ int Main() {
   chief::RunState state(run_id, config, *placement, cluster,
                         length->steps_per_epoch, length->total_steps);
   chief::ChiefService service(&state, security->auth_token);
+  absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
+  if (!address.ok()) return Fail(address.status().message());
+  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
   MetricsRegistry metrics;
   AddProcessMetrics(&metrics, "chief", "cpu");
   chief::ChiefMetrics chief_metrics(&metrics, &state);
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-      ServeMetricsOnPort(absl::GetFlag(FLAGS_metrics_port), &metrics, "chief");
+      ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, "chief");
   if (absl::IsInvalidArgument(metrics_server.status())) {
     return Fail(metrics_server.status().message());
   }
@@ -447,9 +451,6 @@ int Main() {
     LogError(absl::StrCat("chief: ", metrics_server.status().message()));
     return 1;
   }
-  absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
-  if (!address.ok()) return Fail(address.status().message());
-  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server =
       StartPstrainServer(address->ToString(), {&service}, &bound_port,

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -80,15 +81,16 @@ std::string MetricsHttpResponse(const std::string& head,
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> ServeMetricsOnPort(
-    int port, const MetricsRegistry* registry, const std::string& process) {
+    const std::string& host, int port, const MetricsRegistry* registry,
+    const std::string& process) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--metrics_port: ", port, " is not in [0, 65535] (0: no metrics)"));
   }
   if (port == 0) return std::unique_ptr<MetricsServer>();
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,
-                           MetricsServer::Start("0.0.0.0", port, registry));
-  LogInfo(absl::StrCat(process, ": Prometheus metrics at http://0.0.0.0:",
+                           MetricsServer::Start(host, port, registry));
+  LogInfo(absl::StrCat(process, ": Prometheus metrics at http://", host, ":",
                        server->port(), "/metrics"));
   return server;
 }
@@ -103,11 +105,18 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int resolved = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (resolved != 0 || found == nullptr) {
+    return absl::UnavailableError(
         absl::StrCat("metrics address ", address, ": \"", host,
-                     "\" is not an IPv4 address"));
+                     "\" has no IPv4 address: ", gai_strerror(resolved)));
   }
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  freeaddrinfo(found);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("metrics address ", address,

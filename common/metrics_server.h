@@ -26,9 +26,10 @@ namespace pstrain {
 
 class MetricsServer {
  public:
-  // Listens on `host` (an IPv4 address; "0.0.0.0": every interface) and
-  // `port` (0: one the system picks; see port()). `registry` must outlive
-  // the server. Errors name the address.
+  // Listens on `host` (an IPv4 address, or a name resolved to one, as the
+  // task's TF_CONFIG address; "0.0.0.0": every interface) and `port` (0: one
+  // the system picks; see port()). `registry` must outlive the server.
+  // Errors name the address.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& host, int port, const MetricsRegistry* registry);
   ~MetricsServer();
@@ -59,11 +60,13 @@ class MetricsServer {
 };
 
 // What a binary does with its --metrics_port flag: null for 0 (metrics
-// off), else a server on every interface at `port`, logging where it
-// serves. INVALID_ARGUMENT naming the flag for a port outside [0, 65535];
+// off), else a server at `host` (the task's TF_CONFIG host, where its gRPC
+// server listens too) and `port`, logging where it serves.
+// INVALID_ARGUMENT naming the flag for a port outside [0, 65535];
 // UNAVAILABLE when the port cannot be listened on.
 absl::StatusOr<std::unique_ptr<MetricsServer>> ServeMetricsOnPort(
-    int port, const MetricsRegistry* registry, const std::string& process);
+    const std::string& host, int port, const MetricsRegistry* registry,
+    const std::string& process);
 
 // The response to an HTTP request head (request line and headers, without
 // the blank line), given how to render the metrics: exposed for tests.

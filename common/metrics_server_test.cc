@@ -127,9 +127,10 @@ TEST_F(MetricsServerTest, StopClosesThePort) {
 TEST(MetricsServer, BadAddressIsRefusedWithItsName) {
   MetricsRegistry registry;
   absl::StatusOr<std::unique_ptr<MetricsServer>> server =
-      MetricsServer::Start("not-an-ip", 0, &registry);
+      MetricsServer::Start("no-such-host.invalid", 0, &registry);
   ASSERT_FALSE(server.ok());
-  EXPECT_THAT(std::string(server.status().message()), HasSubstr("not-an-ip"));
+  EXPECT_THAT(std::string(server.status().message()),
+              HasSubstr("no-such-host.invalid"));
   EXPECT_FALSE(MetricsServer::Start("127.0.0.1", 70000, &registry).ok());
 }
 

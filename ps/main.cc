@@ -167,8 +167,8 @@ int Main() {
   ps::PsMetrics ps_metrics(&metrics);
   ps_metrics.AddShardCollector(&shard);
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-      ServeMetricsOnPort(absl::GetFlag(FLAGS_metrics_port), &metrics,
-                         absl::StrCat("ps ", config->task.index()));
+      ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, absl::StrCat("ps ", config->task.index()));
   if (absl::IsInvalidArgument(metrics_server.status())) {
     return Fail(metrics_server.status().message());
   }

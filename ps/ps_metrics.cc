@@ -110,7 +110,13 @@ void PsMetrics::AddShardCollector(Shard* shard) {
   Counter* applied = pushes->Get({"applied"});
   Counter* dropped = pushes->Get({"dropped_stale"});
   Counter* refused = pushes->Get({"refused"});
+  GaugeFamily* rows = registry_->AddGauge(
+      "pstrain_ps_embedding_rows",
+      "Rows an embedding table holds on this task.", {"table"});
   registry_->AddCollector([=] {
+    for (const auto& [table, count] : shard->EmbeddingRows()) {
+      rows->Get({table})->Set(count);
+    }
     GetShardStatusRequest request;
     request.mutable_header()->set_run_id(shard->run_id());
     ShardStatus status;

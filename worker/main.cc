@@ -131,8 +131,8 @@ int Main() {
   MetricsRegistry metrics;
   worker::WorkerMetrics worker_metrics(&metrics);
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
-      ServeMetricsOnPort(absl::GetFlag(FLAGS_metrics_port), &metrics,
-                         absl::StrCat("worker ", index));
+      ServeMetricsOnPort(own_address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, absl::StrCat("worker ", index));
   if (absl::IsInvalidArgument(metrics_server.status())) {
     return Fail(metrics_server.status().message());
   }
