@@ -182,6 +182,21 @@ TEST(Prometheus, ScrapesEveryTaskOfARunningCluster) {
   for (Subprocess& task : tasks) task.Stop(9);
 }
 
+TEST(Prometheus, BadMetricsPortExitsTwoNamingTheFlag) {
+  const LocalCluster cluster(/*num_ps=*/1, /*num_workers=*/1);
+  for (const std::string type : {"ps", "worker"}) {
+    for (const std::string port : {"-1", "65536"}) {
+      Subprocess task =
+          cluster.Start("badport", type, 0, {"--metrics_port=" + port});
+      EXPECT_EQ(task.Wait(30), 2) << type << " " << port;
+      EXPECT_NE(
+          Log(task).find("--metrics_port: " + port + " is not in [0, 65535]"),
+          std::string::npos)
+          << Log(task);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace pstrain
