@@ -185,6 +185,11 @@ int Main() {
     ps::PsClientOptions options;
     options.run_id = run->run_id();
     options.sender = tf_config->task;
+    if (*metrics_server != nullptr) {
+      options.retry.on_retry = [c = worker_metrics.ps_retries] {
+        c->Increment();
+      };
+    }
     clients.push_back(
         std::make_unique<ps::PsClient>(CreatePstrainChannel(address, *security),
                                        options));

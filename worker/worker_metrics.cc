@@ -42,6 +42,12 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry* registry) {
                              "on after a peer failure (a step retried or "
                              "resumed from a checkpoint).")
                 ->Get();
+  ps_retries = registry
+                   ->AddCounter("pstrain_worker_ps_retries_total",
+                                "Calls to a ps tried again after it was "
+                                "unavailable (within the client's retry "
+                                "loop).")
+                   ->Get();
 }
 
 }  // namespace worker

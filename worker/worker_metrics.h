@@ -26,6 +26,8 @@ struct WorkerMetrics {
   Histogram* push_seconds;
   Counter* stale_pushes;
   Counter* resyncs;
+  // Calls to a ps tried again after UNAVAILABLE (RetryOptions::on_retry).
+  Counter* ps_retries;
 };
 
 }  // namespace worker
