@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -28,12 +29,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/grpc_options.h"
 #include "common/health_server.h"
 #include "common/placement.h"
 #include "common/process.h"
 #include "ps/ps_client.h"
+#include "tests/http_get.h"
 #include "tests/subprocess.h"
 
 ABSL_FLAG(int, ps, 2, "Number of ps processes");
@@ -42,6 +45,9 @@ ABSL_FLAG(double, mb, 4, "MB moved per round per worker (half pushed, half pulle
 ABSL_FLAG(int, rounds, 100, "Measured rounds (after 10 warm-up rounds)");
 ABSL_FLAG(std::string, ps_binary, "ps/ps", "Path of the ps binary");
 ABSL_FLAG(int64_t, chunk_kb, 4096, "Largest tensor chunk per message, KB");
+ABSL_FLAG(bool, metrics, false,
+          "Each ps serves Prometheus metrics (--metrics_port), scraped every "
+          "second during the run, to measure what they cost");
 ABSL_FLAG(int, worker_index, -1, "Internal: run as this worker");
 ABSL_FLAG(std::string, addresses, "", "Internal: ps addresses, comma-separated");
 ABSL_FLAG(std::string, result_file, "", "Internal: where a worker writes results");
@@ -175,11 +181,17 @@ int RunBench() {
   const std::string jobs =
       absl::StrCat("{\"ps\": [\"", absl::StrJoin(addresses, "\", \""), "\"]}");
   std::vector<pid_t> ps;
+  std::vector<int> metrics_ports;
   for (int i = 0; i < num_ps; ++i) {
-    ps.push_back(Spawn(absl::GetFlag(FLAGS_ps_binary), {},
-                       absl::StrCat("{\"cluster\": ", jobs,
-                                    ", \"task\": {\"type\": \"ps\", \"index\": ",
-                                    i, "}}")));
+    std::vector<std::string> args;
+    if (absl::GetFlag(FLAGS_metrics)) {
+      metrics_ports.push_back(testing::PickFreePort());
+      args.push_back(absl::StrCat("--metrics_port=", metrics_ports.back()));
+    }
+    ps.push_back(Spawn(
+        absl::GetFlag(FLAGS_ps_binary), args,
+        absl::StrCat("{\"cluster\": ", jobs,
+                     ", \"task\": {\"type\": \"ps\", \"index\": ", i, "}}")));
   }
   int rc = 0;
   auto client = Connect(addresses, 0);
@@ -204,6 +216,19 @@ int RunBench() {
       rc = 1;
     }
   }
+  // As Prometheus would: every ps's /metrics every second.
+  absl::Notification done;
+  int scrapes = 0;
+  std::thread scraper([&metrics_ports, &done, &scrapes] {
+    while (!metrics_ports.empty() &&
+           !done.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      for (int port : metrics_ports) {
+        int code = 0;
+        testing::HttpGet(port, "/metrics", &code);
+        if (code == 200) ++scrapes;
+      }
+    }
+  });
   std::vector<std::string> results;
   if (rc == 0) {
     std::vector<pid_t> workers;
@@ -225,6 +250,9 @@ int RunBench() {
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
   }
+  done.Notify();
+  scraper.join();
+  if (!metrics_ports.empty()) std::cerr << scrapes << " scrapes\n";
   // Idle connections hold a ps's shutdown until its grace period ends.
   client = absl::UnknownError("done");
   for (pid_t pid : ps) kill(pid, SIGTERM);

@@ -72,6 +72,7 @@ absl::Status Driver::Start() {
 
 absl::Status Driver::Recover(const std::string& why) {
   const absl::Time began = absl::Now();
+  if (options_.metrics != nullptr) options_.metrics->CountRestore();
   const int64_t reached = state_->WaitForStep(0, began);
   state_->SetPhase(PHASE_PAUSED);
   LogError(absl::StrCat("chief: ", why, " at step ", reached,
@@ -109,6 +110,10 @@ absl::StatusOr<bool> Driver::HandleFailures() {
     LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",
                           absl::FormatDuration(options_.failure_timeout),
                           "; presumed dead"));
+    if (options_.metrics != nullptr) {
+      options_.metrics->CountFailure(
+          TaskName(task).substr(0, TaskName(task).find(':')));
+    }
     if (task.job() == JOB_PS) {
       suspect_ps_.try_emplace(task.index(), now);
     } else if (task.job() == JOB_WORKER && sync &&
@@ -275,8 +280,12 @@ int64_t Driver::NextCheckpointStep(int64_t step) const {
 
 absl::Status Driver::SaveCheckpoint(int64_t step) {
   const int64_t per_epoch = state_->steps_per_epoch();
-  return checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0)
-      .status();
+  absl::Status saved =
+      checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0).status();
+  if (saved.ok() && options_.metrics != nullptr) {
+    options_.metrics->CountCheckpoint(step);
+  }
+  return saved;
 }
 
 absl::Status Driver::Run() {
@@ -417,6 +426,12 @@ absl::Status Driver::Train() {
       deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
     }
     step = state_->WaitForStep(target, deadline);
+    if (options_.metrics != nullptr) {
+      options_.metrics->SetStep(
+          step, per_epoch > 0 ? std::min(step / per_epoch + 1,
+                                         (total + per_epoch - 1) / per_epoch)
+                              : 1);
+    }
     PrintEvaluatorReports();
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
       PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
@@ -525,6 +540,11 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
   std::optional<Evaluation> evaluation;
+  if (options_.metrics != nullptr && progress.examples > 0) {
+    options_.metrics->SetProgress(progress.loss_sum / progress.examples,
+                                  progress.correct / progress.examples,
+                                  progress.examples / seconds);
+  }
   if (end_of_epoch && options_.evaluator_task) {
     absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
   } else if (end_of_epoch) {
@@ -532,6 +552,9 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
     if (eval.ok()) {
       evaluation = *eval;
       absl::StrAppend(&line, "  ", FormatEvaluation(*eval));
+      if (options_.metrics != nullptr) {
+        options_.metrics->SetEvaluation(eval->loss, eval->accuracy);
+      }
     } else {
       absl::StrAppend(&line, "  (evaluation failed: ", eval.status().message(),
                       ")");
@@ -577,6 +600,9 @@ void Driver::LogRun(int64_t step, int64_t ended_epoch, const Progress& progress,
 void Driver::PrintEvaluatorReports() {
   const int64_t per_epoch = state_->steps_per_epoch();
   for (const RunState::EvaluationReport& report : state_->TakeEvaluations()) {
+    if (options_.metrics != nullptr) {
+      options_.metrics->SetEvaluation(report.loss, report.accuracy);
+    }
     std::printf(
         "%sevaluator: step %ld (epoch %ld): %s\n",
         isatty(STDOUT_FILENO) ? "\r" : "", static_cast<long>(report.step),

@@ -53,6 +53,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "chief/checkpointer.h"
+#include "chief/chief_metrics.h"
 #include "chief/evaluation.h"
 #include "chief/run_log.h"
 #include "chief/run_state.h"
@@ -89,6 +90,9 @@ struct DriverOptions {
   // How long the summary waits for the evaluator's last evaluation before
   // the chief evaluates the final checkpoint itself.
   absl::Duration evaluator_patience = absl::Minutes(2);
+  // Where the run's progress is exposed (null: nowhere); must outlive the
+  // Driver.
+  ChiefMetrics* metrics = nullptr;
 };
 
 class Driver {

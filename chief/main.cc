@@ -32,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
+#include "chief/chief_metrics.h"
 #include "chief/chief_service.h"
 #include "chief/driver.h"
 #include "chief/evaluator.h"
@@ -40,6 +41,8 @@
 #include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 #include "common/placement.h"
 #include "common/process.h"
 #include "common/status_macros.h"
@@ -137,6 +140,9 @@ ABSL_FLAG(int, threads, 0,
 ABSL_FLAG(int, port, 0,
           "Listen on this port instead of TF_CONFIG's, in [0, 65535] (0: "
           "TF_CONFIG's)");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics at http://<host>:<port>/metrics, where "
+          "<host> is this task's TF_CONFIG host (0: off)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0,
           "Write a checkpoint every this many steps (0: off); one is always "
           "written at the end");
@@ -550,6 +556,19 @@ int Main() {
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
   if (!address.ok()) return Fail(address.status().message());
   if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
+  MetricsRegistry metrics;
+  AddProcessMetrics(&metrics, "chief", "cpu");
+  chief::ChiefMetrics chief_metrics(&metrics, &state);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, "chief");
+  if (absl::IsInvalidArgument(metrics_server.status())) {
+    return Fail(metrics_server.status().message());
+  }
+  if (!metrics_server.ok()) {
+    LogError(absl::StrCat("chief: ", metrics_server.status().message()));
+    return 1;
+  }
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server =
       StartPstrainServer(address->ToString(), {&service}, &bound_port,
@@ -594,6 +613,7 @@ int Main() {
   driver_options.continue_without_dead_workers =
       absl::GetFlag(FLAGS_on_worker_failure) == "continue";
   driver_options.evaluator_task = cluster.NumTasks(JOB_EVALUATOR) > 0;
+  if (*metrics_server != nullptr) driver_options.metrics = &chief_metrics;
   chief::CheckpointerOptions checkpointer_options;
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;

@@ -347,6 +347,13 @@ std::vector<TaskRef> RunState::FindDeadTasks(absl::Duration timeout) {
   return found;
 }
 
+std::map<std::string, bool> RunState::TasksAlive() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, bool> alive;
+  for (const auto& [name, task] : registered_) alive[name] = !task.dead;
+  return alive;
+}
+
 bool RunState::RunOverLocked() const {
   return phase_ == PHASE_FINISHED || phase_ == PHASE_FAILED;
 }

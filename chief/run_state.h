@@ -87,6 +87,10 @@ class RunState {
   // `deadline`; returns whether all were.
   bool WaitUntilToldOver(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Every registered task by name ("worker:1"): whether it is alive (not
+  // presumed dead).
+  std::map<std::string, bool> TasksAlive() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Whether every worker has said TrainingFinished.
   bool AllWorkersFinished() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -29,6 +29,7 @@ absl::Status Retry(const RetryOptions& options,
     const absl::Duration pause = Backoff(options, tries);
     if (absl::Now() + pause > give_up) return status;
     absl::SleepFor(pause);
+    if (options.on_retry) options.on_retry();
   }
 }
 

@@ -25,6 +25,9 @@ struct RetryOptions {
   absl::Duration max_backoff = absl::Seconds(1);
   // No attempt starts after this long since the first.
   absl::Duration retry_for = absl::Seconds(10);
+  // Called before each attempt after the first (a metric's count); may be
+  // empty.
+  std::function<void()> on_retry;
 };
 
 // Whether `status` says a peer failed or went away rather than that the

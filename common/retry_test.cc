@@ -23,6 +23,18 @@ TEST(Retry, RetriesUnavailableUntilItSucceeds) {
   EXPECT_EQ(calls, 4);
 }
 
+TEST(Retry, CallsOnRetryBeforeEachAttemptAfterTheFirst) {
+  RetryOptions options = Fast();
+  int retries = 0;
+  options.on_retry = [&retries] { ++retries; };
+  int calls = 0;
+  absl::Status status = Retry(options, [&] {
+    return ++calls < 3 ? absl::UnavailableError("down") : absl::OkStatus();
+  });
+  EXPECT_TRUE(status.ok());
+  EXPECT_EQ(retries, 2);
+}
+
 TEST(Retry, ReturnsOtherErrorsAtOnce) {
   int calls = 0;
   absl::Status status = Retry(Fast(), [&] {

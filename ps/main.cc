@@ -24,9 +24,12 @@
 #include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 #include "common/process.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
+#include "ps/ps_metrics.h"
 #include "ps/ps_service.h"
 #include "ps/shard.h"
 
@@ -34,6 +37,9 @@ ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
           "TF_CONFIG environment variable");
 ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
+          "interface (0: off)");
 ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
@@ -156,7 +162,23 @@ int Main() {
     std::_Exit(3);
   };
   ps::Shard shard(shard_options);
+  MetricsRegistry metrics;
+  AddProcessMetrics(&metrics, "ps", "cpu");
+  ps::PsMetrics ps_metrics(&metrics);
+  ps_metrics.AddShardCollector(&shard);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, absl::StrCat("ps ", config->task.index()));
+  if (absl::IsInvalidArgument(metrics_server.status())) {
+    return Fail(metrics_server.status().message());
+  }
+  if (!metrics_server.ok()) {
+    LogError(absl::StrCat("ps ", config->task.index(), ": ",
+                          metrics_server.status().message()));
+    return 1;
+  }
   ps::PsServiceOptions service_options;
+  if (*metrics_server != nullptr) service_options.metrics = &ps_metrics;
   service_options.pull_threads = pull_threads;
   absl::StatusOr<HostPort> chief_address =
       config->cluster.Address(MakeTask(JOB_CHIEF, 0));

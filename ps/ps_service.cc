@@ -1,6 +1,8 @@
 #include "ps/ps_service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -190,8 +192,7 @@ const PsService::Method PsService::kMethods[] = {
      &PsService::Unary<&Shard::PullSparse>},
     {"PushSparse", false, false, Fixed<Where::kServiceThread>,
      &PsService::Unary<&Shard::PushSparse>},
-    {"Save", false, true, Fixed<Where::kWorkPool>,
-     &PsService::Unary<&Shard::Save>},
+    {"Save", false, true, Fixed<Where::kWorkPool>, &PsService::Save},
     {"Restore", false, true, Fixed<Where::kWorkPool>,
      &PsService::Unary<&Shard::Restore>},
     {"GetShardStatus", false, false, Fixed<Where::kServiceThread>,
@@ -259,8 +260,14 @@ class PsService::Call {
       health_ = true;
     } else {
       if (absl::ConsumePrefix(&name, kMethodPrefix)) {
-        for (const Method& m : kMethods) {
-          if (name == m.name) method_ = &m;
+        for (size_t i = 0; i < std::size(kMethods); ++i) {
+          if (name == kMethods[i].name) {
+            method_ = &kMethods[i];
+            if (!service_->method_metrics_.empty()) {
+              metrics_ = &service_->method_metrics_[i];
+              start_ = std::chrono::steady_clock::now();
+            }
+          }
         }
       }
       if (method_ == nullptr) {
@@ -285,6 +292,10 @@ class PsService::Call {
     std::vector<grpc::Slice>& slices = requests_.emplace_back();
     if (incoming_.Valid() && !incoming_.Dump(&slices).ok()) unreadable_ = true;
     incoming_.Clear();
+    if (metrics_ != nullptr) {
+      for (const grpc::Slice& slice : slices)
+        metrics_->received_bytes->Increment(slice.size());
+    }
     if (requests_.size() > 1 && (method_ == nullptr || !method_->streamed)) {
       Answer(InvalidArgument(absl::StrCat(context_.method(),
                                           " takes one request message")));
@@ -325,6 +336,7 @@ class PsService::Call {
       Answer((service_->*method_->serve)(requests_, &reply_));
       return;
     }
+    waits_for_step_ = where == Where::kPullPool;
     ThreadPool* pool = where == Where::kPullPool ? service_->pull_pool_.get()
                                                  : service_->work_pool_.get();
     pool->Schedule(
@@ -336,7 +348,22 @@ class PsService::Call {
     requests_.clear();  // frees the gradients of a push
     status_ = std::move(status);
     if (!status_.ok()) reply_.clear();
+    if (metrics_ != nullptr) Record();
     WriteNext();
+  }
+
+  // Counts and times the call (with metrics), as it is answered.
+  void Record() {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+            .count();
+    metrics_->requests->Increment();
+    if (!status_.ok()) metrics_->errors->Increment();
+    metrics_->seconds->Observe(seconds);
+    for (const grpc::ByteBuffer& reply : reply_) {
+      metrics_->sent_bytes->Increment(reply.Length());
+    }
+    if (waits_for_step_) service_->options_.metrics->ObserveSyncWait(seconds);
   }
 
   // Writes the next reply message; the last goes with the status.
@@ -361,6 +388,10 @@ class PsService::Call {
   grpc::GenericServerAsyncReaderWriter stream_;
   bool health_ = false;
   const Method* method_ = nullptr;  // unless health_
+  // With metrics: the method's, and when the call was matched.
+  const PsMetrics::Method* metrics_ = nullptr;
+  std::chrono::steady_clock::time_point start_;
+  bool waits_for_step_ = false;  // served on the pull pool
   grpc::ByteBuffer incoming_;
   Messages requests_;  // each message's bytes
   int64_t request_bytes_ = 0;  // of a push stream so far
@@ -374,7 +405,13 @@ PsService::PsService(Shard* shard, PsServiceOptions options)
     : shard_(shard),
       options_(options),
       pull_pool_(std::make_unique<ThreadPool>(options.pull_threads)),
-      work_pool_(std::make_unique<ThreadPool>(options.work_threads)) {}
+      work_pool_(std::make_unique<ThreadPool>(options.work_threads)) {
+  if (options_.metrics != nullptr) {
+    for (const Method& method : kMethods) {
+      method_metrics_.push_back(options_.metrics->ForMethod(method.name));
+    }
+  }
+}
 
 PsService::~PsService() { Stop(); }
 
@@ -482,9 +519,12 @@ grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {
     chunk = std::min(chunk, request.max_chunk_bytes());
   }
   PullReply reply(chunk);
+  PsMetrics* metrics = options_.metrics;
   const absl::Status status = shard_->PullDense(
-      request, [&reply](const DenseVariable& v, const ValueView& value) {
+      request,
+      [&reply, metrics](const DenseVariable& v, const ValueView& value) {
         reply.Add(v, value);
+        if (metrics != nullptr) metrics->CountPull(v.name());
       });
   if (status.ok()) *replies = reply.Finish();
   return ToGrpcStatus(status);
@@ -513,7 +553,40 @@ grpc::Status PsService::PushDense(const Messages& requests, Replies* replies) {
   }
   absl::StatusOr<PushDenseResponse> result = shard_->PushDense(pointers);
   if (result.ok()) replies->push_back(Serialize(*result));
+  if (options_.metrics != nullptr) {
+    // A variable's chunks are consecutive: one push each.
+    const std::string* last = nullptr;
+    for (const PushDenseView& view : views) {
+      for (const NamedTensor& gradient : view.header.gradients()) {
+        if (last == nullptr || gradient.name() != *last) {
+          options_.metrics->CountPush(gradient.name());
+        }
+        last = &gradient.name();
+      }
+    }
+  }
   return ToGrpcStatus(result.status());
+}
+
+grpc::Status PsService::Save(const Messages& requests, Replies* replies) {
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status status =
+      CallShard(shard_, &Shard::Save, requests, replies);
+  SaveResponse response;
+  if (options_.metrics != nullptr && status.ok() && replies->size() == 1) {
+    std::vector<grpc::Slice> slices;
+    if ((*replies)[0].Dump(&slices).ok() &&
+        response.ParseFromString(Concat(slices))) {
+      int64_t bytes = 0;
+      for (const SavedSlice& slice : response.slices()) bytes += slice.length();
+      options_.metrics->ObserveSave(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        start)
+              .count(),
+          bytes);
+    }
+  }
+  return status;
 }
 
 grpc::Status PsService::CheckHealth(const Messages& requests,

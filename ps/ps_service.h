@@ -50,6 +50,7 @@
 #include "common/thread_pool.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
+#include "ps/ps_metrics.h"
 #include "ps/shard.h"
 
 namespace pstrain {
@@ -68,6 +69,9 @@ struct PsServiceOptions {
   // The chief's host in TF_CONFIG: with mutual TLS, chief-only calls need a
   // client certificate naming it ("" : not checked).
   std::string chief_host;
+  // Where requests are counted and timed (null: nowhere). Must outlive the
+  // service.
+  PsMetrics* metrics = nullptr;
 };
 
 class PsService {
@@ -120,6 +124,7 @@ class PsService {
   grpc::Status Unary(const Messages& requests, Replies* replies);
   grpc::Status PullDense(const Messages& requests, Replies* replies);
   grpc::Status PushDense(const Messages& requests, Replies* replies);
+  grpc::Status Save(const Messages& requests, Replies* replies);
   grpc::Status CheckHealth(const Messages& requests, Replies* replies)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -128,6 +133,8 @@ class PsService {
   Shard* const shard_;
   const PsServiceOptions options_;
   GrpcSecurity security_;
+  // With options_.metrics: those of kMethods[i], by i.
+  std::vector<PsMetrics::Method> method_metrics_;
 
   absl::Mutex mu_;
   bool refusing_ ABSL_GUARDED_BY(mu_) = false;

@@ -922,6 +922,24 @@ std::map<int64_t, int> Shard::BatchesApplied() const {
   return batches_applied_;
 }
 
+std::string Shard::run_id() const {
+  absl::MutexLock lock(&mu_);
+  return run_ == nullptr ? "" : run_->run_id;
+}
+
+std::map<std::string, int64_t> Shard::EmbeddingRows() const {
+  std::map<std::string, int64_t> rows;
+  const Run* run;
+  {
+    // Set once, then only read (as GetShardStatus reads it).
+    absl::MutexLock lock(&mu_);
+    run = run_.get();
+  }
+  if (run == nullptr) return rows;
+  for (const auto& [name, table] : run->tables) rows[name] = table->num_rows();
+  return rows;
+}
+
 int64_t Shard::DenseBytes() const {
   absl::MutexLock lock(&mu_);
   return run_ == nullptr ? 0 : run_->dense_bytes;

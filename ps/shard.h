@@ -157,6 +157,10 @@ class Shard {
                           SetWorkersResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
 
   int ps_task() const { return options_.ps_task; }
+  // The run's id ("" before CreateVariables).
+  std::string run_id() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Rows each embedding table holds, by name (empty before CreateVariables).
+  std::map<std::string, int64_t> EmbeddingRows() const ABSL_LOCKS_EXCLUDED(mu_);
   // With count_batches: how many times each global batch was applied.
   std::map<int64_t, int> BatchesApplied() const ABSL_LOCKS_EXCLUDED(ledger_mu_);
   // Bytes of the dense pieces' values (0 before CreateVariables): the most

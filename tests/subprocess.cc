@@ -55,6 +55,9 @@ int PickFreePort() {
 }
 
 std::string RunfilePath(const std::string& workspace_path) {
+  if (!workspace_path.empty() && workspace_path[0] == '/') {
+    return workspace_path;
+  }
   const char* root = std::getenv("TEST_SRCDIR");
   return std::string(root == nullptr ? "." : root) + "/pstrain/" + workspace_path;
 }

@@ -21,7 +21,8 @@ namespace testing {
 int PickFreePort();
 
 // The path of a binary of this workspace in the test's runfiles
-// ("ps/ps" -> $TEST_SRCDIR/pstrain/ps/ps).
+// ("ps/ps" -> $TEST_SRCDIR/pstrain/ps/ps); an absolute path (a system
+// binary) as it is.
 std::string RunfilePath(const std::string& workspace_path);
 
 // A file name in the test's scratch directory ($TEST_TMPDIR).

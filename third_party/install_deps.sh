@@ -28,6 +28,8 @@ packages=(
   dataset-fashion-mnist
   # bench/criteo_gen.py (Criteo-format data), run by //data:criteo_generator_test.
   python3-numpy
+  # tests/prometheus_test: Prometheus and promtool scrape and lint /metrics.
+  prometheus
 )
 
 missing=()

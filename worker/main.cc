@@ -19,6 +19,8 @@
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/health_server.h"
+#include "common/metrics.h"
+#include "common/metrics_server.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 #include "common/tf_config.h"
@@ -30,6 +32,7 @@
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
 #include "worker/trainer.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
@@ -41,6 +44,9 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
 ABSL_FLAG(std::string, device, "auto",
           "auto, cpu, gpu or gpu:N: where the model computes; auto uses the "
           "CPU when there is no GPU");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
+          "interface (0: off)");
 ABSL_FLAG(int, threads, 0, "CPU compute threads (0: one per core)");
 ABSL_FLAG(int, chief_patience_seconds, 300,
           "How long to wait for the chief to answer");
@@ -78,8 +84,10 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
 }
 
 // The backend --device asks for, with a log line saying where it computes.
+// Sets *device to where it computes.
 absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
-    const worker::ModelSpec& spec, const TrainingConfig& config, int index) {
+    const worker::ModelSpec& spec, const TrainingConfig& config, int index,
+    std::string* device) {
   worker::DeviceBackendOptions options;
   options.device = absl::GetFlag(FLAGS_device);
   options.cpu_threads = absl::GetFlag(FLAGS_threads);
@@ -91,6 +99,7 @@ absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
   PSTRAIN_ASSIGN_OR_RETURN(worker::DeviceBackend made,
                            worker::CreateDeviceBackend(spec, options));
   LogInfo(absl::StrCat("worker ", index, ": computing on ", made.description));
+  *device = made.description;
   return std::move(made.backend);
 }
 
@@ -119,6 +128,19 @@ int Main() {
   absl::StatusOr<HostPort> own_address =
       tf_config->cluster.Address(tf_config->task);
   if (!own_address.ok()) return Fail(own_address.status().message());
+  MetricsRegistry metrics;
+  worker::WorkerMetrics worker_metrics(&metrics);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+      ServeMetricsOnPort(own_address->host, absl::GetFlag(FLAGS_metrics_port),
+                         &metrics, absl::StrCat("worker ", index));
+  if (absl::IsInvalidArgument(metrics_server.status())) {
+    return Fail(metrics_server.status().message());
+  }
+  if (!metrics_server.ok()) {
+    LogError(absl::StrCat("worker ", index, ": ",
+                          metrics_server.status().message()));
+    return 1;
+  }
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<HealthServer>> health =
       HealthServer::Start(own_address->ToString(), &bound_port, *security);
@@ -152,15 +174,22 @@ int Main() {
   if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train); !fit.ok()) {
     return Fail(fit.message());
   }
+  std::string device;
   absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
-      MakeBackend(*spec, config, index);
+      MakeBackend(*spec, config, index, &device);
   if (!backend.ok()) return Fail(backend.status().message());
+  AddProcessMetrics(&metrics, "worker", device);
 
   std::vector<std::unique_ptr<ps::PsClient>> clients;
   for (const std::string& address : run->ps_addresses()) {
     ps::PsClientOptions options;
     options.run_id = run->run_id();
     options.sender = tf_config->task;
+    if (*metrics_server != nullptr) {
+      options.retry.on_retry = [c = worker_metrics.ps_retries] {
+        c->Increment();
+      };
+    }
     clients.push_back(
         std::make_unique<ps::PsClient>(CreatePstrainChannel(address, *security),
                                        options));
@@ -203,6 +232,7 @@ int Main() {
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   options.placement = run->placement();
+  if (*metrics_server != nullptr) options.metrics = &worker_metrics;
   worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
                           ps->get(), &chief);
   const absl::Status trained = trainer.Run();

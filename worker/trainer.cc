@@ -173,6 +173,7 @@ absl::Status Trainer::Run() {
     if (status.ok() || !IsPeerFailure(status)) break;
     LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
                          status.message(), "; asking the chief how to go on"));
+    if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
     absl::StatusOr<Position> next = Resync(at, length);
     if (!next.ok()) {
       status = next.status();
@@ -226,9 +227,19 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
   absl::Time window_start = absl::Now();
+  WorkerMetrics* const metrics = options_.metrics;
+  // With metrics: the step's parts are timed from `mark` on.
+  absl::Time step_start, mark;
+  auto lap = [&mark](Histogram* part) {
+    const absl::Time now = absl::Now();
+    part->Observe(absl::ToDoubleSeconds(now - mark));
+    mark = now;
+  };
   for (; *step < length.total_steps; ++*step) {
+    if (metrics != nullptr) step_start = mark = absl::Now();
     absl::StatusOr<data::Batch*> batch = batches->Next();
     if (!batch.ok()) return AtStep(*step, "reading the data", batch.status());
+    if (metrics != nullptr) lap(metrics->data_seconds);
     absl::StatusOr<int64_t> version =
         ps_->PullDense(sync ? *step : 0, buffers.pull);
     if (!version.ok()) {
@@ -251,6 +262,8 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       batches->Release(*batch);
       return pulled;
     }
+    // The heartbeat (and a hold at a checkpoint) counts as pulling.
+    if (metrics != nullptr) lap(metrics->pull_seconds);
     StepInput input;
     input.features = (*batch)->features.raw_data();
     input.labels = (*batch)->labels.data<int32_t>();
@@ -270,6 +283,7 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     PSTRAIN_ASSIGN_OR_RETURN(const int64_t covered_examples,
                              TrainCoveredBatches(*step, buffers, &*result));
     const int64_t examples = own_examples + covered_examples;
+    if (metrics != nullptr) lap(metrics->compute_seconds);
     absl::SleepFor(options_.push_delay);
     // The tables' rows, then the dense variables. Either order would do in
     // sync mode: the next step's pulls wait for this one on every piece.
@@ -296,8 +310,16 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       // gradient is dropped (the ps refused it whole) and the next step
       // pulls fresh values.
       ++stale_pushes;
+      if (metrics != nullptr) metrics->stale_pushes->Increment();
     } else if (!pushed.ok()) {
       return AtStep(*step, "pushing", pushed);
+    }
+    if (metrics != nullptr) {
+      lap(metrics->push_seconds);
+      metrics->step_seconds->Observe(absl::ToDoubleSeconds(mark - step_start));
+      metrics->steps->Increment();
+      metrics->examples->Increment(result->examples);
+      metrics->step->Set(*step + 1);
     }
 
     ++window_steps;

@@ -46,6 +46,7 @@
 #include "worker/data/shard_plan.h"
 #include "worker/model/keras_model.h"
 #include "worker/sparse_tables.h"
+#include "worker/worker_metrics.h"
 
 namespace pstrain {
 namespace worker {
@@ -72,6 +73,9 @@ struct TrainerOptions {
   // The run's placement (RegisterResponse.placement): where the rows of
   // embedding tables live. Needed only by a model with one.
   Placement placement;
+  // Where steps are counted and timed (null: nowhere); must outlive the
+  // Trainer.
+  WorkerMetrics* metrics = nullptr;
 };
 
 // Steps per epoch and total steps of a run over `num_examples` training

@@ -16,6 +16,9 @@
 # With --restart_failed, a ps task, worker or the chief killed by a signal
 # (an OOM kill, a `kill -9`) is started again, as Kubernetes would, up to 10
 # times each; the run recovers (README: "When a process dies").
+# With --metrics, every process serves Prometheus metrics at
+# http://127.0.0.1:<port>/metrics (free ports picked at start, printed, and
+# written as a Prometheus scrape config to <model_dir>/prometheus.yml).
 #
 #   deploy/local/run_cluster.sh --ps 2 --workers 2 --model cnn --epochs 1
 #
@@ -29,6 +32,7 @@ num_ps=2
 num_workers=2
 model_dir=/tmp/pstrain
 restart_failed=0
+metrics=0
 device=auto
 bin=
 chief_flags=()
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
     --model_dir) model_dir=$2; shift 2 ;;
     --model_dir=*) model_dir=${1#*=}; shift ;;
     --restart_failed) restart_failed=1; shift ;;
+    --metrics) metrics=1; shift ;;
     --data_dir) data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
     --data_dir=*) data_flags=("$1"); chief_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
@@ -59,7 +64,8 @@ if [ -z "$bin" ]; then
 fi
 
 # Free ports, chosen by the kernel.
-ports=($(python3 - "$((1 + num_ps + num_workers))" <<'PY'
+num_ports=$((1 + num_ps + num_workers))
+ports=($(python3 - "$((num_ports * (1 + metrics)))" <<'PY'
 import socket, sys
 socks = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in socks:
@@ -78,6 +84,8 @@ for ((i = 0; i < num_workers; i++)); do
 done
 cluster="{\"chief\": [$chief], \"ps\": [$(join "${ps_list[@]}")], \"worker\": [$(join "${worker_list[@]}")]}"
 tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index\": $2}}"; }
+# --metrics_port of task $1 (0 chief, then ps, then workers), or 0: off.
+metrics_port() { if [ "$metrics" = 1 ]; then echo "${ports[$((num_ports + $1))]}"; else echo 0; fi; }
 
 # Runs "$@"; with --restart_failed, runs it again when a signal killed it.
 supervise() {
@@ -109,19 +117,47 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < num_ps; i++)); do
   TF_CONFIG=$(tf_config ps "$i") supervise "$bin/ps/ps" \
-    --model_dir="$model_dir" >>"$model_dir/logs/ps-$i.log" 2>&1 &
+    --model_dir="$model_dir" --metrics_port="$(metrics_port $((1 + i)))" \
+    >>"$model_dir/logs/ps-$i.log" 2>&1 &
   pids+=($!)
 done
 for ((i = 0; i < num_workers; i++)); do
   TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
-    --threads=1 --device="$device" "${data_flags[@]}" >>"$model_dir/logs/worker-$i.log" 2>&1 &
+    --threads=1 --device="$device" "${data_flags[@]}" \
+    --metrics_port="$(metrics_port $((1 + num_ps + i)))" >>"$model_dir/logs/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 echo "cluster: $cluster" >&2
 echo "logs: $model_dir/logs" >&2
+if [ "$metrics" = 1 ]; then
+  {
+    echo "scrape_configs:"
+    echo "  - job_name: pstrain"
+    echo "    scrape_interval: 5s"
+    echo "    static_configs:"
+    echo "      - targets: ['127.0.0.1:$(metrics_port 0)']"
+    echo "        labels: {task: chief}"
+    for ((i = 0; i < num_ps; i++)); do
+      echo "      - targets: ['127.0.0.1:$(metrics_port $((1 + i)))']"
+      echo "        labels: {task: ps$i}"
+    done
+    for ((i = 0; i < num_workers; i++)); do
+      echo "      - targets: ['127.0.0.1:$(metrics_port $((1 + num_ps + i)))']"
+      echo "        labels: {task: worker$i}"
+    done
+  } >"$model_dir/prometheus.yml"
+  echo "metrics: chief http://127.0.0.1:$(metrics_port 0)/metrics" >&2
+  for ((i = 0; i < num_ps; i++)); do
+    echo "metrics: ps $i http://127.0.0.1:$(metrics_port $((1 + i)))/metrics" >&2
+  done
+  for ((i = 0; i < num_workers; i++)); do
+    echo "metrics: worker $i http://127.0.0.1:$(metrics_port $((1 + num_ps + i)))/metrics" >&2
+  done
+  echo "metrics: scrape config $model_dir/prometheus.yml (prometheus --config.file=$model_dir/prometheus.yml)" >&2
+fi
 status=0
 TF_CONFIG=$(tf_config chief 0) supervise "$bin/chief/chief" \
-  --model_dir="$model_dir" "${chief_flags[@]}" || status=$?
+  --model_dir="$model_dir" --metrics_port="$(metrics_port 0)" "${chief_flags[@]}" || status=$?
 if [ "$status" = 0 ]; then
   # The chief told every task the run is over: they exit by themselves.
   for pid in "${pids[@]}"; do wait "$pid" || status=${status:-$?}; done

@@ -388,6 +388,22 @@ function checkContainer(pod, container, role, objects, where) {
   return flags;
 }
 
+// Prometheus scrapes the pod: prometheus.io/scrape "true", prometheus.io/port
+// the binary's --metrics_port, served by a container port named "metrics"
+// apart from the gRPC port.
+function checkMetrics(template, container, flags, grpcPort, where) {
+  const annotations = template.metadata?.annotations ?? {};
+  equal(annotations["prometheus.io/scrape"], "true", `${where}: annotation prometheus.io/scrape`);
+  const port = annotations["prometheus.io/port"];
+  check(/^[0-9]+$/.test(port ?? ""), `${where}: annotation prometheus.io/port "${port}" is not a port number`);
+  equal(annotations["prometheus.io/path"] ?? "/metrics", "/metrics", `${where}: annotation prometheus.io/path`);
+  equal(flags.find((f) => f.name === "metrics_port")?.value, port,
+        `${where}: --metrics_port is the prometheus.io/port annotation`);
+  equal(container.ports?.find((p) => p.name === "metrics")?.containerPort, Number(port),
+        `${where}: container port "metrics" is the prometheus.io/port annotation`);
+  check(Number(port) !== grpcPort, `${where}: the metrics port ${port} is the gRPC port`);
+}
+
 // Runs pstrain-launch --print in a simulated pod.
 function launch(role, env) {
   return JSON.parse(execFileSync(launcher, ["--print", role], {
@@ -447,6 +463,7 @@ function checkJobs(objects, tls) {
           e.valueFrom?.fieldRef?.fieldPath === "metadata.namespace"),
           `${where}: no POD_NAMESPACE from metadata.namespace`);
     const flags = checkContainer(pod, container, role, objects, where);
+    checkMetrics(spec.template, container, flags, port, where);
     if (tls) {
       for (const f of ["tls_cert", "tls_key", "tls_ca", "auth_token_file"]) {
         check(flags.some((x) => x.name === f), `${where}: no --${f}`);
@@ -529,7 +546,8 @@ function checkTfJob(job, base) {
     check(!container.readinessProbe && !container.startupProbe,
           `${where}: ${type}: a readiness or startup probe would hold back the DNS name the binary listens on`);
     equal(container.livenessProbe?.grpc?.port, 2222, `${where}: ${type}: livenessProbe on gRPC's health service`);
-    checkContainer(pod, container, role, objects, `${where}: ${type}`);
+    const flags = checkContainer(pod, container, role, objects, `${where}: ${type}`);
+    checkMetrics(spec.template, container, flags, 2222, `${where}: ${type}`);
     operatorTf[role] = [...Array(spec.replicas).keys()].map((i) =>
       `${job.metadata.name}-${role}-${i}.${namespace}.svc:2222`);
   }

@@ -1,0 +1,215 @@
+#include "common/metrics_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "common/process.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace {
+
+constexpr size_t kMaxHeadBytes = 8 << 10;
+constexpr int kReadTimeoutSeconds = 2;
+
+std::string Reply(int code, absl::string_view reason,
+                  absl::string_view content_type, absl::string_view body,
+                  absl::string_view extra_header = "") {
+  return absl::StrCat("HTTP/1.1 ", code, " ", reason,
+                      "\r\nContent-Type: ", content_type,
+                      "\r\nContent-Length: ", body.size(), "\r\n", extra_header,
+                      "Connection: close\r\n\r\n", body);
+}
+
+std::string PlainReply(int code, absl::string_view reason,
+                       absl::string_view extra_header = "") {
+  return Reply(code, reason, "text/plain; charset=utf-8",
+               absl::StrCat(code, " ", reason, "\n"), extra_header);
+}
+
+void WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n =
+        send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the client is gone, or stalled past the timeout
+    done += n;
+  }
+}
+
+}  // namespace
+
+std::string MetricsHttpResponse(const std::string& head,
+                                const std::function<std::string()>& render) {
+  const std::vector<absl::string_view> lines =
+      absl::StrSplit(head, absl::ByString("\r\n"));
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(lines[0], ' ', absl::SkipEmpty());
+  if (parts.size() != 3 || !absl::StartsWith(parts[2], "HTTP/1.") ||
+      parts[1].empty() || parts[1][0] != '/') {
+    return PlainReply(400, "Bad Request");
+  }
+  absl::string_view path = parts[1];
+  path = path.substr(0, path.find('?'));  // a query string is ignored
+  if (path != "/metrics") return PlainReply(404, "Not Found");
+  if (parts[0] != "GET" && parts[0] != "HEAD") {
+    return PlainReply(405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+  }
+  std::string response = Reply(200, "OK",
+                               "text/plain; version=0.0.4; "
+                               "charset=utf-8",
+                               render());
+  if (parts[0] == "HEAD") response.resize(response.find("\r\n\r\n") + 4);
+  return response;
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> ServeMetricsOnPort(
+    const std::string& host, int port, const MetricsRegistry* registry,
+    const std::string& process) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics_port: ", port, " is not in [0, 65535] (0: no metrics)"));
+  }
+  if (port == 0) return std::unique_ptr<MetricsServer>();
+  PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,
+                           MetricsServer::Start(host, port, registry));
+  LogInfo(absl::StrCat(process, ": Prometheus metrics at http://", host, ":",
+                       server->port(), "/metrics"));
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& host, int port, const MetricsRegistry* registry) {
+  const std::string address = absl::StrCat(host, ":", port);
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", port, " is not in [0, 65535]"));
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int resolved = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (resolved != 0 || found == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics address ", address, ": \"", host,
+                     "\" has no IPv4 address: ", gai_strerror(resolved)));
+  }
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  freeaddrinfo(found);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("metrics address ", address,
+                                            ": socket: ", strerror(errno)));
+  }
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 16) != 0) {
+    const std::string error = strerror(errno);
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for metrics on ", address, ": ", error));
+  }
+  socklen_t length = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC) != 0) {
+    const std::string error = strerror(errno);
+    close(fd);
+    return absl::InternalError(absl::StrCat("metrics: pipe: ", error));
+  }
+  std::unique_ptr<MetricsServer> server(
+      new MetricsServer(registry, fd, ntohs(addr.sin_port), wake[0], wake[1]));
+  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  return server;
+}
+
+MetricsServer::MetricsServer(const MetricsRegistry* registry, int listen_fd,
+                             int port, int wake_read, int wake_write)
+    : registry_(registry),
+      listen_fd_(listen_fd),
+      port_(port),
+      wake_read_(wake_read),
+      wake_write_(wake_write) {}
+
+MetricsServer::~MetricsServer() {
+  Stop();
+  close(listen_fd_);
+  close(wake_read_);
+  close(wake_write_);
+}
+
+void MetricsServer::Stop() {
+  if (!thread_.joinable()) return;
+  const char byte = 0;
+  while (write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
+  }
+  thread_.join();
+}
+
+void MetricsServer::Serve() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;  // the client gave up meanwhile, or out of fds
+    Answer(fd);
+  }
+}
+
+void MetricsServer::Answer(int fd) {
+  timeval timeout{kReadTimeoutSeconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  std::string head;
+  char buffer[1024];
+  size_t end = std::string::npos;
+  while (end == std::string::npos) {
+    if (head.size() > kMaxHeadBytes) {
+      WriteAll(fd, PlainReply(431, "Request Header Fields Too Large"));
+      close(fd);
+      return;
+    }
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // closed early, or silent past the timeout
+      close(fd);
+      return;
+    }
+    head.append(buffer, n);
+    end = head.find("\r\n\r\n");
+  }
+  head.resize(end);
+  WriteAll(fd,
+           MetricsHttpResponse(head, [this] { return registry_->Render(); }));
+  shutdown(fd, SHUT_WR);
+  close(fd);
+}
+
+}  // namespace pstrain

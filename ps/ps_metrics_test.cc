@@ -1,0 +1,75 @@
+#include "ps/ps_metrics.h"
+
+#include <string>
+
+#include "common/metrics.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ps/shard.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A float variable "w" of 4 zeros, SGD, sync, one worker.
+CreateVariablesRequest CreateW() {
+  CreateVariablesRequest create;
+  create.mutable_header()->set_run_id("run");
+  create.mutable_optimizer()->mutable_sgd();
+  create.mutable_optimizer()->set_learning_rate(0.1);
+  create.mutable_update()->set_mode(UpdateConfig::SYNC);
+  create.mutable_update()->set_num_workers(1);
+  ShardVariable* v = create.add_variables();
+  v->mutable_def()->set_name("w");
+  v->mutable_def()->set_dtype(DT_FLOAT);
+  v->mutable_def()->mutable_shape()->add_dims(4);
+  v->mutable_def()->mutable_initializer()->mutable_zeros();
+  v->mutable_placement()->set_name("w");
+  v->mutable_placement()->set_partitioning(VariablePlacement::WHOLE);
+  v->mutable_placement()->add_slices()->set_row_end(4);
+  return create;
+}
+
+TEST(PsMetrics, ShardCollectorReadsWhatTheShardHolds) {
+  MetricsRegistry registry;
+  PsMetrics metrics(&registry);
+  Shard shard(ShardOptions{});
+  metrics.AddShardCollector(&shard);
+  EXPECT_THAT(registry.Render(), HasSubstr("\npstrain_ps_variables 0\n"));
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateW(), &created).ok());
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("\npstrain_ps_variables 1\n"));
+  // 4 floats of value; SGD has no slots.
+  EXPECT_THAT(text, HasSubstr("\npstrain_ps_held_bytes 16\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("pstrain_ps_dense_pushes_total{outcome=\"applied\"} 0\n"));
+}
+
+TEST(PsMetrics, CountsByVariableAndMethod) {
+  MetricsRegistry registry;
+  PsMetrics metrics(&registry);
+  metrics.CountPush("w");
+  metrics.CountPush("w");
+  metrics.CountPull("b");
+  PsMetrics::Method push = metrics.ForMethod("PushDense");
+  push.requests->Increment();
+  push.seconds->Observe(0.002);
+  metrics.ObserveSave(0.5, 1234);
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("pstrain_ps_pushes_total{variable=\"w\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("pstrain_ps_pulls_total{variable=\"b\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("pstrain_ps_requests_total{method=\"PushDense\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("pstrain_ps_request_duration_seconds_count{"
+                              "method=\"PushDense\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("pstrain_ps_checkpoint_size_bytes 1234\n"));
+  EXPECT_EQ(metrics.ForMethod("PushDense").requests, push.requests);
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
