@@ -118,12 +118,14 @@ class PullReply {
   int64_t room_;
 };
 
-// Parses the request of a unary method and has the Shard answer it.
-template <typename Request, typename Response>
+// Parses the request of a unary method and has the Shard answer it;
+// answered(request, response) once it did.
+template <typename Request, typename Response, typename Answered>
 grpc::Status CallShard(Shard* shard,
                        absl::Status (Shard::*method)(const Request&, Response*),
                        const std::vector<std::vector<grpc::Slice>>& requests,
-                       std::vector<grpc::ByteBuffer>* replies) {
+                       std::vector<grpc::ByteBuffer>* replies,
+                       const Answered& answered) {
   Request request;
   if (!ParseOne(requests, &request)) {
     return InvalidArgument(
@@ -131,7 +133,10 @@ grpc::Status CallShard(Shard* shard,
   }
   Response response;
   const absl::Status status = (shard->*method)(request, &response);
-  if (status.ok()) replies->push_back(Serialize(response));
+  if (status.ok()) {
+    replies->push_back(Serialize(response));
+    answered(request, response);
+  }
   return ToGrpcStatus(status);
 }
 
@@ -189,9 +194,9 @@ const PsService::Method PsService::kMethods[] = {
      &PsService::PullDense},
     {"PushDense", true, false, PushWhere, &PsService::PushDense},
     {"PullSparse", false, false, PullWhere<PullSparseRequest>,
-     &PsService::Unary<&Shard::PullSparse>},
+     &PsService::Sparse<&Shard::PullSparse, false>},
     {"PushSparse", false, false, Fixed<Where::kServiceThread>,
-     &PsService::Unary<&Shard::PushSparse>},
+     &PsService::Sparse<&Shard::PushSparse, true>},
     {"Save", false, true, Fixed<Where::kWorkPool>, &PsService::Save},
     {"Restore", false, true, Fixed<Where::kWorkPool>,
      &PsService::Unary<&Shard::Restore>},
@@ -506,7 +511,22 @@ bool PsService::WaitUntilIdle(absl::Time deadline) {
 
 template <auto kMethod>
 grpc::Status PsService::Unary(const Messages& requests, Replies* replies) {
-  return CallShard(shard_, kMethod, requests, replies);
+  return CallShard(shard_, kMethod, requests, replies,
+                   [](const auto&, const auto&) {});
+}
+
+template <auto kMethod, bool kPush>
+grpc::Status PsService::Sparse(const Messages& requests, Replies* replies) {
+  PsMetrics* metrics = options_.metrics;
+  return CallShard(shard_, kMethod, requests, replies,
+                   [metrics](const auto& request, const auto&) {
+                     if (metrics == nullptr) return;
+                     if (kPush) {
+                       metrics->CountPush(request.name());
+                     } else {
+                       metrics->CountPull(request.name());
+                     }
+                   });
 }
 
 grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {
@@ -570,23 +590,20 @@ grpc::Status PsService::PushDense(const Messages& requests, Replies* replies) {
 
 grpc::Status PsService::Save(const Messages& requests, Replies* replies) {
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status status =
-      CallShard(shard_, &Shard::Save, requests, replies);
-  SaveResponse response;
-  if (options_.metrics != nullptr && status.ok() && replies->size() == 1) {
-    std::vector<grpc::Slice> slices;
-    if ((*replies)[0].Dump(&slices).ok() &&
-        response.ParseFromString(Concat(slices))) {
-      int64_t bytes = 0;
-      for (const SavedSlice& slice : response.slices()) bytes += slice.length();
-      options_.metrics->ObserveSave(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        start)
-              .count(),
-          bytes);
-    }
-  }
-  return status;
+  PsMetrics* metrics = options_.metrics;
+  return CallShard(
+      shard_, &Shard::Save, requests, replies,
+      [metrics, start](const SaveRequest&, const SaveResponse& response) {
+        if (metrics == nullptr) return;
+        int64_t bytes = 0;
+        for (const SavedSlice& slice : response.slices()) {
+          bytes += slice.length();
+        }
+        metrics->ObserveSave(std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count(),
+                             bytes);
+      });
 }
 
 grpc::Status PsService::CheckHealth(const Messages& requests,

@@ -122,6 +122,10 @@ class PsService {
   // Unary<&Shard::M> serves a unary method M.
   template <auto kMethod>
   grpc::Status Unary(const Messages& requests, Replies* replies);
+  // Sparse<&Shard::PullSparse, false> and <&Shard::PushSparse, true>: as
+  // Unary, counting the table's pulls or pushes (with metrics).
+  template <auto kMethod, bool kPush>
+  grpc::Status Sparse(const Messages& requests, Replies* replies);
   grpc::Status PullDense(const Messages& requests, Replies* replies);
   grpc::Status PushDense(const Messages& requests, Replies* replies);
   grpc::Status Save(const Messages& requests, Replies* replies);

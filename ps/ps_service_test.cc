@@ -9,10 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
+#include "common/metrics.h"
 #include "grpcpp/support/sync_stream.h"
 #include "gtest/gtest.h"
 #include "proto/health.pb.h"
 #include "ps/ps_client.h"
+#include "ps/ps_metrics.h"
 
 namespace pstrain {
 namespace ps {
@@ -238,6 +240,55 @@ TEST_F(PsServiceTest, RefusesIncompletePushStreamsAndMalformedCalls) {
 // queue behind the waiting pulls, so the step completes and every pull is
 // answered; sharing one pool, 30 pushes would wait behind 30 pulls, each
 // waiting for its step until the step timeout.
+// With metrics, each pull and push of an embedding table is counted under
+// the table's name, as dense variables are.
+TEST(PsServiceMetrics, CountsPullsAndPushesOfEachTable) {
+  MetricsRegistry registry;
+  PsMetrics metrics(&registry);
+  Shard shard{ShardOptions{}};
+  PsServiceOptions options;
+  options.metrics = &metrics;
+  PsService service(&shard, options);
+  int port = 0;
+  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
+  PsClientOptions client_options;
+  client_options.run_id = "run";
+  PsClient client(CreatePstrainChannel(absl::StrCat("127.0.0.1:", port)),
+                  client_options);
+  CreateVariablesRequest create = CreateW(UpdateConfig::ASYNC);
+  ShardVariable* table = create.add_variables();
+  table->mutable_def()->set_name("emb");
+  table->mutable_def()->set_dtype(DT_FLOAT);
+  table->mutable_def()->set_sparse(true);
+  table->mutable_def()->mutable_shape()->add_dims(4);
+  table->mutable_def()->mutable_shape()->add_dims(2);
+  table->mutable_def()->mutable_initializer()->mutable_zeros();
+  table->mutable_placement()->set_name("emb");
+  table->mutable_placement()->set_partitioning(VariablePlacement::WHOLE);
+  table->mutable_placement()->add_slices()->set_row_end(4);
+  CreateVariablesResponse created;
+  const absl::Status status = client.CreateVariables(create, &created);
+  ASSERT_TRUE(status.ok()) << status;
+  const std::vector<int64_t> ids = {1, 3};
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<PullSparseResponse> pulled =
+        client.PullSparse("emb", ids, 0);
+    ASSERT_TRUE(pulled.ok()) << pulled.status();
+  }
+  const std::vector<float> rows = {1, 1, 1, 1};
+  absl::StatusOr<PushSparseResponse> pushed =
+      client.PushSparse("emb", ids, rows, 2, 0, 1);
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  const std::string text = registry.Render();
+  EXPECT_NE(text.find("pstrain_ps_pulls_total{variable=\"emb\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pstrain_ps_pushes_total{variable=\"emb\"} 1"),
+            std::string::npos)
+      << text;
+  service.Stop();
+}
+
 TEST(PsServicePools, WaitingPullsDoNotHoldBackThePushesTheyWaitFor) {
   constexpr int kWorkers = 32;
   Shard shard{ShardOptions{}};
