@@ -311,6 +311,15 @@ absl::Status CheckRunFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--mode: \"", mode, "\" is not sync or async"));
   }
+  // A setting of the other mode would do nothing: refused, not ignored.
+  if (mode == "sync" && absl::GetFlag(FLAGS_max_staleness) != -1) {
+    return absl::InvalidArgumentError(
+        "--max_staleness: applies to --mode=async only");
+  }
+  if (mode == "async" && absl::GetFlag(FLAGS_replicas_to_aggregate) != 0) {
+    return absl::InvalidArgumentError(
+        "--replicas_to_aggregate: applies to --mode=sync only");
+  }
   return OptimizerFromFlags().status();
 }
 

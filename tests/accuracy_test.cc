@@ -3,6 +3,7 @@
 // 127.0.0.1.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -14,9 +15,11 @@ namespace {
 
 double TrainOneEpoch(const std::string& mode) {
   const std::string model_dir = TempPath(mode);
-  LocalCluster(2, 2).Run(
-      mode, {"--model=mlp", "--epochs=1", "--mode=" + mode, "--max_staleness=8",
-             "--model_dir=" + model_dir});
+  std::vector<std::string> flags = {"--model=mlp", "--epochs=1",
+                                    "--mode=" + mode,
+                                    "--model_dir=" + model_dir};
+  if (mode == "async") flags.push_back("--max_staleness=8");
+  LocalCluster(2, 2).Run(mode, flags);
   const nlohmann::json summary = nlohmann::json::parse(
       ReadFile(model_dir + "/summary.json"), nullptr, false);
   if (!summary.is_object()) return 0;
