@@ -763,9 +763,12 @@ absl::Status PsClusterClient::OnEveryPs(
     unavailable |= absl::IsUnavailable(statuses[task]);
   }
   if (!unavailable) return FirstError(statuses);
-  // Tried again as one client's call is, the tasks in parallel.
+  // Tried again as one client's call is, the tasks in parallel (the first
+  // attempt of `again` is already a retry).
   return ForEachPs([&](int task) {
     if (!absl::IsUnavailable(statuses[task])) return statuses[task];
+    const RetryOptions& retry = clients_[task]->options().retry;
+    if (retry.on_retry) retry.on_retry();
     (*results)[task] = again(task);
     return (*results)[task].status();
   });

@@ -1,5 +1,6 @@
 #include "ps/ps_client.h"
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -15,8 +16,8 @@ namespace ps {
 namespace {
 
 // A ps task that goes away and comes back at the same address: a dense push
-// or pull meanwhile is tried again until it is back, and a push is applied
-// once.
+// or pull meanwhile is tried again until it is back (each attempt after the
+// first counted by RetryOptions::on_retry), and a push is applied once.
 TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   Shard shard(ShardOptions{});
   PsService first(&shard, PsServiceOptions{});
@@ -35,6 +36,8 @@ TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   PsClientOptions options;
   options.run_id = "run";
   options.sender.set_job(JOB_WORKER);
+  std::atomic<int> retries{0};
+  options.retry.on_retry = [&retries] { ++retries; };
   std::vector<std::unique_ptr<PsClient>> clients;
   clients.push_back(
       std::make_unique<PsClient>(CreatePstrainChannel(address), options));
@@ -65,6 +68,7 @@ TEST(PsClusterClient, DenseCallsWaitForAPsThatComesBack) {
   restart.join();
   ASSERT_TRUE(restarted.ok()) << restarted;
   EXPECT_TRUE(pushed.ok()) << pushed;
+  EXPECT_GE(retries.load(), 1);
 
   Tensor value = *Tensor::Create(DT_FLOAT, {1000});
   absl::StatusOr<int64_t> version = (*cluster)->PullDense(0, {{"w", &value}});
