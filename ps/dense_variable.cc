@@ -76,6 +76,10 @@ int64_t DenseVariable::bytes_held() const {
          static_cast<int64_t>(sum_.size() * sizeof(float));
 }
 
+int64_t DenseVariable::slot_bytes() const {
+  return num_bytes() * optimizer_->NumSlots();
+}
+
 int64_t DenseVariable::version() const {
   absl::ReaderMutexLock lock(&mu_);
   return version_;

@@ -75,6 +75,8 @@ class DenseVariable {
   int64_t num_bytes() const { return num_bytes_; }
   // Bytes held: value, slots and the sync sum.
   int64_t bytes_held() const;
+  // Of bytes_held, those of the optimizer slots.
+  int64_t slot_bytes() const;
 
   int64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -76,6 +76,10 @@ int64_t EmbeddingTable::bytes_held() const {
          num_arrays_ * sizeof(float);
 }
 
+int64_t EmbeddingTable::slot_bytes() const {
+  return bytes_held() / num_arrays_ * (num_arrays_ - 1);
+}
+
 std::string EmbeddingTable::ArrayName(int array) const {
   if (array == 0) return name();
   return absl::StrCat(name(), "/", optimizer_->SlotName(array - 1));

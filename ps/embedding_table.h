@@ -72,6 +72,8 @@ class EmbeddingTable {
   // Rows held now, and bytes held (rows with their slots).
   int64_t num_rows() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t bytes_held() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Of bytes_held, those of the optimizer slots.
+  int64_t slot_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // OK if every id belongs to this piece; else INVALID_ARGUMENT (a growing
   // table's id of another bucket, a negative id) or OUT_OF_RANGE (an id

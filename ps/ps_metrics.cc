@@ -90,6 +90,11 @@ void PsMetrics::AddShardCollector(Shard* shard) {
                                 "Bytes of variables and optimizer slots this "
                                 "task holds.")
                      ->Get();
+  Gauge* slot_bytes = registry_
+                          ->AddGauge("pstrain_ps_slot_bytes",
+                                     "Of pstrain_ps_held_bytes, those of the "
+                                     "optimizer slots.")
+                          ->Get();
   Gauge* version = registry_
                        ->AddGauge("pstrain_ps_version",
                                   "Sync: steps applied. Async: pushes "
@@ -124,6 +129,7 @@ void PsMetrics::AddShardCollector(Shard* shard) {
     (void)shard->GetShardStatus(request, &status);
     variables->Set(status.num_variables());
     bytes->Set(status.num_bytes());
+    slot_bytes->Set(status.num_slot_bytes());
     version->Set(status.version());
     generation->Set(status.generation());
     applied->Increment(status.pushes_applied() - applied->Value());

@@ -13,11 +13,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A float variable "w" of 4 zeros, SGD, sync, one worker.
-CreateVariablesRequest CreateW() {
+// A float variable "w" of 4 zeros, SGD (or Adam), sync, one worker.
+CreateVariablesRequest CreateW(bool adam = false) {
   CreateVariablesRequest create;
   create.mutable_header()->set_run_id("run");
-  create.mutable_optimizer()->mutable_sgd();
+  if (adam) {
+    create.mutable_optimizer()->mutable_adam();
+  } else {
+    create.mutable_optimizer()->mutable_sgd();
+  }
   create.mutable_optimizer()->set_learning_rate(0.1);
   create.mutable_update()->set_mode(UpdateConfig::SYNC);
   create.mutable_update()->set_num_workers(1);
@@ -44,9 +48,23 @@ TEST(PsMetrics, ShardCollectorReadsWhatTheShardHolds) {
   EXPECT_THAT(text, HasSubstr("\npstrain_ps_variables 1\n"));
   // 4 floats of value; SGD has no slots.
   EXPECT_THAT(text, HasSubstr("\npstrain_ps_held_bytes 16\n"));
+  EXPECT_THAT(text, HasSubstr("\npstrain_ps_slot_bytes 0\n"));
   EXPECT_THAT(
       text,
       HasSubstr("pstrain_ps_dense_pushes_total{outcome=\"applied\"} 0\n"));
+}
+
+TEST(PsMetrics, SlotBytesAreThoseOfTheOptimizersSlots) {
+  MetricsRegistry registry;
+  PsMetrics metrics(&registry);
+  Shard shard(ShardOptions{});
+  metrics.AddShardCollector(&shard);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(shard.CreateVariables(CreateW(/*adam=*/true), &created).ok());
+  const std::string text = registry.Render();
+  // Adam keeps two slots (m and v) of the value's 16 bytes.
+  EXPECT_THAT(text, HasSubstr("\npstrain_ps_held_bytes 48\n"));
+  EXPECT_THAT(text, HasSubstr("\npstrain_ps_slot_bytes 32\n"));
 }
 
 TEST(PsMetrics, CountsByVariableAndMethod) {

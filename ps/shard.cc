@@ -960,16 +960,19 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   status->set_run_id(run->run_id);
   status->set_num_variables(run->dense.size() + run->tables.size());
-  int64_t bytes = 0;
+  int64_t bytes = 0, slot_bytes = 0;
   int64_t version = -1;
-  auto add = [&](const std::string& name, int64_t held, int64_t v) {
-    bytes += held;
+  auto add = [&](const std::string& name, const auto& piece) {
+    bytes += piece->bytes_held();
+    slot_bytes += piece->slot_bytes();
+    const int64_t v = piece->version();
     (*status->mutable_variable_versions())[name] = v;
     version = version < 0 ? v : std::min(version, v);
   };
-  for (const auto& [name, v] : run->dense) add(name, v->bytes_held(), v->version());
-  for (const auto& [name, t] : run->tables) add(name, t->bytes_held(), t->version());
+  for (const auto& [name, v] : run->dense) add(name, v);
+  for (const auto& [name, t] : run->tables) add(name, t);
   status->set_num_bytes(bytes);
+  status->set_num_slot_bytes(slot_bytes);
   status->set_version(std::max<int64_t>(version, 0));
   for (const auto& [batch, count] : BatchesApplied()) {
     (*status->mutable_batches_applied())[batch] = count;
