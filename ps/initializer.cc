@@ -7,28 +7,22 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/derived_seed.h"
 
 namespace pstrain {
 namespace ps {
 namespace {
 
-// SplitMix64: a counter-based generator, so that row r's stream is
+// A counter-based generator (SplitMix64), so that row r's stream is
 // independent of every other row's.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 class RowStream {
  public:
   RowStream(uint64_t seed, int64_t row)
-      : state_(Mix(seed ^ Mix(static_cast<uint64_t>(row)))) {}
+      : state_(SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(row)))) {}
 
   // Uniform in [0, 1) with 53 random bits.
   double Uniform() {
-    state_ = Mix(state_);
+    state_ = SplitMix64(state_);
     return (state_ >> 11) * (1.0 / 9007199254740992.0);
   }
 
