@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,12 +22,6 @@ namespace {
 
 constexpr double kMomentum = 0.9;
 const std::vector<float> kRow = {0.5f, -1.0f, 2.0f};
-
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
 
 // Input [3] -> BatchNormalization(momentum 0.9) -> Dense(2, softmax).
 constexpr char kModel[] = R"({"class_name": "Sequential", "config": {
@@ -69,10 +62,10 @@ void ExpectMovingStatistics(const std::string& model_dir,
 TEST(BatchNormalization, ThePsFoldsTheBatchStatisticsIntoTheMovingOnes) {
   const std::string data_dir = TempPath("bn-data");
   mkdir(data_dir.c_str(), 0755);
-  WriteFile(data_dir + "/train.csv", SameRows(256, 1));
-  WriteFile(data_dir + "/test.csv", SameRows(32, 1));
+  EXPECT_TRUE(WriteFile(data_dir + "/train.csv", SameRows(256, 1)));
+  EXPECT_TRUE(WriteFile(data_dir + "/test.csv", SameRows(32, 1)));
   const std::string model = TempPath("bn-model.json");
-  WriteFile(model, kModel);
+  EXPECT_TRUE(WriteFile(model, kModel));
   const std::string model_dir = TempPath("bn-run");
   const std::vector<std::string> flags = {
       "--model=" + model, "--data_dir=" + data_dir, "--mode=sync",
@@ -86,7 +79,7 @@ TEST(BatchNormalization, ThePsFoldsTheBatchStatisticsIntoTheMovingOnes) {
 
   // A new chief resumes the run from its checkpoint at step 5, on rows
   // twice kRow.
-  WriteFile(data_dir + "/train.csv", SameRows(256, 2));
+  EXPECT_TRUE(WriteFile(data_dir + "/train.csv", SameRows(256, 2)));
   std::vector<std::string> resumed = flags;
   resumed.push_back("--steps=8");
   LocalCluster(2, 2).Run("bn-8", resumed, worker_flags);

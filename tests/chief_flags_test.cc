@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,9 +24,7 @@ namespace {
 
 std::string WriteTestFile(const std::string& name, const std::string& text) {
   const std::string path = TempPath(name);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  EXPECT_TRUE(out.good()) << "cannot write " << path;
+  EXPECT_TRUE(WriteFile(path, text));
   return path;
 }
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -21,12 +20,6 @@
 namespace pstrain {
 namespace testing {
 namespace {
-
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
 
 constexpr int kVocabulary = 50;
 constexpr int kWidth = 8;
@@ -70,10 +63,10 @@ Inputs WriteInputs(const std::string& name, int vocabulary = kVocabulary) {
   Inputs inputs;
   inputs.data_dir = TempPath(name + "-data");
   mkdir(inputs.data_dir.c_str(), 0755);
-  WriteFile(inputs.data_dir + "/train.csv", IdCsv(2048, 1));
-  WriteFile(inputs.data_dir + "/test.csv", IdCsv(500, 2));
+  EXPECT_TRUE(WriteFile(inputs.data_dir + "/train.csv", IdCsv(2048, 1)));
+  EXPECT_TRUE(WriteFile(inputs.data_dir + "/test.csv", IdCsv(500, 2)));
   inputs.model = TempPath(name + "-model.json");
-  WriteFile(inputs.model, ModelJson(vocabulary));
+  EXPECT_TRUE(WriteFile(inputs.model, ModelJson(vocabulary)));
   return inputs;
 }
 

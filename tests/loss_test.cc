@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,12 +21,6 @@
 namespace pstrain {
 namespace testing {
 namespace {
-
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
 
 // A tf.keras 2 Sequential model on 2 features: Dense(8, relu), then
 // Dense(units, activation) named "out".
@@ -64,15 +57,15 @@ std::string WriteData(const std::string& name, int bad_label = -1) {
   std::string train = Csv(3, 1);
   absl::StrAppend(&train, bad_label >= 0 ? Csv(1, 2, bad_label) : Csv(1, 2),
                   Csv(508, 3));
-  WriteFile(dir + "/train.csv", train);
-  WriteFile(dir + "/test.csv", Csv(300, 4));
+  EXPECT_TRUE(WriteFile(dir + "/train.csv", train));
+  EXPECT_TRUE(WriteFile(dir + "/test.csv", Csv(300, 4)));
   return dir;
 }
 
 std::string WriteModel(const std::string& name, int units,
                        const std::string& activation) {
   const std::string path = TempPath(name + ".json");
-  WriteFile(path, ModelJson(units, activation));
+  EXPECT_TRUE(WriteFile(path, ModelJson(units, activation)));
   return path;
 }
 

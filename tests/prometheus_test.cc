@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -109,7 +108,7 @@ TEST(Prometheus, ScrapesEveryTaskOfARunningCluster) {
                     "']\n        labels: {task: ", task, "}\n");
   }
   const std::string config_path = TempPath("prometheus.yml");
-  std::ofstream(config_path) << config;
+  ASSERT_TRUE(WriteFile(config_path, config));
   std::string out;
   ASSERT_EQ(Shell(absl::StrCat(kPromtool, " check config ", config_path), &out),
             0)
@@ -171,7 +170,7 @@ TEST(Prometheus, ScrapesEveryTaskOfARunningCluster) {
     // promtool passes an empty input too.
     EXPECT_NE(text.find("\npstrain_build_info{"), std::string::npos) << text;
     const std::string path = TempPath("metrics-" + task + ".txt");
-    std::ofstream(path) << text;
+    EXPECT_TRUE(WriteFile(path, text));
     EXPECT_EQ(Shell(absl::StrCat(kPromtool, " check metrics < ", path), &out),
               0)
         << task << ": " << out;

@@ -74,6 +74,12 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+bool WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  return out.good();
+}
+
 Subprocess Subprocess::Start(const std::string& binary,
                              const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& env,

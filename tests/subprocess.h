@@ -30,6 +30,8 @@ std::string TempPath(const std::string& name);
 
 // The whole content of `path` ("" if unreadable).
 std::string ReadFile(const std::string& path);
+// Writes `content` to `path`, replacing it; false if it could not.
+bool WriteFile(const std::string& path, const std::string& content);
 
 class Subprocess {
  public:

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -24,12 +23,6 @@ namespace {
 
 constexpr int kEpochs = 3;
 constexpr int kPrintEvery = 5;
-
-void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
 
 // Input [4] -> Dense(8, relu) -> Dense(2, softmax).
 constexpr char kModel[] = R"({"class_name": "Sequential", "config": {
@@ -88,10 +81,10 @@ std::vector<std::string> SmallRun(const std::string& name,
                                   std::string* data_dir) {
   *data_dir = TempPath(name + "-data");
   mkdir(data_dir->c_str(), 0755);
-  WriteFile(*data_dir + "/train.csv", Rows(512, 1));
-  WriteFile(*data_dir + "/test.csv", Rows(128, 2));
+  EXPECT_TRUE(WriteFile(*data_dir + "/train.csv", Rows(512, 1)));
+  EXPECT_TRUE(WriteFile(*data_dir + "/test.csv", Rows(128, 2)));
   const std::string model = TempPath(name + "-model.json");
-  WriteFile(model, kModel);
+  EXPECT_TRUE(WriteFile(model, kModel));
   return {"--model=" + model,
           "--data_dir=" + *data_dir,
           "--mode=sync",
