@@ -56,14 +56,13 @@ void ChiefClient::set_generation(int64_t generation) {
   generation_ = generation;
 }
 
-absl::StatusOr<RegisterResponse> ChiefClient::Register(absl::Duration patience,
-                                                       int batch_size) {
+absl::StatusOr<RegisterResponse> ChiefClient::Register(
+    absl::Duration patience) {
   const absl::Time deadline = absl::Now() + patience;
   while (true) {
     RegisterRequest request;
     FillHeader(request.mutable_header());
     request.set_incarnation(incarnation_);
-    request.set_batch_size(batch_size);
     request.set_cluster(cluster_);
     absl::StatusOr<RegisterResponse> response =
         Call<RegisterRequest, RegisterResponse>(

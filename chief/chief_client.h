@@ -3,7 +3,7 @@
 //
 //   ChiefClient chief(CreatePstrainChannel(address), MakeTask(JOB_WORKER, 1));
 //   PSTRAIN_ASSIGN_OR_RETURN(RegisterResponse run,
-//                            chief.Register(absl::Minutes(5), batch_size));
+//                            chief.Register(absl::Minutes(5)));
 //   ... chief.Heartbeat(step) ...
 //
 // Thread-safe.
@@ -33,8 +33,7 @@ class ChiefClient {
 
   // Registers, retrying UNAVAILABLE (the chief not up yet) until `patience`
   // runs out. Remembers the run id for the calls below.
-  absl::StatusOr<RegisterResponse> Register(absl::Duration patience,
-                                            int batch_size = 0);
+  absl::StatusOr<RegisterResponse> Register(absl::Duration patience);
 
   absl::StatusOr<HeartbeatResponse> Heartbeat(int64_t step);
   absl::StatusOr<TrainingState> GetTrainingState();

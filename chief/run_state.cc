@@ -165,7 +165,6 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
   state.set_step(LowestWorkerStepLocked());
   state.set_epoch(steps_per_epoch_ > 0 ? state.step() / steps_per_epoch_ : 0);
   *state.mutable_update() = config_.update();
-  *state.mutable_placement() = placement_;
   state.set_steps_per_epoch(steps_per_epoch_);
   state.set_start_step(task.job() == JOB_WORKER &&
                                worker_steps_.count(task.index()) > 0
