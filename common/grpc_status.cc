@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "proto/rpc.pb.h"
 
 namespace pstrain {
 namespace {
@@ -14,8 +16,17 @@ constexpr int kLastCanonicalCode = 16;
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  StatusPayloads payloads;
+  status.ForEachPayload(
+      [&payloads](absl::string_view type_url, const absl::Cord& value) {
+        StatusPayloads::Payload* payload = payloads.add_payloads();
+        payload->set_type_url(std::string(type_url));
+        payload->set_value(std::string(value));
+      });
+  return grpc::Status(
+      static_cast<grpc::StatusCode>(status.code()),
+      std::string(status.message()),
+      payloads.payloads().empty() ? "" : payloads.SerializeAsString());
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
@@ -25,8 +36,16 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
     return absl::UnknownError(absl::StrCat("gRPC status code ", code, ": ",
                                            status.error_message()));
   }
-  return absl::Status(static_cast<absl::StatusCode>(code),
+  absl::Status result(static_cast<absl::StatusCode>(code),
                       status.error_message());
+  StatusPayloads payloads;
+  if (!status.error_details().empty() &&
+      payloads.ParseFromString(status.error_details())) {
+    for (const StatusPayloads::Payload& payload : payloads.payloads()) {
+      result.SetPayload(payload.type_url(), absl::Cord(payload.value()));
+    }
+  }
+  return result;
 }
 
 }  // namespace pstrain

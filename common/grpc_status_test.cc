@@ -26,6 +26,27 @@ TEST(GrpcStatus, EveryCanonicalCodeRoundTrips) {
   }
 }
 
+TEST(GrpcStatus, PayloadsRoundTrip) {
+  absl::Status original = absl::FailedPreconditionError("too stale");
+  original.SetPayload("type.pstrain/a", absl::Cord("first"));
+  original.SetPayload("type.pstrain/b", absl::Cord());
+  const grpc::Status wire = ToGrpcStatus(original);
+  EXPECT_FALSE(wire.error_details().empty());
+  const absl::Status back = FromGrpcStatus(wire);
+  EXPECT_EQ(back, original);
+  EXPECT_EQ(back.GetPayload("type.pstrain/a"), absl::Cord("first"));
+  EXPECT_TRUE(back.GetPayload("type.pstrain/b").has_value());
+  // Without payloads nothing goes into error_details.
+  EXPECT_TRUE(
+      ToGrpcStatus(absl::FailedPreconditionError("x")).error_details().empty());
+}
+
+TEST(GrpcStatus, DetailsThatAreNotPayloadsAreIgnored) {
+  const absl::Status status = FromGrpcStatus(
+      grpc::Status(grpc::StatusCode::ABORTED, "odd", "\xff\xff not a proto"));
+  EXPECT_EQ(status, absl::AbortedError("odd"));
+}
+
 TEST(GrpcStatus, UnknownCodeBecomesUnknownWithNumber) {
   const absl::Status status =
       FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(99), "odd"));
@@ -39,8 +60,10 @@ class RefusingPs final : public ParameterServer::Service {
   grpc::Status GetShardStatus(grpc::ServerContext*,
                               const GetShardStatusRequest* request,
                               ShardStatus*) override {
-    return ToGrpcStatus(absl::FailedPreconditionError(
-        "run id '" + request->header().run_id() + "' is not this run's 'r1'"));
+    absl::Status refusal = absl::FailedPreconditionError(
+        "run id '" + request->header().run_id() + "' is not this run's 'r1'");
+    refusal.SetPayload("type.pstrain/test.OtherRun", absl::Cord("r1"));
+    return ToGrpcStatus(refusal);
   }
 };
 
@@ -65,6 +88,7 @@ TEST(GrpcStatus, StatusSurvivesARealGrpcCall) {
       FromGrpcStatus(stub->GetShardStatus(&context, request, &response));
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), "run id 'old-run' is not this run's 'r1'");
+  EXPECT_EQ(status.GetPayload("type.pstrain/test.OtherRun"), absl::Cord("r1"));
   server->Shutdown();
 }
 

@@ -10,6 +10,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "common/grpc_status.h"
 #include "common/placement.h"
+#include "common/status_context.h"
 #include "common/status_macros.h"
 #include "ps/tensor_encoding.h"
 
@@ -593,8 +594,7 @@ absl::Status PsClusterClient::FirstError(
     absl::Span<const absl::Status> results) {
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
-      return absl::Status(results[i].code(),
-                          absl::StrCat("ps ", i, ": ", results[i].message()));
+      return WithContext(absl::StrCat("ps ", i), results[i]);
     }
   }
   return absl::OkStatus();

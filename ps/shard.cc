@@ -476,10 +476,10 @@ absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
   const int staleness = run.update.max_staleness();
   if (run.update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&
       current > version + staleness) {
-    return Refuse(absl::FailedPreconditionError(absl::StrCat(
+    return Refuse(StaleGradientError(absl::StrCat(
         "variable '", name, "': gradient computed from version ", version,
-        kStaleGradientMessage, "the variable is at version ", current,
-        ", beyond ", version, " + max_staleness ", staleness)));
+        " is too stale: the variable is at version ", current, ", beyond ",
+        version, " + max_staleness ", staleness)));
   }
   return absl::OkStatus();
 }

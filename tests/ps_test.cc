@@ -21,6 +21,7 @@
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
 #include "gtest/gtest.h"
+#include "ps/staleness.h"
 #include "tests/ps_cluster.h"
 
 namespace pstrain {
@@ -194,6 +195,10 @@ TEST_F(PsClusterTest, AsyncStalenessBoundRefusesOldGradients) {
                        "is too stale: the variable is at version 3, beyond 0 "
                        "+ max_staleness 2"))
       << stale;
+  // The kind travels as a payload, not in the words (ps/staleness.h).
+  EXPECT_TRUE(ps::IsStaleGradient(stale)) << stale;
+  EXPECT_FALSE(ps::IsStaleGradient(
+      absl::FailedPreconditionError(std::string(stale.message()))));
 }
 
 // Every bad request is refused with a status naming the problem, through

@@ -9,6 +9,7 @@
 #include "chief/membership.h"
 #include "common/process.h"
 #include "common/retry.h"
+#include "common/status_context.h"
 #include "common/status_macros.h"
 #include "ps/staleness.h"
 #include "worker/data/prefetcher.h"
@@ -33,8 +34,7 @@ data::ShardOptions PlanOptions(const TrainingConfig& config, int num_workers,
 
 absl::Status AtStep(int64_t step, absl::string_view what,
                     const absl::Status& status) {
-  return absl::Status(status.code(), absl::StrCat("step ", step, ": ", what,
-                                                  ": ", status.message()));
+  return WithContext(absl::StrCat("step ", step, ": ", what), status);
 }
 
 // A failed call to the chief: NOT_FOUND (a restarted chief that does not
