@@ -9,8 +9,9 @@
 For each size, runs bench/ps_throughput (ours) and bench/pslite/
 pslite_throughput (ps-lite, the same model and measurement) alternately,
 --runs times each, and prints per size the median over runs of the mean
-per-worker push and pull MB/s, the spread (min-max over runs), and the
-ratio ours / ps-lite. --busy keeps one core busy with a spinning process
+per-worker push and pull MB/s and of the aggregate MB/s (all bytes moved
+over the wall time), the spread (min-max over runs), and the ratios
+ours / ps-lite. --busy keeps one core busy with a spinning process
 for the whole measurement, as another job on a shared host would.
 """
 import argparse
@@ -27,7 +28,8 @@ def run(cmd):
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     result = json.loads(line)
     return (statistics.mean(result["push_mb_per_s"]),
-            statistics.mean(result["pull_mb_per_s"]))
+            statistics.mean(result["pull_mb_per_s"]),
+            result["aggregate_mb_per_s"])
 
 
 def summary(values):
@@ -56,8 +58,9 @@ def main():
     if args.busy:
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        print("| %s ps x %s workers%s, MB per round | pstrain push / pull MB/s "
-              "| ps-lite push / pull MB/s | ratio push / pull |" %
+        print("| %s ps x %s workers%s, MB per round | pstrain push / pull / "
+              "aggregate MB/s | ps-lite push / pull / aggregate MB/s "
+              "| ratio push / pull / aggregate |" %
               (args.ps, args.workers, ", busy core" if args.busy else ""))
         print("|---|---|---|---|")
         common = ["--ps", str(args.ps), "--workers", str(args.workers),
@@ -68,13 +71,13 @@ def main():
                 ours.append(run([args.ours, "--ps_binary", args.ps_binary,
                                  "--mb", str(mb)] + common))
                 theirs.append(run([args.pslite, "--mb", str(mb)] + common))
-            o_push, o_pull = zip(*ours)
-            t_push, t_pull = zip(*theirs)
-            print("| %g | %s / %s | %s / %s | %.2fx / %.2fx |" % (
-                mb, summary(o_push), summary(o_pull), summary(t_push),
-                summary(t_pull),
-                statistics.median(o_push) / statistics.median(t_push),
-                statistics.median(o_pull) / statistics.median(t_pull)))
+            ours, theirs = list(zip(*ours)), list(zip(*theirs))
+            print("| %g | %s | %s | %s |" % (
+                mb, " / ".join(summary(v) for v in ours),
+                " / ".join(summary(v) for v in theirs),
+                " / ".join("%.2fx" % (statistics.median(o) /
+                                      statistics.median(t))
+                           for o, t in zip(ours, theirs))))
             sys.stdout.flush()
     finally:
         if busy:

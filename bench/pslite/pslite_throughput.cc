@@ -14,7 +14,8 @@
 // Each round a worker pushes a gradient of every row (ZPush) and pulls every
 // row back (ZPull), waiting for each; the server applies SGD to each push
 // as our async ps does. 10 warm-up rounds, then --rounds measured; each
-// worker reports its medians.
+// worker reports its medians, and aggregate_mb_per_s is every byte moved in
+// the measured rounds over the wall time they took.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,6 +91,12 @@ int64_t NumRows(const Options& options) {
   return std::max<int64_t>(1, bytes / (kRowWidth * sizeof(float)));
 }
 
+int64_t UnixMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -151,8 +159,10 @@ int RunWorker(const Options& options, const std::string& result_file) {
   const double mb = options.mb / 2;
   std::vector<double> push_mbps, pull_mbps, round_ms;
   using Clock = std::chrono::steady_clock;
+  int64_t measured_start_us = 0;
   for (int round = 0; round < kWarmup + options.rounds; ++round) {
     const Clock::time_point start = Clock::now();
+    if (round == kWarmup) measured_start_us = UnixMicros();
     kv.Wait(kv.ZPush(keys, gradient, lens));
     const Clock::time_point mid = Clock::now();
     kv.Wait(kv.ZPull(keys, &pulled, &pulled_lens));
@@ -169,8 +179,10 @@ int RunWorker(const Options& options, const std::string& result_file) {
     pull_mbps.push_back(mb / pull_s);
     round_ms.push_back((push_s + pull_s) * 1e3);
   }
-  std::ofstream(result_file) << Median(push_mbps) << " " << Median(pull_mbps)
-                             << " " << Median(round_ms) << "\n";
+  std::ofstream(result_file)
+      << Median(push_mbps) << " " << Median(pull_mbps) << " "
+      << Median(round_ms) << " " << measured_start_us << " " << UnixMicros()
+      << "\n";
   return 0;
 }
 
@@ -244,14 +256,18 @@ int RunLauncher(const Options& options, char** argv) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
   }
   std::string push, pull, round;
+  int64_t first_start = INT64_MAX, last_end = 0;
   // ps-lite numbers its workers' ranks 0..workers-1.
   for (int w = 0; w < options.workers && rc == 0; ++w) {
     const std::string path = std::string(dir) + "/worker." + std::to_string(w);
     double a = 0, b = 0, c = 0;
-    if (!(std::ifstream(path) >> a >> b >> c)) {
+    int64_t start_us = 0, end_us = 0;
+    if (!(std::ifstream(path) >> a >> b >> c >> start_us >> end_us)) {
       std::cerr << "no result in " << path << "\n";
       rc = 1;
     }
+    first_start = std::min(first_start, start_us);
+    last_end = std::max(last_end, end_us);
     std::remove(path.c_str());
     const char* sep = w == 0 ? "" : ", ";
     char ms[32];
@@ -265,7 +281,11 @@ int RunLauncher(const Options& options, char** argv) {
   std::cout << "{\"ps\": " << options.ps << ", \"workers\": " << options.workers
             << ", \"mb\": " << options.mb << ", \"rounds\": " << options.rounds
             << ", \"push_mb_per_s\": [" << push << "], \"pull_mb_per_s\": ["
-            << pull << "], \"round_ms\": [" << round << "]}" << std::endl;
+            << pull << "], \"round_ms\": [" << round
+            << "], \"aggregate_mb_per_s\": "
+            << static_cast<int>(options.workers * options.rounds * options.mb /
+                                ((last_end - first_start) * 1e-6))
+            << "}" << std::endl;
   return 0;
 }
 
