@@ -58,6 +58,13 @@ absl::StatusOr<CheckpointIndex> BuildCheckpointIndex(
       v.set_name(s.name());
       v.set_dtype(def->dtype() == DT_INVALID ? DT_FLOAT : def->dtype());
       *v.mutable_shape() = def->shape();
+      if (s.dtype() != DT_INVALID) {
+        // A growing table's lifecycle data: [0, row_width] of its own type.
+        v.set_dtype(s.dtype());
+        v.mutable_shape()->clear_dims();
+        v.mutable_shape()->add_dims(0);
+        v.mutable_shape()->add_dims(s.row_width());
+      }
       v.set_version(s.version());
     }
     v.set_version(std::min(v.version(), s.version()));

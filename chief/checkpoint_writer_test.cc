@@ -4,6 +4,8 @@
 
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpoint_test_util.h"
+#include "common/atomic_file.h"
+#include "common/crc32c.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
@@ -42,6 +44,70 @@ TEST(CheckpointWriter, IndexNamesEveryVariableAndSlotWithItsShape) {
   EXPECT_EQ(kernel.slices(1).rows().begin(), 2);
   EXPECT_EQ(kernel.slices(1).values().file(), "ps-1.data");
   EXPECT_EQ(kernel.slices(1).values().length(), 16);
+}
+
+// A growing table's lifecycle data (SavedSlice.dtype and row_width set) is
+// indexed as [0, 2] int64 with its ids, and reads back as a slot.
+TEST(CheckpointWriter, LifecycleArraysAreIndexedWithTheirOwnTypeAndWidth) {
+  const std::string dir = FreshDir("lifecycle_index");
+  CheckpointInfo info;
+  info.run_id = "run-test";
+  info.step = 3;
+  VariableDef* table = info.config.add_variables();
+  table->set_name("emb");
+  table->set_dtype(DT_FLOAT);
+  table->set_sparse(true);
+  table->mutable_shape()->add_dims(0);
+  table->mutable_shape()->add_dims(2);
+  // ps-0.data: ids {5, 9}, their rows (2 x 2 floats), their (count,
+  // version) pairs.
+  const int64_t ids[] = {5, 9};
+  const float rows[] = {1, 2, 3, 4};
+  const int64_t pairs[] = {3, 2, 7, 3};
+  std::string data(reinterpret_cast<const char*>(ids), sizeof(ids));
+  data.append(reinterpret_cast<const char*>(rows), sizeof(rows));
+  data.append(reinterpret_cast<const char*>(pairs), sizeof(pairs));
+  ASSERT_TRUE(WriteFileAtomically(dir + "/ps-0.data", data).ok());
+  auto slice = [&](const std::string& name, int64_t offset, int64_t length) {
+    SavedSlice s;
+    s.set_name(name);
+    s.set_file("ps-0.data");
+    s.set_offset(offset);
+    s.set_length(length);
+    s.set_crc32c(Crc32c(data.data() + offset, length));
+    s.set_num_rows(2);
+    s.set_version(3);
+    s.set_ids_offset(0);
+    s.set_ids_crc32c(Crc32c(data.data(), sizeof(ids)));
+    return s;
+  };
+  std::vector<SavedSlice> slices = {slice("emb", 16, 16),
+                                    slice("emb/lifecycle", 32, 32)};
+  slices[1].set_dtype(DT_INT64);
+  slices[1].set_row_width(2);
+  absl::StatusOr<CheckpointIndex> index = BuildCheckpointIndex(info, slices);
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ(index->variables_size(), 2);
+  const CheckpointVariable& lifecycle = index->variables(1);
+  EXPECT_EQ(lifecycle.name(), "emb/lifecycle");
+  EXPECT_EQ(lifecycle.dtype(), DT_INT64);
+  ASSERT_EQ(lifecycle.shape().dims_size(), 2);
+  EXPECT_EQ(lifecycle.shape().dims(0), 0);
+  EXPECT_EQ(lifecycle.shape().dims(1), 2);
+  EXPECT_EQ(lifecycle.slices(0).ids().length(), 16);
+  absl::StatusOr<std::vector<WholeVariable>> read =
+      ReadVariables(dir, *index, /*with_slots=*/true);
+  ASSERT_TRUE(read.ok()) << read.status();
+  bool found = false;
+  for (const WholeVariable& v : *read) {
+    if (v.name != "emb/lifecycle") continue;
+    found = true;
+    EXPECT_EQ(v.dtype, DT_INT64);
+    EXPECT_EQ(v.shape, std::vector<int64_t>({2, 2}));
+    EXPECT_EQ(v.data,
+              std::string(reinterpret_cast<const char*>(pairs), sizeof(pairs)));
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(CheckpointWriter, IndexRoundTripsThroughTheFile) {

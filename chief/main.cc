@@ -35,6 +35,7 @@
 #include "chief/chief_metrics.h"
 #include "chief/chief_service.h"
 #include "chief/driver.h"
+#include "chief/embedding_settings.h"
 #include "chief/evaluator.h"
 #include "chief/run_state.h"
 #include "chief/safetensors.h"
@@ -86,6 +87,42 @@ ABSL_FLAG(double, epsilon, 1e-7,
 ABSL_FLAG(double, initial_accumulator_value, 0.1,
           "--optimizer=adagrad: the starting value of every squared-gradient "
           "accumulator, >= 0");
+ABSL_FLAG(std::string, embedding_optimizer, "",
+          "The update rule of embedding tables' rows: sgd, momentum, adagrad "
+          "(TensorFlow's: w -= lr g / (sqrt(a) + epsilon)), adam, ftrl "
+          "(TensorFlow's Ftrl) or lazy_adam (Adam stepping each row only "
+          "when it is updated); empty: --optimizer");
+ABSL_FLAG(double, embedding_learning_rate, 0,
+          "--embedding_optimizer's learning rate, > 0; 0: the dense one");
+ABSL_FLAG(double, embedding_initial_accumulator_value, 0.1,
+          "--embedding_optimizer=adagrad or ftrl: starting accumulator, >= 0");
+ABSL_FLAG(double, embedding_epsilon, 1e-7,
+          "--embedding_optimizer=adagrad, adam or lazy_adam: epsilon, >= 0");
+ABSL_FLAG(double, embedding_beta_1, 0.9,
+          "--embedding_optimizer=adam or lazy_adam: beta_1, in [0, 1)");
+ABSL_FLAG(double, embedding_beta_2, 0.999,
+          "--embedding_optimizer=adam or lazy_adam: beta_2, in [0, 1)");
+ABSL_FLAG(double, ftrl_learning_rate_power, -0.5,
+          "--embedding_optimizer=ftrl: learning_rate_power, <= 0");
+ABSL_FLAG(double, ftrl_l1_regularization_strength, 0,
+          "--embedding_optimizer=ftrl: L1 strength, >= 0");
+ABSL_FLAG(double, ftrl_l2_regularization_strength, 0,
+          "--embedding_optimizer=ftrl: online L2 strength, >= 0");
+ABSL_FLAG(double, ftrl_l2_shrinkage_regularization_strength, 0,
+          "--embedding_optimizer=ftrl: shrinkage-type L2 strength, >= 0");
+ABSL_FLAG(double, ftrl_beta, 0,
+          "--embedding_optimizer=ftrl: Keras's beta (adds beta / (2 lr) to "
+          "the L2 strength), >= 0");
+ABSL_FLAG(int64_t, embedding_min_count, 1,
+          "Growing embedding tables: a row is created once its id was in "
+          "this many applied updates (pulls do not count); until then it "
+          "reads as zeros and its gradients are dropped; >= 1");
+ABSL_FLAG(int64_t, embedding_ttl_steps, 0,
+          "Growing embedding tables: rows not updated for this many steps "
+          "(versions of the ps's piece) are removed; 0: never");
+ABSL_FLAG(int64_t, embedding_max_rows, 0,
+          "Growing embedding tables: the most rows of a table on one ps; the "
+          "least frequently updated are evicted beyond it; 0: no limit");
 ABSL_FLAG(double, weight_decay, 0,
           "L2 weight decay the ps tasks add to every gradient (g += "
           "weight_decay * w), >= 0");
@@ -248,6 +285,30 @@ absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
   return optimizer;
 }
 
+// The --embedding_* and --ftrl_* flags (and --momentum, --nesterov).
+chief::EmbeddingSettings EmbeddingSettingsFromFlags() {
+  chief::EmbeddingSettings s;
+  s.optimizer = absl::GetFlag(FLAGS_embedding_optimizer);
+  s.learning_rate = absl::GetFlag(FLAGS_embedding_learning_rate);
+  s.initial_accumulator_value =
+      absl::GetFlag(FLAGS_embedding_initial_accumulator_value);
+  s.epsilon = absl::GetFlag(FLAGS_embedding_epsilon);
+  s.beta_1 = absl::GetFlag(FLAGS_embedding_beta_1);
+  s.beta_2 = absl::GetFlag(FLAGS_embedding_beta_2);
+  s.momentum = absl::GetFlag(FLAGS_momentum);
+  s.nesterov = absl::GetFlag(FLAGS_nesterov);
+  s.ftrl_learning_rate_power = absl::GetFlag(FLAGS_ftrl_learning_rate_power);
+  s.ftrl_l1 = absl::GetFlag(FLAGS_ftrl_l1_regularization_strength);
+  s.ftrl_l2 = absl::GetFlag(FLAGS_ftrl_l2_regularization_strength);
+  s.ftrl_l2_shrinkage =
+      absl::GetFlag(FLAGS_ftrl_l2_shrinkage_regularization_strength);
+  s.ftrl_beta = absl::GetFlag(FLAGS_ftrl_beta);
+  s.min_count = absl::GetFlag(FLAGS_embedding_min_count);
+  s.ttl_steps = absl::GetFlag(FLAGS_embedding_ttl_steps);
+  s.max_rows = absl::GetFlag(FLAGS_embedding_max_rows);
+  return s;
+}
+
 // Every setting that can be checked without TF_CONFIG, the model or the data
 // (ranges, choices, the optimizer's hyper-parameters), before the chief reads
 // anything or starts its server. An error names the flag and what it
@@ -320,6 +381,8 @@ absl::Status CheckRunFlags() {
     return absl::InvalidArgumentError(
         "--replicas_to_aggregate: applies to --mode=sync only");
   }
+  PSTRAIN_RETURN_IF_ERROR(
+      chief::CheckEmbeddingSettings(EmbeddingSettingsFromFlags()));
   return OptimizerFromFlags().status();
 }
 
@@ -501,6 +564,15 @@ int Main() {
   absl::StatusOr<OptimizerConfig> optimizer = OptimizerFromFlags();
   if (!optimizer.ok()) return Fail(optimizer.status().message());
   *config.mutable_optimizer() = *optimizer;
+  if (absl::Status s = chief::ApplyEmbeddingSettings(
+          EmbeddingSettingsFromFlags(), *optimizer, &spec->variables);
+      !s.ok()) {
+    return Fail(s.message());
+  }
+  if (std::string line = chief::DescribeEmbeddings(spec->variables, *optimizer);
+      !line.empty()) {
+    LogInfo(absl::StrCat("chief: ", line));
+  }
   UpdateConfig* update = config.mutable_update();
   const std::string mode = absl::GetFlag(FLAGS_mode);  // CheckRunFlags
   update->set_mode(mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ps/initializer.h"
@@ -16,12 +19,37 @@ int64_t Width(const VariableDef& def) {
   return width;
 }
 
-absl::Status CheckDef(const VariableDef& def) {
+absl::Status CheckDef(const VariableDef& def, bool growing) {
   if (def.shape().dims_size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "variable '", def.name(), "': an embedding table needs rank >= 2"));
   }
+  if (def.has_lifecycle()) {
+    if (!growing) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable '", def.name(),
+          "': a lifecycle applies to growing tables (shape[0] 0) only"));
+    }
+    const VariableDef::Lifecycle& lifecycle = def.lifecycle();
+    const std::pair<const char*, int64_t> fields[] = {
+        {"min_count", lifecycle.min_count()},
+        {"ttl_steps", lifecycle.ttl_steps()},
+        {"max_rows", lifecycle.max_rows()}};
+    for (const auto& [field, value] : fields) {
+      if (value < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("variable '", def.name(), "': lifecycle.", field, ": ",
+                         value, " must be >= 0"));
+      }
+    }
+  }
   return CheckInitializer(def);
+}
+
+// How many rows (or pending counts) one eviction removes at a cap of
+// `max_rows`: a tenth, so that selections are amortized over many creations.
+int64_t EvictionBatch(int64_t max_rows) {
+  return std::max<int64_t>(1, max_rows / 10);
 }
 
 }  // namespace
@@ -29,7 +57,7 @@ absl::Status CheckDef(const VariableDef& def) {
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::CreateGrowing(
     const VariableDef& def, int bucket, int num_buckets,
     const Optimizer* optimizer) {
-  absl::Status ok = CheckDef(def);
+  absl::Status ok = CheckDef(def, /*growing=*/true);
   if (!ok.ok()) return ok;
   return std::unique_ptr<EmbeddingTable>(new EmbeddingTable(
       def, /*growing=*/true, bucket, num_buckets, 0, 0, optimizer));
@@ -38,7 +66,7 @@ absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::CreateGrowing(
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::CreateFixed(
     const VariableDef& def, int64_t row_begin, int64_t row_end,
     const Optimizer* optimizer) {
-  absl::Status ok = CheckDef(def);
+  absl::Status ok = CheckDef(def, /*growing=*/false);
   if (!ok.ok()) return ok;
   auto table = std::unique_ptr<EmbeddingTable>(new EmbeddingTable(
       def, /*growing=*/false, 0, 1, row_begin, row_end, optimizer));
@@ -47,8 +75,8 @@ absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::CreateFixed(
   return table;
 }
 
-EmbeddingTable::EmbeddingTable(const VariableDef& def, bool growing,
-                               int bucket, int num_buckets, int64_t row_begin,
+EmbeddingTable::EmbeddingTable(const VariableDef& def, bool growing, int bucket,
+                               int num_buckets, int64_t row_begin,
                                int64_t row_end, const Optimizer* optimizer)
     : def_(def),
       growing_(growing),
@@ -58,7 +86,12 @@ EmbeddingTable::EmbeddingTable(const VariableDef& def, bool growing,
       row_end_(row_end),
       width_(Width(def)),
       optimizer_(optimizer),
-      num_arrays_(1 + optimizer->NumSlots()) {}
+      num_arrays_(1 + optimizer->NumSlots()),
+      has_lifecycle_(growing && def.has_lifecycle()),
+      min_count_(growing ? std::max<int64_t>(1, def.lifecycle().min_count())
+                         : 1),
+      ttl_steps_(growing ? def.lifecycle().ttl_steps() : 0),
+      max_rows_(growing ? def.lifecycle().max_rows() : 0) {}
 
 int64_t EmbeddingTable::version() const {
   absl::ReaderMutexLock lock(&mu_);
@@ -80,13 +113,47 @@ int64_t EmbeddingTable::slot_bytes() const {
   return bytes_held() / num_arrays_ * (num_arrays_ - 1);
 }
 
+int64_t EmbeddingTable::bytes_per_row() const {
+  int64_t bytes = width_ * num_arrays_ * static_cast<int64_t>(sizeof(float));
+  if (growing_) {
+    // Lifecycle data, id, and the index's slot (key, value, control byte).
+    bytes += sizeof(RowMeta) + sizeof(int64_t) +
+             sizeof(std::pair<int64_t, int64_t>) + 1;
+  }
+  return bytes;
+}
+
+int64_t EmbeddingTable::metadata_bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return static_cast<int64_t>(
+      ids_.capacity() * sizeof(int64_t) + meta_.capacity() * sizeof(RowMeta) +
+      index_.capacity() * (sizeof(std::pair<int64_t, int64_t>) + 1) +
+      pending_.capacity() * (sizeof(std::pair<int64_t, RowMeta>) + 1));
+}
+
+int64_t EmbeddingTable::num_pending() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return pending_.size();
+}
+
+int64_t EmbeddingTable::rows_expired() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return rows_expired_;
+}
+
+int64_t EmbeddingTable::rows_evicted() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return rows_evicted_;
+}
+
 std::string EmbeddingTable::ArrayName(int array) const {
   if (array == 0) return name();
   return absl::StrCat(name(), "/", optimizer_->SlotName(array - 1));
 }
 
 int64_t EmbeddingTable::Snapshot(std::vector<int64_t>* ids,
-                                 std::vector<std::vector<float>>* arrays) const {
+                                 std::vector<std::vector<float>>* arrays,
+                                 RowStats* stats) const {
   absl::ReaderMutexLock lock(&mu_);
   ids->clear();
   if (growing_) {
@@ -104,25 +171,63 @@ int64_t EmbeddingTable::Snapshot(std::vector<int64_t>* ids,
       std::copy(row, row + width_, out.begin() + i * width_);
     }
   }
+  if (stats != nullptr) {
+    *stats = RowStats();
+    if (growing_) {
+      for (int64_t id : *ids) {
+        const RowMeta& meta = meta_[FindRow(id)];
+        stats->counts.push_back(meta.count);
+        stats->last_updates.push_back(meta.last_update);
+      }
+      for (const auto& [id, meta] : pending_) stats->pending_ids.push_back(id);
+      std::sort(stats->pending_ids.begin(), stats->pending_ids.end());
+      for (int64_t id : stats->pending_ids) {
+        const RowMeta& meta = pending_.at(id);
+        stats->pending_counts.push_back(meta.count);
+        stats->pending_last_seen.push_back(meta.last_update);
+      }
+    }
+  }
   return version_;
 }
 
 void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
                              const std::vector<std::vector<float>>& arrays,
-                             int64_t version) {
+                             int64_t version, const RowStats* stats) {
   absl::MutexLock sum_lock(&sum_mu_);
   absl::MutexLock lock(&mu_);
   if (growing_) {
     index_.clear();
+    ids_.clear();
+    meta_.clear();
+    pending_.clear();
     rows_ = 0;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t index = RowIndex(ids[i]);
+    // No eviction while restoring: the rows' counts are not set yet. The
+    // cap is applied once they are.
+    const int64_t index = RowIndex(ids[i], /*may_evict=*/false);
     for (int a = 0; a < num_arrays_; ++a) {
       std::copy(arrays[a].begin() + i * width_,
                 arrays[a].begin() + (i + 1) * width_, Row(a, index));
     }
+    if (growing_) {
+      meta_[index] = stats != nullptr
+                         ? RowMeta{stats->counts[i], stats->last_updates[i]}
+                         : RowMeta{0, version};
+    }
   }
+  if (growing_ && stats != nullptr) {
+    for (size_t i = 0; i < stats->pending_ids.size(); ++i) {
+      pending_[stats->pending_ids[i]] =
+          RowMeta{stats->pending_counts[i], stats->pending_last_seen[i]};
+    }
+  }
+  if (max_rows_ > 0) {
+    EvictLocked(max_rows_);
+    TrimPendingLocked(max_rows_);
+  }
+  next_sweep_ = 0;
   version_ = version;
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
@@ -176,10 +281,16 @@ int64_t EmbeddingTable::FindRow(int64_t id) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-int64_t EmbeddingTable::RowIndex(int64_t id) {
+int64_t EmbeddingTable::RowIndex(int64_t id, bool may_evict) {
   if (growing_) {
-    auto [it, inserted] = index_.emplace(id, rows_);
-    if (!inserted) return it->second;
+    auto it = index_.find(id);
+    if (it != index_.end()) return it->second;
+    if (may_evict && max_rows_ > 0 && rows_ >= max_rows_) {
+      EvictLocked(max_rows_ - EvictionBatch(max_rows_));
+    }
+    index_.emplace(id, rows_);
+    ids_.push_back(id);
+    meta_.push_back(RowMeta{0, version_});
   } else if (id - row_begin_ < rows_) {
     return id - row_begin_;
   }
@@ -191,6 +302,79 @@ int64_t EmbeddingTable::RowIndex(int64_t id) {
     std::fill(slot, slot + width_, optimizer_->SlotInitialValue(s));
   }
   return index;
+}
+
+void EmbeddingTable::RemoveRowsLocked(std::vector<int64_t> indices) {
+  // Highest first: the last row moved into a hole is never one still to be
+  // removed (those above it are gone already).
+  std::sort(indices.begin(), indices.end(), std::greater<int64_t>());
+  for (const int64_t index : indices) {
+    const int64_t last = rows_ - 1;
+    index_.erase(ids_[index]);
+    if (index != last) {
+      for (int a = 0; a < num_arrays_; ++a) {
+        std::memcpy(Row(a, index), Row(a, last), width_ * sizeof(float));
+      }
+      ids_[index] = ids_[last];
+      meta_[index] = meta_[last];
+      index_[ids_[index]] = index;
+    }
+    ids_.pop_back();
+    meta_.pop_back();
+    --rows_;
+  }
+  // Keep one spare block, so that a table at its cap does not free and
+  // allocate a block at every eviction.
+  const size_t needed = (rows_ + kRowsPerBlock - 1) / kRowsPerBlock + 1;
+  while (blocks_.size() > needed) blocks_.pop_back();
+}
+
+void EmbeddingTable::EvictLocked(int64_t keep) {
+  keep = std::max<int64_t>(keep, 0);
+  if (rows_ <= keep) return;
+  std::vector<int64_t> order(rows_);
+  for (int64_t i = 0; i < rows_; ++i) order[i] = i;
+  const auto less = [this](int64_t a,
+                           int64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::tie(meta_[a].count, meta_[a].last_update, ids_[a]) <
+           std::tie(meta_[b].count, meta_[b].last_update, ids_[b]);
+  };
+  const int64_t evicted = rows_ - keep;
+  std::nth_element(order.begin(), order.begin() + evicted, order.end(), less);
+  order.resize(evicted);
+  rows_evicted_ += evicted;
+  RemoveRowsLocked(std::move(order));
+}
+
+void EmbeddingTable::TrimPendingLocked(size_t keep) {
+  if (pending_.size() <= keep) return;
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> order;
+  order.reserve(pending_.size());
+  for (const auto& [id, meta] : pending_) {
+    order.emplace_back(meta.count, meta.last_update, id);
+  }
+  const size_t dropped = pending_.size() - keep;
+  std::nth_element(order.begin(), order.begin() + dropped, order.end());
+  for (size_t i = 0; i < dropped; ++i) pending_.erase(std::get<2>(order[i]));
+}
+
+void EmbeddingTable::AdvanceVersionLocked() {
+  ++version_;
+  if (ttl_steps_ <= 0 || version_ < next_sweep_) return;
+  next_sweep_ = version_ + std::max<int64_t>(1, ttl_steps_ / 10);
+  std::vector<int64_t> expired;
+  for (int64_t i = 0; i < rows_; ++i) {
+    if (version_ - meta_[i].last_update >= ttl_steps_) expired.push_back(i);
+  }
+  rows_expired_ += expired.size();
+  RemoveRowsLocked(std::move(expired));
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (version_ - it->second.last_update >= ttl_steps_) {
+      pending_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
 }
 
 absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
@@ -224,8 +408,13 @@ absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
         min_version, ")"));
   }
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::memcpy(out + i * width_, Row(0, RowIndex(ids[i])),
-                width_ * sizeof(float));
+    // With admission, a pull does not create the row: zeros until admitted.
+    const int64_t index = min_count_ > 1 ? FindRow(ids[i]) : RowIndex(ids[i]);
+    if (index < 0) {
+      std::fill(out + i * width_, out + (i + 1) * width_, 0.0f);
+    } else {
+      std::memcpy(out + i * width_, Row(0, index), width_ * sizeof(float));
+    }
   }
   const int64_t version = version_;
   mu_.Unlock();
@@ -238,13 +427,36 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
   scaled.resize(width_);
   std::vector<float*> slots(num_arrays_ - 1);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t index = RowIndex(ids[i]);
+    const int64_t id = ids[i];
+    // Updates counted for a row admitted by this update (0: none).
+    int64_t admitted = 0;
+    if (min_count_ > 1 && FindRow(id) < 0) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) {
+        if (max_rows_ > 0 &&
+            static_cast<int64_t>(pending_.size()) >= max_rows_) {
+          TrimPendingLocked(max_rows_ - EvictionBatch(max_rows_));
+        }
+        it = pending_.emplace(id, RowMeta{0, 0}).first;
+      }
+      it->second.count += 1;
+      it->second.last_update = version_ + 1;
+      if (it->second.count < min_count_) continue;  // not admitted: dropped
+      admitted = it->second.count;
+      pending_.erase(it);
+    }
+    const int64_t index = RowIndex(id);
+    if (growing_) {
+      RowMeta& meta = meta_[index];
+      meta.count = admitted > 0 ? admitted : meta.count + 1;
+      meta.last_update = version_ + 1;
+    }
     for (int64_t j = 0; j < width_; ++j) scaled[j] = g[i * width_ + j] * scale;
     for (size_t s = 0; s < slots.size(); ++s) slots[s] = Row(1 + s, index);
     optimizer_->Apply(absl::MakeSpan(Row(0, index), width_), scaled, slots,
                       version_ + 1);
   }
-  ++version_;
+  AdvanceVersionLocked();
 }
 
 int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,
@@ -304,7 +516,7 @@ void EmbeddingTable::CompleteStepLocked() {
   {
     absl::MutexLock lock(&mu_);
     if (skip_update || step_.batch_sum() == 0) {
-      ++version_;
+      AdvanceVersionLocked();
     } else {
       ApplyRowsLocked(touched, rows.data(),
                       1.0f / static_cast<float>(step_.batch_sum()));

@@ -10,6 +10,34 @@
 //     [vocabulary, width] table, stored densely; other ids are refused.
 // Only touched rows are updated. Thread-safe: reads share a lock, updates
 // take it exclusively once per push; sync sums have a lock of their own.
+//
+// A growing table's VariableDef.lifecycle bounds its rows:
+//   - admission (min_count N > 1): an id is counted once per applied update
+//     (async push, sync step) that touches it; pulls do not count, so that
+//     evaluation and the pull before each push do not inflate the count.
+//     Until its N-th update the id has no row: a pull reads zeros and its
+//     gradients are dropped; the N-th update creates the row from the
+//     initializer and applies that update's gradient. The counts of ids not
+//     admitted yet are kept exactly in a hash map (id -> count, last
+//     counted version; 24 bytes of payload each) rather than a count-min
+//     sketch: exact admission at N, and counts that can be checkpointed and
+//     re-spread by id when the number of ps tasks changes (a sketch cannot
+//     be split by bucket). The map is bounded by the TTL sweep (entries not
+//     counted for ttl_steps go) and, with max_rows, to max_rows entries (the
+//     lowest counts go first, in the same batches as rows).
+//   - TTL (ttl_steps S > 0): rows (and pending counts) not updated for S
+//     versions of the piece are removed by a sweep that runs every
+//     max(1, S / 10) versions: O(rows) per sweep, so O(10 * rows / S) per
+//     version amortized, and a row outlives its TTL by less than S / 10 + 1
+//     versions.
+//   - LFU cap (max_rows R > 0): a row that would make R + 1 rows first
+//     evicts the max(1, R / 10) least frequently updated rows (fewest
+//     updates, then oldest update): one O(rows) selection per R / 10
+//     creations, O(10) per created row amortized; the piece never holds
+//     more than R rows, and its storage never more than R rows plus one
+//     block of kRowsPerBlock.
+// Each row carries its update count and last-update version (RowStats),
+// saved in checkpoints with the rows.
 #ifndef PSTRAIN_PS_EMBEDDING_TABLE_H_
 #define PSTRAIN_PS_EMBEDDING_TABLE_H_
 
@@ -33,6 +61,16 @@ namespace ps {
 
 class EmbeddingTable {
  public:
+  // A growing table's per-row lifecycle data, in the order of Snapshot's
+  // ids, and the admission counts of ids without a row yet.
+  struct RowStats {
+    std::vector<int64_t> counts;        // updates applied to each row
+    std::vector<int64_t> last_updates;  // version of each row's last update
+    std::vector<int64_t> pending_ids;   // ascending
+    std::vector<int64_t> pending_counts;
+    std::vector<int64_t> pending_last_seen;
+  };
+
   // A growing piece: bucket `bucket` of `num_buckets`.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> CreateGrowing(
       const VariableDef& def, int bucket, int num_buckets,
@@ -58,22 +96,41 @@ class EmbeddingTable {
   // A consistent copy of every row: `ids` ascending (a fixed table: all of
   // row_begin..row_end - 1), arrays[a] their rows of array a. Returns the
   // version.
+  // With `stats`, also each row's lifecycle data (growing tables).
   int64_t Snapshot(std::vector<int64_t>* ids,
-                   std::vector<std::vector<float>>* arrays) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+                   std::vector<std::vector<float>>* arrays,
+                   RowStats* stats = nullptr) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces every row with the given ones (as Snapshot returns them) and
   // the version, and drops any partial sync step; a growing table forgets
   // rows not given. Reads waiting for a version give up (ABORTED).
-  // REQUIRES: ids owned (growing) or exactly the piece's rows (fixed).
+  // `stats` (growing tables; null: counts 0, last update at `version`, no
+  // pending counts) gives the rows' lifecycle data; a piece with max_rows
+  // then evicts down to it.
+  // REQUIRES: ids owned (growing) or exactly the piece's rows (fixed);
+  // stats' row vectors as long as ids, its pending ids owned.
   void Restore(const std::vector<int64_t>& ids,
-               const std::vector<std::vector<float>>& arrays, int64_t version)
+               const std::vector<std::vector<float>>& arrays, int64_t version,
+               const RowStats* stats = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
+  // Whether the def has a lifecycle (its row stats are worth saving).
+  bool has_lifecycle() const { return has_lifecycle_; }
   // Rows held now, and bytes held (rows with their slots).
   int64_t num_rows() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t bytes_held() const ABSL_LOCKS_EXCLUDED(mu_);
   // Of bytes_held, those of the optimizer slots.
   int64_t slot_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes one row costs: its value and slots, plus (growing tables) its
+  // lifecycle data, its id and its hash-map entry.
+  int64_t bytes_per_row() const;
+  // Bytes of the bookkeeping beside bytes_held (growing tables: row ids,
+  // lifecycle data, hash-map storage, pending admission counts).
+  int64_t metadata_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Ids counted but not admitted yet (min_count > 1).
+  int64_t num_pending() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Rows removed so far by the TTL sweep and by the LFU cap.
+  int64_t rows_expired() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t rows_evicted() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // OK if every id belongs to this piece; else INVALID_ARGUMENT (a growing
   // table's id of another bucket, a negative id) or OUT_OF_RANGE (an id
@@ -121,8 +178,20 @@ class EmbeddingTable {
                  const Optimizer* optimizer);
 
   // The storage index of `id`'s row, creating (and initializing) it in a
-  // growing table.
-  int64_t RowIndex(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // growing table (evicting first if the table is at max_rows, unless
+  // !may_evict).
+  int64_t RowIndex(int64_t id, bool may_evict = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the rows at storage `indices` (distinct), moving the last rows
+  // into their places, and frees unused trailing blocks.
+  void RemoveRowsLocked(std::vector<int64_t> indices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts the least frequently updated rows down to `keep` rows.
+  void EvictLocked(int64_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the lowest pending counts down to `keep` entries.
+  void TrimPendingLocked(size_t keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Increments the version; runs the TTL sweep when due.
+  void AdvanceVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // As RowIndex, but -1 for a row not created yet.
   int64_t FindRow(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Storage row `index` of array `array` (0: values, 1 + i: slot i).
@@ -141,6 +210,11 @@ class EmbeddingTable {
   const int64_t width_;
   const Optimizer* const optimizer_;
   const int num_arrays_;  // values and slots
+  // The lifecycle (growing tables; else 1, 0, 0).
+  const bool has_lifecycle_;
+  const int64_t min_count_;
+  const int64_t ttl_steps_;
+  const int64_t max_rows_;
 
   mutable absl::Mutex mu_;
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
@@ -148,6 +222,20 @@ class EmbeddingTable {
   // blocks_[b][a]: block b of array a, kRowsPerBlock rows.
   std::vector<std::vector<std::unique_ptr<float[]>>> blocks_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, int64_t> index_ ABSL_GUARDED_BY(mu_);
+  // Growing tables, by storage index: the row's id, updates applied, and
+  // version of its last update (of its creation until updated).
+  struct RowMeta {
+    int64_t count = 0;
+    int64_t last_update = 0;
+  };
+  std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);
+  // Admission counts of ids without a row (min_count > 1): count and the
+  // version it was last counted at.
+  absl::flat_hash_map<int64_t, RowMeta> pending_ ABSL_GUARDED_BY(mu_);
+  int64_t next_sweep_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t rows_expired_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t rows_evicted_ ABSL_GUARDED_BY(mu_) = 0;
   // Restore() and Interrupt() calls so far: a waiting Read gives up when it
   // changes, saying why the last one happened.
   int64_t interruptions_ ABSL_GUARDED_BY(mu_) = 0;

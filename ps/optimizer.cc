@@ -1,14 +1,17 @@
 #include "ps/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/macros.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 
 namespace pstrain {
 namespace ps {
@@ -95,11 +98,12 @@ class Momentum final : public Optimizer {
 class Adagrad final : public Optimizer {
  public:
   Adagrad(float lr, float weight_decay, float initial_accumulator_value,
-          float epsilon)
+          float epsilon, bool epsilon_outside_sqrt)
       : lr_(lr),
         weight_decay_(weight_decay),
         initial_accumulator_value_(initial_accumulator_value),
-        epsilon_(epsilon) {}
+        epsilon_(epsilon),
+        epsilon_outside_sqrt_(epsilon_outside_sqrt) {}
 
   int NumSlots() const override { return 1; }
   std::string SlotName(int i) const override { return "accumulator"; }
@@ -114,6 +118,13 @@ class Adagrad final : public Optimizer {
     float* a = slots[0];
     const float lr = lr_;
     const float eps = epsilon_;
+    if (epsilon_outside_sqrt_) {
+      ForEachElement(w, g, weight_decay_, [=](size_t i, float gi) {
+        a[i] += gi * gi;
+        wp[i] -= lr * gi / (std::sqrt(a[i]) + eps);
+      });
+      return;
+    }
     ForEachElement(w, g, weight_decay_, [=](size_t i, float gi) {
       a[i] += gi * gi;
       wp[i] -= lr * gi / std::sqrt(a[i] + eps);
@@ -125,6 +136,67 @@ class Adagrad final : public Optimizer {
   const float weight_decay_;
   const float initial_accumulator_value_;
   const float epsilon_;
+  const bool epsilon_outside_sqrt_;
+};
+
+// TensorFlow's ApplyFtrlV2, element by element (see OptimizerConfig.Ftrl).
+class Ftrl final : public Optimizer {
+ public:
+  Ftrl(double lr, float weight_decay, const OptimizerConfig::Ftrl& config)
+      : lr_(lr),
+        weight_decay_(weight_decay),
+        power_(config.learning_rate_power()),
+        initial_accumulator_value_(config.initial_accumulator_value()),
+        l1_(config.l1_regularization_strength()),
+        // Keras folds beta into the online L2: l2 + beta / (2 lr).
+        l2_(config.l2_regularization_strength() +
+            static_cast<float>(config.beta() / (2.0 * lr))),
+        shrinkage_(config.l2_shrinkage_regularization_strength()) {}
+
+  int NumSlots() const override { return 2; }
+  std::string SlotName(int i) const override {
+    return i == 0 ? "accumulator" : "linear";
+  }
+  float SlotInitialValue(int i) const override {
+    return i == 0 ? initial_accumulator_value_ : 0.0f;
+  }
+
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float* const> slots, int64_t t) const override {
+    ABSL_ASSERT(slots.size() == 2);
+    float* wp = w.data();
+    float* n = slots[0];
+    float* z = slots[1];
+    const float lr = static_cast<float>(lr_);
+    const float power = power_;
+    const float l1 = l1_;
+    const float l2 = l2_;
+    const float shrinkage = shrinkage_;
+    // n^-p: TensorFlow takes the square root for the default p = -0.5.
+    auto scaled = [power](float x) {
+      return power == -0.5f ? std::sqrt(x) : std::pow(x, -power);
+    };
+    ForEachElement(w, g, weight_decay_, [=](size_t i, float gi) {
+      const float shrunk = gi + 2.0f * shrinkage * wp[i];
+      const float n_new = n[i] + gi * gi;
+      const float n_new_scaled = scaled(n_new);
+      z[i] += shrunk - (n_new_scaled - scaled(n[i])) / lr * wp[i];
+      n[i] = n_new;
+      const float quadratic = n_new_scaled / lr + 2.0f * l2;
+      wp[i] = std::fabs(z[i]) > l1
+                  ? (std::copysign(l1, z[i]) - z[i]) / quadratic
+                  : 0.0f;
+    });
+  }
+
+ private:
+  const double lr_;
+  const float weight_decay_;
+  const float power_;
+  const float initial_accumulator_value_;
+  const float l1_;
+  const float l2_;
+  const float shrinkage_;
 };
 
 class Adam final : public Optimizer {
@@ -172,8 +244,40 @@ class Adam final : public Optimizer {
   const float epsilon_;
 };
 
+// Adam with a step count per call: slot 2 holds, in every element, the
+// updates applied to the elements Apply is given (an embedding row), so a
+// row's moments and bias correction advance only when the row is updated.
+// The count is a float: exact up to 2^24 updates of one row, after which it
+// stays there (the bias correction is 1 long before).
+class LazyAdam final : public Optimizer {
+ public:
+  LazyAdam(double lr, float weight_decay, float beta_1, float beta_2,
+           float epsilon)
+      : adam_(lr, weight_decay, beta_1, beta_2, epsilon) {}
+
+  int NumSlots() const override { return 3; }
+  std::string SlotName(int i) const override {
+    return i == 2 ? "t" : adam_.SlotName(i);
+  }
+  float SlotInitialValue(int i) const override { return 0.0f; }
+
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float* const> slots, int64_t) const override {
+    ABSL_ASSERT(slots.size() == 3);
+    if (w.empty()) return;
+    float* count = slots[2];
+    const float t = count[0] + 1.0f;
+    std::fill(count, count + w.size(), t);
+    adam_.Apply(w, g, slots.subspan(0, 2), static_cast<int64_t>(t));
+  }
+
+ private:
+  const Adam adam_;
+};
+
 constexpr char kNoKind[] =
-    "optimizer: no kind set (expected sgd, momentum, adagrad or adam)";
+    "optimizer: no kind set (expected sgd, momentum, adagrad, adam, ftrl or "
+    "lazy_adam)";
 
 // "<name(field)>: <value> must <requirement>".
 absl::Status Invalid(const FieldName& name, absl::string_view field,
@@ -229,6 +333,35 @@ absl::Status CheckLearningRate(const FieldName& name, double lr) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFtrl(const FieldName& name,
+                       const OptimizerConfig::Ftrl& ftrl) {
+  const float power = ftrl.learning_rate_power();
+  if (!std::isfinite(power)) {
+    return Invalid(name, "ftrl.learning_rate_power", power, "be finite");
+  }
+  if (power > 0.0f) {
+    return Invalid(name, "ftrl.learning_rate_power", power, "be <= 0");
+  }
+  const std::pair<const char*, float> non_negative[] = {
+      {"ftrl.initial_accumulator_value", ftrl.initial_accumulator_value()},
+      {"ftrl.l1_regularization_strength", ftrl.l1_regularization_strength()},
+      {"ftrl.l2_regularization_strength", ftrl.l2_regularization_strength()},
+      {"ftrl.l2_shrinkage_regularization_strength",
+       ftrl.l2_shrinkage_regularization_strength()},
+      {"ftrl.beta", ftrl.beta()},
+  };
+  for (const auto& [field, value] : non_negative) {
+    PSTRAIN_RETURN_IF_ERROR(CheckNonNegative(name, field, value));
+  }
+  // n^-p of a zero accumulator is infinite for p < 0: the first update
+  // would be 0 * inf.
+  if (power < 0.0f && ftrl.initial_accumulator_value() == 0.0f) {
+    return Invalid(name, "ftrl.initial_accumulator_value", 0,
+                   "be > 0 when learning_rate_power < 0");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckOptimizerConfig(const OptimizerConfig& config,
@@ -257,6 +390,18 @@ absl::Status CheckOptimizerConfig(const OptimizerConfig& config,
       }
       if (!s.ok()) return s;
       return CheckNonNegative(name, "adam.epsilon", config.adam().epsilon());
+    case OptimizerConfig::kLazyAdam:
+      s = CheckUnitInterval(name, "lazy_adam.beta_1",
+                            config.lazy_adam().beta_1());
+      if (s.ok()) {
+        s = CheckUnitInterval(name, "lazy_adam.beta_2",
+                              config.lazy_adam().beta_2());
+      }
+      if (!s.ok()) return s;
+      return CheckNonNegative(name, "lazy_adam.epsilon",
+                              config.lazy_adam().epsilon());
+    case OptimizerConfig::kFtrl:
+      return CheckFtrl(name, config.ftrl());
     case OptimizerConfig::kSgd:
     case OptimizerConfig::KIND_NOT_SET:
       break;
@@ -285,13 +430,19 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
     case OptimizerConfig::kAdagrad:
       return std::make_unique<Adagrad>(
           lr, wd, config.adagrad().initial_accumulator_value(),
-          config.adagrad().epsilon());
+          config.adagrad().epsilon(), config.adagrad().epsilon_outside_sqrt());
     case OptimizerConfig::kAdam:
       // Adam takes the rate as a double (its bias correction is computed in
       // double).
       return std::make_unique<Adam>(
           config.learning_rate(), wd, config.adam().beta_1(),
           config.adam().beta_2(), config.adam().epsilon());
+    case OptimizerConfig::kLazyAdam:
+      return std::make_unique<LazyAdam>(
+          config.learning_rate(), wd, config.lazy_adam().beta_1(),
+          config.lazy_adam().beta_2(), config.lazy_adam().epsilon());
+    case OptimizerConfig::kFtrl:
+      return std::make_unique<Ftrl>(config.learning_rate(), wd, config.ftrl());
     case OptimizerConfig::KIND_NOT_SET:
       break;
   }

@@ -10,12 +10,20 @@
 // (g += weight_decay * w):
 //   sgd:       w -= lr * g
 //   momentum:  m = momentum * m - lr * g;
-//              w += m                         (nesterov: w += momentum * m - lr * g)
+//              w += m                         (nesterov: w += momentum * m - lr
+//              * g)
 //   adagrad:   a += g * g;  w -= lr * g / sqrt(a + epsilon)
+//              (epsilon_outside_sqrt, TensorFlow's ApplyAdagradV2 and
+//              PyTorch's Adagrad without lr_decay:
+//              w -= lr * g / (sqrt(a) + epsilon))
 //   adam:      m += (g - m) * (1 - beta_1);  v += (g * g - v) * (1 - beta_2);
-//              w -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon)
+//              w -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) +
+//              epsilon)
 // where t is the 1-based count of updates applied to the variable, this one
-// included.
+// included; and, for embedding rows (--embedding_optimizer):
+//   ftrl:      TensorFlow's Ftrl (ApplyFtrlV2), see OptimizerConfig.Ftrl;
+//   lazy_adam: adam whose t is the count of updates of the elements given
+//              (one row), kept in a third slot "t" (the t argument ignored).
 //
 //   absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(config);
 //   std::vector<std::vector<float>> slots(...);  // NumSlots() arrays
@@ -44,14 +52,16 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  // Number of state arrays per variable: sgd 0, momentum 1, adagrad 1, adam 2.
+  // Number of state arrays per variable: sgd 0, momentum 1, adagrad 1, adam 2,
+  // ftrl 2, lazy_adam 3.
   virtual int NumSlots() const = 0;
 
   // Name of slot `i`, used in checkpoints as "<variable>/<name>": momentum
-  // "momentum", adagrad "accumulator", adam "m" and "v".
+  // "momentum", adagrad "accumulator", adam "m" and "v", ftrl "accumulator"
+  // and "linear", lazy_adam "m", "v" and "t".
   virtual std::string SlotName(int i) const = 0;
 
-  // Initial value of every element of slot `i` (adagrad's
+  // Initial value of every element of slot `i` (adagrad's and ftrl's
   // initial_accumulator_value; 0 otherwise).
   virtual float SlotInitialValue(int i) const = 0;
 

@@ -455,12 +455,14 @@ void ExpectInvalid(const OptimizerConfig& config, const std::string& message) {
 TEST(Optimizer, RefusesConfigWithoutKind) {
   OptimizerConfig config;
   config.set_learning_rate(0.1);
-  ExpectInvalid(config,
-                "optimizer: no kind set (expected sgd, momentum, adagrad or "
-                "adam)");
-  ExpectInvalid(OptimizerConfig(),
-                "optimizer: no kind set (expected sgd, momentum, adagrad or "
-                "adam)");
+  ExpectInvalid(
+      config,
+      "optimizer: no kind set (expected sgd, momentum, adagrad, adam, "
+      "ftrl or lazy_adam)");
+  ExpectInvalid(
+      OptimizerConfig(),
+      "optimizer: no kind set (expected sgd, momentum, adagrad, adam, "
+      "ftrl or lazy_adam)");
 }
 
 TEST(Optimizer, RefusesBadLearningRate) {

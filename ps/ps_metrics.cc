@@ -118,6 +118,27 @@ void PsMetrics::AddShardCollector(Shard* shard) {
   GaugeFamily* rows = registry_->AddGauge(
       "pstrain_ps_embedding_rows",
       "Rows an embedding table holds on this task.", {"table"});
+  GaugeFamily* row_bytes = registry_->AddGauge(
+      "pstrain_ps_embedding_row_bytes",
+      "Bytes one row of an embedding table costs on this task: value, "
+      "optimizer slots and (growing tables) id, update count, last-update "
+      "step and hash-map entry.",
+      {"table"});
+  GaugeFamily* metadata_bytes = registry_->AddGauge(
+      "pstrain_ps_embedding_metadata_bytes",
+      "Bytes of an embedding table's bookkeeping beside its values and "
+      "slots (ids, lifecycle data, hash maps, pending admission counts).",
+      {"table"});
+  GaugeFamily* pending =
+      registry_->AddGauge("pstrain_ps_embedding_pending_ids",
+                          "Ids of a growing table counted but not admitted yet "
+                          "(--embedding_min_count).",
+                          {"table"});
+  GaugeFamily* removed = registry_->AddGauge(
+      "pstrain_ps_embedding_rows_removed",
+      "Rows of a growing table removed since the task started, by reason: "
+      "ttl (--embedding_ttl_steps) or lfu (--embedding_max_rows).",
+      {"table", "reason"});
   registry_->AddCollector([=] {
     for (const auto& [table, count] : shard->EmbeddingRows()) {
       rows->Get({table})->Set(count);
@@ -135,6 +156,13 @@ void PsMetrics::AddShardCollector(Shard* shard) {
     applied->Increment(status.pushes_applied() - applied->Value());
     dropped->Increment(status.pushes_dropped_stale() - dropped->Value());
     refused->Increment(status.pushes_refused() - refused->Value());
+    for (const auto& [table, t] : status.embedding_tables()) {
+      row_bytes->Get({table})->Set(t.bytes_per_row());
+      metadata_bytes->Get({table})->Set(t.metadata_bytes());
+      pending->Get({table})->Set(t.pending_ids());
+      removed->Get({table, "ttl"})->Set(t.rows_expired());
+      removed->Get({table, "lfu"})->Set(t.rows_evicted());
+    }
   });
 }
 

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -172,13 +174,14 @@ absl::StatusOr<bool> PieceOnTask(const ShardVariable& variable, int ps_task,
 // slots) would hold more than `max_bytes` (sizes past int64 included);
 // INVALID_ARGUMENT for a negative dimension or row range. Checked before
 // anything is allocated: the sizes come from the network.
-absl::Status CheckShardBytes(const CreateVariablesRequest& request, int ps_task,
-                             int arrays, int64_t max_bytes) {
+absl::Status CheckShardBytes(
+    const CreateVariablesRequest& request, int ps_task,
+    const std::function<int(const VariableDef&)>& arrays, int64_t max_bytes) {
   int64_t total = 0;
   for (const ShardVariable& variable : request.variables()) {
     const VariableDef& def = variable.def();
     // Bytes of one row (of a scalar, the whole).
-    int64_t row_bytes = static_cast<int64_t>(sizeof(float)) * arrays;
+    int64_t row_bytes = static_cast<int64_t>(sizeof(float)) * arrays(def);
     for (int d = 1; d < def.shape().dims_size(); ++d) {
       const int64_t dim = def.shape().dims(d);
       if (dim < 0) {
@@ -301,9 +304,33 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
   run->step_timeout = request.update().step_timeout_ms() > 0
                           ? absl::Milliseconds(request.update().step_timeout_ms())
                           : options_.default_step_timeout;
-  PSTRAIN_RETURN_IF_ERROR(CheckShardBytes(request, options_.ps_task,
-                                          1 + run->optimizer->NumSlots(),
-                                          options_.max_bytes));
+  // Embedding tables may have an optimizer of their own
+  // (--embedding_optimizer).
+  std::map<std::string, const Optimizer*> own_optimizer;
+  for (const ShardVariable& variable : request.variables()) {
+    const VariableDef& def = variable.def();
+    if (!def.has_optimizer()) continue;
+    if (!def.sparse()) {
+      return VariableError(def.name(),
+                           "only an embedding table (sparse) has "
+                           "an optimizer of its own");
+    }
+    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+        CreateOptimizer(def.optimizer());
+    if (!optimizer.ok()) {
+      return VariableError(def.name(), optimizer.status().message());
+    }
+    own_optimizer[def.name()] = optimizer->get();
+    run->table_optimizers.push_back(*std::move(optimizer));
+  }
+  const auto optimizer_of = [&](const VariableDef& def) {
+    auto it = own_optimizer.find(def.name());
+    return it == own_optimizer.end() ? run->optimizer.get() : it->second;
+  };
+  PSTRAIN_RETURN_IF_ERROR(CheckShardBytes(
+      request, options_.ps_task,
+      [&](const VariableDef& def) { return 1 + optimizer_of(def)->NumSlots(); },
+      options_.max_bytes));
   int64_t bytes = 0;
   for (const ShardVariable& variable : request.variables()) {
     const VariableDef& def = variable.def();
@@ -328,10 +355,9 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
       const auto& slices = variable.placement().slices();
       for (int i = 0; i < slices.size(); ++i) {
         if (slices[i].ps_task() != options_.ps_task) continue;
-        PSTRAIN_ASSIGN_OR_RETURN(
-            std::unique_ptr<EmbeddingTable> table,
-            EmbeddingTable::CreateGrowing(def, i, slices.size(),
-                                          run->optimizer.get()));
+        PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
+                                 EmbeddingTable::CreateGrowing(
+                                     def, i, slices.size(), optimizer_of(def)));
         if (!run->tables.emplace(def.name(), std::move(table)).second) {
           return VariableError(def.name(), "placed twice on this ps");
         }
@@ -345,7 +371,7 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
     if (def.sparse()) {
       PSTRAIN_ASSIGN_OR_RETURN(
           std::unique_ptr<EmbeddingTable> table,
-          EmbeddingTable::CreateFixed(def, begin, end, run->optimizer.get()));
+          EmbeddingTable::CreateFixed(def, begin, end, optimizer_of(def)));
       bytes += table->bytes_held();
       if (!run->tables.emplace(def.name(), std::move(table)).second) {
         return VariableError(def.name(), "defined twice");
@@ -970,7 +996,17 @@ absl::Status Shard::GetShardStatus(const GetShardStatusRequest& request,
     version = version < 0 ? v : std::min(version, v);
   };
   for (const auto& [name, v] : run->dense) add(name, v);
-  for (const auto& [name, t] : run->tables) add(name, t);
+  for (const auto& [name, t] : run->tables) {
+    add(name, t);
+    ShardStatus::EmbeddingTableStatus& table =
+        (*status->mutable_embedding_tables())[name];
+    table.set_rows(t->num_rows());
+    table.set_bytes_per_row(t->bytes_per_row());
+    table.set_metadata_bytes(t->metadata_bytes());
+    table.set_pending_ids(t->num_pending());
+    table.set_rows_expired(t->rows_expired());
+    table.set_rows_evicted(t->rows_evicted());
+  }
   status->set_num_bytes(bytes);
   status->set_num_slot_bytes(slot_bytes);
   status->set_version(std::max<int64_t>(version, 0));

@@ -173,6 +173,9 @@ class Shard {
     std::string run_id;
     CreateVariablesRequest definition;  // header cleared
     std::unique_ptr<Optimizer> optimizer;
+    // The optimizers of embedding tables with one of their own
+    // (VariableDef.optimizer).
+    std::vector<std::unique_ptr<Optimizer>> table_optimizers;
     // What each VariableDef.moving_average variable applies instead.
     std::vector<std::unique_ptr<Optimizer>> moving_averages;
     UpdateConfig update;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -163,6 +164,78 @@ absl::Status GatherRows(RegionReader* reader, const std::string& name,
   return absl::OkStatus();
 }
 
+// The rows of a growing table's `slices` (each with its own ids) whose ids
+// `table` owns, `row_bytes` each, in the slices' order: their ids into
+// *ids and bytes appended to *rows.
+absl::Status GatherOwnedRows(RegionReader* reader, const std::string& array,
+                             const std::vector<const SavedSlice*>& slices,
+                             int64_t row_bytes, const EmbeddingTable& table,
+                             std::vector<int64_t>* ids, std::string* rows) {
+  for (const SavedSlice* s : slices) {
+    if (!HoldsRows(s->length(), s->num_rows(), row_bytes) ||
+        s->num_rows() > std::numeric_limits<int64_t>::max() / 8) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint slice of '", array, "' holds ", s->length(),
+                       " bytes for ", s->num_rows(), " rows"));
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(std::string id_bytes,
+                             reader->Read(s->file(), s->ids_offset(),
+                                          s->num_rows() * 8, s->ids_crc32c()));
+    PSTRAIN_ASSIGN_OR_RETURN(
+        std::string data,
+        reader->Read(s->file(), s->offset(), s->length(), s->crc32c()));
+    for (int64_t r = 0; r < s->num_rows(); ++r) {
+      int64_t id;
+      std::memcpy(&id, id_bytes.data() + r * 8, 8);
+      if (!table.OwnsId(id)) continue;
+      ids->push_back(id);
+      rows->append(data, r * row_bytes, row_bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A growing table's lifecycle data ("<name>/lifecycle" per row,
+// "<name>/admission" per pending id; rows of two int64) in `by_name`, for
+// the rows `ids` the table restores. Absent arrays (a checkpoint of a run
+// without a lifecycle) leave *stats null: counts start over.
+absl::Status GatherRowStats(
+    RegionReader* reader,
+    const std::map<std::string, std::vector<const SavedSlice*>>& by_name,
+    const EmbeddingTable& table, const std::vector<int64_t>& ids,
+    std::optional<EmbeddingTable::RowStats>* stats) {
+  auto lifecycle = by_name.find(table.name() + "/lifecycle");
+  if (lifecycle == by_name.end()) return absl::OkStatus();
+  EmbeddingTable::RowStats& out = stats->emplace();
+  std::vector<int64_t> row_ids;
+  std::string rows;
+  PSTRAIN_RETURN_IF_ERROR(GatherOwnedRows(
+      reader, lifecycle->first, lifecycle->second, 16, table, &row_ids, &rows));
+  if (row_ids != ids) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint rows of '", lifecycle->first,
+                     "' do not match those of '", table.name(), "'"));
+  }
+  auto pairs = [](const std::string& bytes, std::vector<int64_t>* first,
+                  std::vector<int64_t>* second) {
+    for (size_t r = 0; r < bytes.size() / 16; ++r) {
+      int64_t pair[2];
+      std::memcpy(pair, bytes.data() + r * 16, 16);
+      first->push_back(pair[0]);
+      second->push_back(pair[1]);
+    }
+  };
+  pairs(rows, &out.counts, &out.last_updates);
+  auto admission = by_name.find(table.name() + "/admission");
+  if (admission == by_name.end()) return absl::OkStatus();
+  std::string pending;
+  PSTRAIN_RETURN_IF_ERROR(GatherOwnedRows(reader, admission->first,
+                                          admission->second, 16, table,
+                                          &out.pending_ids, &pending));
+  pairs(pending, &out.pending_counts, &out.pending_last_seen);
+  return absl::OkStatus();
+}
+
 absl::Status NotInCheckpoint(const std::string& name) {
   return absl::FailedPreconditionError(absl::StrCat(
       "checkpoint has no '", name,
@@ -248,7 +321,9 @@ absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
   for (const auto& [name, t] : run->tables) {
     std::vector<int64_t> ids;
     std::vector<std::vector<float>> arrays;
-    const int64_t version = t->Snapshot(&ids, &arrays);
+    EmbeddingTable::RowStats stats;
+    const int64_t version =
+        t->Snapshot(&ids, &arrays, t->has_lifecycle() ? &stats : nullptr);
     SavedSlice ids_slice;
     if (t->growing()) {
       append(name, reinterpret_cast<const char*>(ids.data()),
@@ -268,6 +343,34 @@ absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
       append(t->ArrayName(a), reinterpret_cast<const char*>(arrays[a].data()),
              arrays[a].size() * sizeof(float), slice);
     }
+    if (!t->has_lifecycle()) continue;
+    // Two int64 per row: (count, version), under ids of their own.
+    auto append_pairs =
+        [&](const std::string& array, const std::vector<int64_t>& pair_ids,
+            const std::vector<int64_t>& first,
+            const std::vector<int64_t>& second, const SavedSlice& ids_of) {
+          std::vector<int64_t> pairs;
+          for (size_t i = 0; i < first.size(); ++i) {
+            pairs.push_back(first[i]);
+            pairs.push_back(second[i]);
+          }
+          SavedSlice* slice = response->add_slices();
+          slice->set_ids_offset(ids_of.offset());
+          slice->set_ids_crc32c(ids_of.crc32c());
+          slice->set_num_rows(pair_ids.size());
+          slice->set_version(version);
+          slice->set_dtype(DT_INT64);
+          slice->set_row_width(2);
+          append(array, reinterpret_cast<const char*>(pairs.data()),
+                 pairs.size() * sizeof(int64_t), slice);
+        };
+    append_pairs(name + "/lifecycle", ids, stats.counts, stats.last_updates,
+                 ids_slice);
+    SavedSlice pending_ids;
+    append(name, reinterpret_cast<const char*>(stats.pending_ids.data()),
+           stats.pending_ids.size() * sizeof(int64_t), &pending_ids);
+    append_pairs(name + "/admission", stats.pending_ids, stats.pending_counts,
+                 stats.pending_last_seen, pending_ids);
   }
   PSTRAIN_RETURN_IF_ERROR(status);
   return out->Commit();
@@ -296,6 +399,7 @@ absl::Status Shard::Restore(const RestoreRequest& request,
     std::vector<int64_t> ids;
     std::vector<std::vector<float>> arrays;
     int64_t version = 0;
+    std::optional<EmbeddingTable::RowStats> stats;
   };
   std::vector<StagedDense> dense;
   std::vector<StagedTable> tables;
@@ -320,7 +424,7 @@ absl::Status Shard::Restore(const RestoreRequest& request,
   }
 
   for (const auto& [name, t] : run->tables) {
-    StagedTable staged{t.get(), {}, {}, 0};
+    StagedTable staged{t.get(), {}, {}, 0, std::nullopt};
     const int64_t row_bytes = t->width() * sizeof(float);
     staged.arrays.resize(t->num_arrays());
     for (int a = 0; a < t->num_arrays(); ++a) {
@@ -375,6 +479,9 @@ absl::Status Shard::Restore(const RestoreRequest& request,
       for (int64_t id = t->row_begin(); id < t->row_end(); ++id) {
         staged.ids.push_back(id);
       }
+    } else if (t->has_lifecycle()) {
+      PSTRAIN_RETURN_IF_ERROR(
+          GatherRowStats(&reader, by_name, *t, staged.ids, &staged.stats));
     }
     tables.push_back(std::move(staged));
   }
@@ -396,7 +503,10 @@ absl::Status Shard::Restore(const RestoreRequest& request,
         batches_applied_.end());
   }
   for (StagedDense& s : dense) s.variable->Restore(s.arrays, s.version);
-  for (StagedTable& s : tables) s.table->Restore(s.ids, s.arrays, s.version);
+  for (StagedTable& s : tables) {
+    s.table->Restore(s.ids, s.arrays, s.version,
+                     s.stats.has_value() ? &*s.stats : nullptr);
+  }
   response->set_num_variables(dense.size() + tables.size());
   return absl::OkStatus();
 }

@@ -382,6 +382,160 @@ TEST(ShardCheckpoint, SyncSaveOnlyAtAStepBoundary) {
             "boundary");
 }
 
+// Only "emb", a growing table hashed over `num_ps` tasks with a lifecycle
+// (admission at 2 updates, at most `max_rows` rows per piece) and lazy Adam
+// of its own (3 slots), the run's optimizer momentum.
+CreateVariablesRequest CreateWithLifecycle(int num_ps, int task,
+                                           int64_t max_rows) {
+  CreateVariablesRequest r;
+  r.mutable_header()->set_run_id(kRun);
+  r.set_ps_task(task);
+  r.mutable_optimizer()->mutable_momentum()->set_momentum(0.5f);
+  r.mutable_optimizer()->set_learning_rate(1.0);
+  r.mutable_update()->set_mode(UpdateConfig::ASYNC);
+  r.mutable_update()->set_num_workers(1);
+  r.mutable_update()->set_max_staleness(-1);
+  AddVariable(&r, "emb", {0, 2}, true, VariablePlacement::ROW_HASH,
+              std::vector<std::pair<int64_t, int64_t>>(num_ps, {0, 0}));
+  VariableDef* def = r.mutable_variables(0)->mutable_def();
+  def->mutable_lifecycle()->set_min_count(2);
+  def->mutable_lifecycle()->set_max_rows(max_rows);
+  OptimizerConfig* own = def->mutable_optimizer();
+  own->set_learning_rate(0.1);
+  own->mutable_lazy_adam()->set_beta_1(0.9f);
+  own->mutable_lazy_adam()->set_beta_2(0.999f);
+  own->mutable_lazy_adam()->set_epsilon(1e-7f);
+  return r;
+}
+
+// Shards 0..num_ps-1 of CreateWithLifecycle.
+std::vector<std::unique_ptr<Shard>> LifecycleShards(int num_ps,
+                                                    int64_t max_rows) {
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (int task = 0; task < num_ps; ++task) {
+    ShardOptions options;
+    options.ps_task = task;
+    options.checkpoint_root = Root();
+    shards.push_back(std::make_unique<Shard>(options));
+    CreateVariablesResponse created;
+    absl::Status status = shards.back()->CreateVariables(
+        CreateWithLifecycle(num_ps, task, max_rows), &created);
+    EXPECT_TRUE(status.ok()) << status;
+  }
+  return shards;
+}
+
+// Pushes gradient `g` for `id` to the shard owning it.
+void PushId(std::vector<std::unique_ptr<Shard>>& shards, int64_t id, float g) {
+  Shard* shard = shards[id % shards.size()].get();
+  PushSparseRequest s;
+  s.mutable_header()->set_run_id(kRun);
+  s.set_name("emb");
+  s.set_batch_size(1);
+  s.add_ids(id);
+  s.mutable_gradients()->set_dtype(DT_FLOAT);
+  s.mutable_gradients()->mutable_shape()->add_dims(1);
+  s.mutable_gradients()->mutable_shape()->add_dims(2);
+  const float rows[2] = {g, -g};
+  s.mutable_gradients()->set_content(rows, sizeof(rows));
+  PushSparseResponse response;
+  absl::Status status = shard->PushSparse(s, &response);
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+// Each id's row, pulled from the shard owning it.
+std::vector<float> PullIds(std::vector<std::unique_ptr<Shard>>& shards,
+                           const std::vector<int64_t>& ids) {
+  std::vector<float> out;
+  for (int64_t id : ids) {
+    for (float v : PullEmb(shards[id % shards.size()].get(), {id})) {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+int64_t TotalRows(std::vector<std::unique_ptr<Shard>>& shards) {
+  int64_t rows = 0;
+  for (auto& shard : shards) rows += shard->EmbeddingRows()["emb"];
+  return rows;
+}
+
+ShardStatus::EmbeddingTableStatus TableStatus(Shard* shard) {
+  GetShardStatusRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  EXPECT_TRUE(shard->GetShardStatus(request, &status).ok());
+  return status.embedding_tables().at("emb");
+}
+
+std::vector<SavedSlice> SaveAll(std::vector<std::unique_ptr<Shard>>& shards,
+                                const std::string& dir) {
+  std::vector<SavedSlice> slices;
+  for (auto& shard : shards) {
+    for (const SavedSlice& s : Slices(Save(shard.get(), dir))) {
+      slices.push_back(s);
+    }
+  }
+  return slices;
+}
+
+// 1 -> 3 -> 2 ps tasks: rows, lazy Adam's slots (m, v and the per-row t),
+// update counts and pending admission counts follow their ids.
+TEST(ShardCheckpoint, LifecycleTablesRestoreOntoOtherNumbersOfPsTasks) {
+  auto one = LifecycleShards(1, 100);
+  std::vector<int64_t> rows;
+  for (int64_t id = 0; id < 12; ++id) {
+    rows.push_back(id);
+    PushId(one, id, 0.5f);
+    PushId(one, id, 0.25f);  // admitted: count 2
+  }
+  for (int64_t id = 0; id < 6; ++id) PushId(one, id, 1.0f);    // count 3
+  for (int64_t id = 20; id < 26; ++id) PushId(one, id, 1.0f);  // pending, 1
+  EXPECT_EQ(TotalRows(one), 12);
+  EXPECT_EQ(TableStatus(one[0].get()).pending_ids(), 6);
+  // Lazy Adam's three slots beside the value; id, counts, hash entry too.
+  EXPECT_EQ(TableStatus(one[0].get()).bytes_per_row(), 2 * 4 * 4 + 16 + 8 + 17);
+  const std::vector<float> values = PullIds(one, rows);
+
+  const std::string dir1 = Dir("ckpt-lifecycle-1");
+  const std::vector<SavedSlice> slices1 = SaveAll(one, dir1);
+  auto three = LifecycleShards(3, 100);
+  for (auto& shard : three) {
+    ASSERT_TRUE(Restore(shard.get(), dir1, slices1).ok());
+  }
+  EXPECT_EQ(TotalRows(three), 12);
+  int64_t pending = 0;
+  for (auto& shard : three) {
+    EXPECT_EQ(shard->EmbeddingRows()["emb"], 4);  // ids 0..11 by id % 3
+    pending += TableStatus(shard.get()).pending_ids();
+  }
+  EXPECT_EQ(pending, 6);
+  EXPECT_EQ(PullIds(three, rows), values);
+  // The same update on both: equal results need m, v and t restored.
+  PushId(one, 4, -0.5f);
+  PushId(three, 4, -0.5f);
+  EXPECT_EQ(PullIds(three, {4}), PullIds(one, {4}));
+  // Id 21 was counted once before the save: one more update admits it.
+  PushId(three, 21, 1.0f);
+  EXPECT_EQ(TotalRows(three), 13);
+
+  // 3 -> 2 tasks capped at 3 rows each: the counts came along, so each
+  // keeps its three ids counted 3 times (0, 2, 4 and 1, 3, 5; id 4 got a
+  // fourth update, id 21 has 1) and evicts the rest.
+  const std::string dir3 = Dir("ckpt-lifecycle-3");
+  const std::vector<SavedSlice> slices3 = SaveAll(three, dir3);
+  auto two = LifecycleShards(2, 3);
+  for (auto& shard : two) {
+    ASSERT_TRUE(Restore(shard.get(), dir3, slices3).ok());
+  }
+  EXPECT_EQ(TotalRows(two), 6);
+  EXPECT_EQ(PullIds(two, {0, 1, 2, 3, 5}), PullIds(three, {0, 1, 2, 3, 5}));
+  EXPECT_EQ(PullIds(two, {4}), PullIds(three, {4}));
+  // Evicted rows read as zeros (admission: a pull does not create them).
+  EXPECT_EQ(PullIds(two, {6, 7}), std::vector<float>(4, 0.0f));
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain

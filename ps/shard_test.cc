@@ -178,6 +178,33 @@ TEST(Shard, CreateRefusesBadRequests) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// VariableDef.optimizer is for embedding tables, and is checked like the
+// run's optimizer, naming the variable.
+TEST(Shard, CreateRefusesAnOwnOptimizerOfADenseVariableOrABadOne) {
+  Shard shard(ShardOptions{});
+  CreateVariablesResponse response;
+  CreateVariablesRequest create = Create(UpdateConfig::SYNC, 1);
+  OptimizerConfig* own =
+      create.mutable_variables(1)->mutable_def()->mutable_optimizer();
+  own->mutable_ftrl()->set_learning_rate_power(-0.5f);
+  own->mutable_ftrl()->set_initial_accumulator_value(0.1f);
+  own->set_learning_rate(0.1);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "variable 'b': only an embedding table (sparse) has an optimizer "
+            "of its own");
+  create.mutable_variables(1)->mutable_def()->set_sparse(true);
+  create.mutable_variables(1)->mutable_def()->mutable_shape()->add_dims(2);
+  own->mutable_ftrl()->set_l1_regularization_strength(-1);
+  EXPECT_EQ(shard.CreateVariables(create, &response).message(),
+            "variable 'b': optimizer.ftrl.l1_regularization_strength: -1 must "
+            "be >= 0");
+  own->mutable_ftrl()->set_l1_regularization_strength(0);
+  ASSERT_TRUE(shard.CreateVariables(create, &response).ok());
+  // w's piece here (rows [0, 2) of 2, SGD: no slots), and b's storage (one
+  // block of 1024 rows) of value plus FTRL's two slots, 2 wide.
+  EXPECT_EQ(response.num_bytes(), 2 * 2 * 4 + 1024 * 2 * 3 * 4);
+}
+
 // Sizes come from the network: a run that would hold more than the shard
 // may is refused before anything is allocated, and leaves the shard free
 // for a run that fits. A table of 2^40 rows once made `new` throw.

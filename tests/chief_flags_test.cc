@@ -106,6 +106,17 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
       {{"--weight_decay=-0.5"}, "--weight_decay: -0.5 must be >= 0"},
       // A setting of another optimizer than the run's is refused too.
       {{"--optimizer=sgd", "--beta_1=2"}, "--beta_1: 2 must be in [0, 1)"},
+      {{"--embedding_optimizer=rmsprop"},
+       "--embedding_optimizer: \"rmsprop\" is not sgd, momentum, adagrad, "
+       "adam, ftrl, lazy_adam (or empty: --optimizer)"},
+      {{"--embedding_optimizer=ftrl", "--ftrl_learning_rate_power=0.5"},
+       "--ftrl_learning_rate_power: 0.5 must be <= 0"},
+      {{"--ftrl_l1_regularization_strength=-1"},
+       "--ftrl_l1_regularization_strength: -1 must be >= 0"},
+      {{"--embedding_learning_rate=0.1"},
+       "--embedding_learning_rate: applies with --embedding_optimizer only"},
+      {{"--embedding_min_count=0"}, "--embedding_min_count: 0 must be >= 1"},
+      {{"--embedding_max_rows=-5"}, "--embedding_max_rows: -5 must be >= 0"},
       {{"--optimizer=rmsprop"},
        "--optimizer: \"rmsprop\" is not sgd, momentum, adagrad or adam"},
       {{"--batch_size=0"}, "--batch_size: 0 must be >= 1"},
