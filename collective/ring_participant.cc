@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/time/clock.h"
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
@@ -54,11 +56,11 @@ absl::StatusOr<std::unique_ptr<RingParticipant>> RingParticipant::Start(
 
 RingParticipant::~RingParticipant() { Stop(); }
 
-void RingParticipant::Stop() {
+void RingParticipant::Stop(absl::Duration grace) {
   if (ring_ != nullptr) ring_->Shutdown();
   if (server_ != nullptr) {
-    // A deadline in the past cancels the calls in flight at once.
-    server_->Shutdown(std::chrono::system_clock::now());
+    // At the deadline, the calls still in flight are cancelled.
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
     server_->Wait();
     server_.reset();
   }

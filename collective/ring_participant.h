@@ -57,8 +57,11 @@ class RingParticipant {
   RingAllReduce* ring() { return ring_.get(); }
 
   // Gives up the running all-reduce, refuses later ones, and shuts the
-  // server down at once (the left neighbour's stream breaks). Idempotent.
-  void Stop();
+  // server down, letting the streams in flight end for up to `grace` (the
+  // left neighbour's last stream of a finished all-reduce stays open until
+  // it has sent its end) and then breaking them off. Stop(ZeroDuration())
+  // is what a crash looks like to the neighbours. Idempotent.
+  void Stop(absl::Duration grace = absl::Seconds(5));
 
  private:
   RingParticipant() = default;
