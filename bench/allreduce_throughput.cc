@@ -111,6 +111,7 @@ int Participant(int rank, const std::vector<std::string>& peers) {
             return 1;
           }
         }
+        std::fprintf(stderr, "rank %d: round %d verified\n", rank, round);
       }
       if (round >= warmup) ms.push_back(absl::ToDoubleMilliseconds(took));
     }

@@ -1,5 +1,6 @@
 #include "collective/ring_allreduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -269,8 +270,19 @@ absl::StatusOr<std::string> RingAllReduce::Receive(const Op& op, int step,
     if (it == incoming_.end()) return false;
     return it->second.closed || it->second.chunks.count(key) > 0;
   };
-  const bool arrived = mu_.AwaitWithTimeout(absl::Condition(&ready),
-                                            options_.timeout);
+  bool arrived =
+      mu_.AwaitWithTimeout(absl::Condition(&ready), options_.timeout);
+  if (!arrived) {
+    // A left neighbour whose stream is still open is alive, and most likely
+    // waiting for its own left neighbour, whose wait began earlier and ends
+    // first: a moment more brings its abort and the failure's real cause.
+    auto it = incoming_.find(op.id);
+    if (it != incoming_.end() && !it->second.closed) {
+      arrived =
+          mu_.AwaitWithTimeout(absl::Condition(&ready),
+                               std::min(options_.timeout, absl::Seconds(1)));
+    }
+  }
   if (!op_error_.ok()) return op_error_;
   const std::string waiting =
       absl::StrCat(" (waiting for step ", step, ", chunk ", index, ")");

@@ -20,12 +20,15 @@
 // Every all-reduce carries an id (the training step), strictly increasing:
 // a stream of an all-reduce this participant has finished or given up is
 // refused, never summed. When the ring stops moving (a participant vanished,
-// a link broke) every participant returns an error within `timeout` of the
-// last chunk it received: DEADLINE_EXCEEDED naming the left neighbour it
-// waited for, or UNAVAILABLE naming the neighbour whose stream broke or who
-// gave up (with that one's reason). A participant that fails tells its
-// right neighbour why before it closes its stream, so the error goes round
-// the ring at once instead of by timeouts.
+// a link broke) every participant returns an error within `timeout` (plus
+// a second or two, below) of the last chunk it received: DEADLINE_EXCEEDED
+// naming the left neighbour it waited for, or UNAVAILABLE naming the
+// neighbour whose stream broke or who gave up (with that one's reason). A
+// participant that fails tells its right neighbour why before it closes its
+// stream (taking up to a second more), so the error goes round the ring at
+// once instead of by timeouts; one whose left neighbour's stream is still
+// open (alive, and waiting too) waits up to a second beyond `timeout` for
+// that message, so that every participant reports the vanished one.
 //
 // With dtype RING_DTYPE_BFLOAT16 the chunks carry bfloat16 (collective/
 // bf16.h), half the bytes. Partial sums are rounded to bfloat16 when sent
