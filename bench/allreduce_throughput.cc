@@ -36,7 +36,9 @@
 ABSL_FLAG(int, ranks, 2, "Driver: number of processes to fork, >= 1");
 ABSL_FLAG(std::string, sizes_mb, "4,40", "Buffer sizes in MB, comma-separated");
 ABSL_FLAG(int, rounds, 10, "Measured rounds per size (after --warmup)");
-ABSL_FLAG(int, warmup, 3, "Unmeasured rounds per size");
+ABSL_FLAG(int, warmup, 10,
+          "Unmeasured rounds per size (gRPC's flow-control windows grow "
+          "during the first few)");
 ABSL_FLAG(int64_t, chunk_kb, 1024, "Payload per chunk message, KB");
 ABSL_FLAG(std::string, dtype, "float32", "Payload: float32 or bf16");
 ABSL_FLAG(double, timeout_s, 60, "All-reduce timeout, seconds");

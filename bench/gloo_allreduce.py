@@ -57,7 +57,7 @@ def main():
     parser.add_argument("--sizes_mb", default="4,40",
                         type=lambda s: [float(x) for x in s.split(",")])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
     if args.ranks < 1:
         sys.exit(f"--ranks: {args.ranks} must be at least 1")
