@@ -59,6 +59,8 @@ struct RingAllReduce::Op {
   RingPlan plan;
   float* data;
   RingStreamHeader header;
+  // Chunks it receives, over all steps.
+  int64_t expected;
   // Created before the all-reduce is published as running_, destroyed after
   // the sending thread is joined.
   std::unique_ptr<RingStream> stream;
@@ -164,7 +166,11 @@ absl::Status RingAllReduce::AllReduce(uint64_t id, absl::Span<float> data) {
       RingPlan plan, RingPlan::Make(options_.size,
                                     static_cast<int64_t>(data.size()),
                                     chunk_elements_));
-  Op op{id, plan, data.data(), HeaderFor(id, plan), nullptr};
+  int64_t expected = 0;
+  for (int step = 0; step < plan.num_steps(); ++step) {
+    expected += plan.NumChunks(plan.ReceiveSegment(options_.rank, step));
+  }
+  Op op{id, plan, data.data(), HeaderFor(id, plan), expected, nullptr};
   if (options_.size > 1) op.stream = transport_->NewStream();
   {
     absl::MutexLock lock(&mu_);
@@ -193,6 +199,7 @@ absl::Status RingAllReduce::AllReduce(uint64_t id, absl::Span<float> data) {
     send_closed_ = false;
     abort_reason_.clear();
     sender_done_ = false;
+    applied_ = 0;
     auto it = incoming_.find(id);
     if (it != incoming_.end()) Fail(CheckLayout(it->second.header, op.header));
   }
@@ -208,31 +215,23 @@ absl::Status RingAllReduce::Run(Op* op) {
   const int rank = options_.rank;
   std::thread sender([this, op] { SendLoop(op); });
 
-  absl::Status status = [&]() -> absl::Status {
-    const int first = plan.SendSegment(rank, 0);
-    for (int c = 0; c < plan.NumChunks(first); ++c) Send(0, c);
-    for (int step = 0; step < plan.num_steps(); ++step) {
-      const int segment = plan.ReceiveSegment(rank, step);
-      for (int c = 0; c < plan.NumChunks(segment); ++c) {
-        PSTRAIN_ASSIGN_OR_RETURN(std::string payload, Receive(*op, step, c));
-        float* dst = op->data + plan.SegmentBegin(segment) +
-                     int64_t{c} * plan.chunk_elements();
-        const int64_t n = plan.ChunkLength(segment, c);
-        if (plan.IsReduceStep(step)) {
-          AddPayload(payload, options_.dtype, dst, n);
-          // The segment's full sum: rounded once, here, so that its owner
-          // holds what the all-gather gives everyone else.
-          if (step == plan.size() - 2 && options_.dtype == RING_DTYPE_BFLOAT16) {
-            for (int64_t i = 0; i < n; ++i) dst[i] = RoundToBf16(dst[i]);
-          }
-        } else {
-          CopyPayload(payload, options_.dtype, dst, n);
-        }
-        if (step + 1 < plan.num_steps()) Send(step + 1, c);
-      }
+  const int first = plan.SendSegment(rank, 0);
+  for (int c = 0; c < plan.NumChunks(first); ++c) Send(0, c);
+  // What arrived before the all-reduce started; from now on Deliver applies
+  // chunks itself.
+  std::map<std::pair<int, int>, std::string> early;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = incoming_.find(op->id);
+    // (Not after a layout mismatch: the chunks would not fit.)
+    if (it != incoming_.end() && op_error_.ok()) {
+      early.swap(it->second.chunks);
     }
-    return absl::OkStatus();
-  }();
+  }
+  for (const auto& [key, payload] : early) {
+    ApplyAndForward(*op, key.first, key.second, payload);
+  }
+  absl::Status status = WaitForChunks(*op);
 
   bool failed;
   {
@@ -257,59 +256,86 @@ absl::Status RingAllReduce::Run(Op* op) {
   }
   sender.join();
   absl::MutexLock lock(&mu_);
+  auto idle = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return applying_ == 0; };
+  mu_.Await(absl::Condition(&idle));
   return op_error_;
 }
 
-absl::StatusOr<std::string> RingAllReduce::Receive(const Op& op, int step,
-                                                   int index) {
-  const std::pair<int, int> key(step, index);
+void RingAllReduce::Apply(const Op& op, int step, int index,
+                          const std::string& payload) const {
+  const RingPlan& plan = op.plan;
+  const int segment = plan.ReceiveSegment(options_.rank, step);
+  float* dst = op.data + plan.SegmentBegin(segment) +
+               int64_t{index} * plan.chunk_elements();
+  const int64_t n = plan.ChunkLength(segment, index);
+  if (!plan.IsReduceStep(step)) {
+    CopyPayload(payload, options_.dtype, dst, n);
+    return;
+  }
+  AddPayload(payload, options_.dtype, dst, n);
+  // The segment's full sum: rounded once, here, so that its owner holds
+  // what the all-gather gives everyone else.
+  if (step == plan.size() - 2 && options_.dtype == RING_DTYPE_BFLOAT16) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = RoundToBf16(dst[i]);
+  }
+}
+
+void RingAllReduce::ApplyAndForward(const Op& op, int step, int index,
+                                    const std::string& payload) {
+  Apply(op, step, index, payload);
+  absl::MutexLock lock(&mu_);
+  ++applied_;
+  if (step + 1 < op.plan.num_steps()) send_queue_.emplace_back(step + 1, index);
+}
+
+absl::Status RingAllReduce::WaitForChunks(const Op& op) {
   absl::MutexLock lock(&mu_);
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!op_error_.ok()) return true;
+    if (!op_error_.ok() || applied_ == op.expected) return true;
     auto it = incoming_.find(op.id);
-    if (it == incoming_.end()) return false;
-    return it->second.closed || it->second.chunks.count(key) > 0;
+    return it != incoming_.end() && it->second.closed && applying_ == 0;
   };
-  bool arrived =
-      mu_.AwaitWithTimeout(absl::Condition(&ready), options_.timeout);
-  if (!arrived) {
-    // A left neighbour whose stream is still open is alive, and most likely
-    // waiting for its own left neighbour, whose wait began earlier and ends
-    // first: a moment more brings its abort and the failure's real cause.
-    auto it = incoming_.find(op.id);
-    if (it != incoming_.end() && !it->second.closed) {
-      arrived =
-          mu_.AwaitWithTimeout(absl::Condition(&ready),
-                               std::min(options_.timeout, absl::Seconds(1)));
+  while (true) {
+    const int64_t before = applied_;
+    bool arrived =
+        mu_.AwaitWithTimeout(absl::Condition(&ready), options_.timeout);
+    if (!arrived && applied_ != before) continue;  // progress: wait on
+    if (!arrived) {
+      // A left neighbour whose stream is still open is alive, and most
+      // likely waiting for its own left neighbour, whose wait began earlier
+      // and ends first: a moment more brings its abort and the failure's
+      // real cause.
+      auto it = incoming_.find(op.id);
+      if (it != incoming_.end() && !it->second.closed) {
+        arrived =
+            mu_.AwaitWithTimeout(absl::Condition(&ready),
+                                 std::min(options_.timeout, absl::Seconds(1)));
+      }
     }
-  }
-  if (!op_error_.ok()) return op_error_;
-  const std::string waiting =
-      absl::StrCat(" (waiting for step ", step, ", chunk ", index, ")");
-  if (!arrived) {
-    Fail(absl::DeadlineExceededError(absl::StrCat(
-        "all-reduce ", op.id, ": nothing from ", Name(left()),
-        ", the left neighbour, for ", absl::FormatDuration(options_.timeout),
-        waiting)));
+    if (!op_error_.ok()) return op_error_;
+    if (applied_ == op.expected) return absl::OkStatus();
+    const std::string progress =
+        absl::StrCat(" (", applied_, " of ", op.expected, " chunks arrived)");
+    if (!arrived) {
+      Fail(absl::DeadlineExceededError(
+          absl::StrCat("all-reduce ", op.id, ": nothing from ", Name(left()),
+                       ", the left neighbour, for ",
+                       absl::FormatDuration(options_.timeout), progress)));
+      return op_error_;
+    }
+    const Incoming& incoming = incoming_.find(op.id)->second;
+    if (!incoming.abort_reason.empty()) {
+      Fail(absl::UnavailableError(absl::StrCat(
+          "all-reduce ", op.id, ": ", Name(left()),
+          ", the left neighbour, gave up: ", incoming.abort_reason)));
+    } else {
+      Fail(absl::UnavailableError(
+          absl::StrCat("all-reduce ", op.id, ": the stream from ", Name(left()),
+                       ", the left neighbour, broke off", progress)));
+    }
     return op_error_;
   }
-  Incoming& incoming = incoming_.find(op.id)->second;
-  auto chunk = incoming.chunks.find(key);
-  if (chunk != incoming.chunks.end()) {
-    std::string payload = std::move(chunk->second);
-    incoming.chunks.erase(chunk);
-    return payload;
-  }
-  if (!incoming.abort_reason.empty()) {
-    Fail(absl::UnavailableError(absl::StrCat(
-        "all-reduce ", op.id, ": ", Name(left()),
-        ", the left neighbour, gave up: ", incoming.abort_reason)));
-  } else {
-    Fail(absl::UnavailableError(
-        absl::StrCat("all-reduce ", op.id, ": the stream from ", Name(left()),
-                     ", the left neighbour, broke off", waiting)));
-  }
-  return op_error_;
 }
 
 void RingAllReduce::Send(int step, int index) {
@@ -445,14 +471,32 @@ absl::Status RingAllReduce::Deliver(uint64_t id, int step, int index,
           "chunk ", index, " of step ", step, " has ", payload.size(),
           " bytes, not ",
           plan.ChunkLength(segment, index) * ElementBytes(header.dtype())));
-    } else if (!incoming.chunks
-                    .emplace(std::make_pair(step, index), std::move(payload))
-                    .second) {
+    } else if (!incoming.seen.insert(std::make_pair(step, index)).second) {
       problem = absl::InvalidArgumentError(
           absl::StrCat("chunk ", index, " of step ", step, " came twice"));
     }
   }
-  if (problem.ok()) return problem;
+  if (problem.ok()) {
+    Op* op = running_;
+    if (op == nullptr || op->id != id) {
+      // Held until the all-reduce starts here.
+      incoming.chunks.emplace(std::make_pair(step, index), std::move(payload));
+      return absl::OkStatus();
+    }
+    if (!op_error_.ok()) return absl::OkStatus();  // it ends anyway
+    ++applying_;
+    mu_.Unlock();
+    // The chunk's region is this call's alone, and the all-reduce waits
+    // for applying_ to fall to 0 before it returns.
+    Apply(*op, step, index, payload);
+    mu_.Lock();
+    --applying_;
+    ++applied_;
+    if (step + 1 < op->plan.num_steps()) {
+      send_queue_.emplace_back(step + 1, index);
+    }
+    return absl::OkStatus();
+  }
   problem = absl::InvalidArgumentError(absl::StrCat(
       "all-reduce ", id, " from ", Name(left()), ": ", problem.message()));
   if (running_ != nullptr && running_->id == id) Fail(problem);

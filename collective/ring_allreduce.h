@@ -8,10 +8,13 @@
 // reduce-scatter then an all-gather, 2 * (size - 1) steps in which each
 // participant sends 1/size of the buffer to its right neighbour, in all
 // 2 * (size - 1) / size of the buffer, whatever the ring size. Each step's
-// segment travels in chunks of at most chunk_bytes, and a chunk received at
-// one step is forwarded at the next as soon as it is summed, by a sending
-// thread, while the next chunk is summed: the steps overlap, and a large
-// buffer streams around the ring.
+// segment travels in chunks of at most chunk_bytes. A chunk is summed (or,
+// in the all-gather, copied) into the buffer by the thread that delivers it
+// (the receiving adapter's), and forwarded at the next step by a sending
+// thread while the next chunk is summed: the steps overlap, a large buffer
+// streams around the ring, and a chunk passes two threads per hop. (Chunks
+// that arrive before this participant starts the all-reduce are held, and
+// summed when it starts.)
 //
 //   RingAllReduce::Create(options, &transport) -> ring (per participant)
 //   ring->AllReduce(step, absl::MakeSpan(gradients));   // in place
@@ -48,6 +51,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -133,8 +137,11 @@ class RingAllReduce {
   // What the left neighbour sent for one all-reduce.
   struct Incoming {
     RingStreamHeader header;
-    // (step, index) -> payload, until the all-reduce takes it.
+    // (step, index) -> payload of the chunks that came before the
+    // all-reduce started here, until it does.
     std::map<std::pair<int, int>, std::string> chunks;
+    // Every (step, index) delivered, to refuse a chunk twice.
+    std::set<std::pair<int, int>> seen;
     bool closed = false;
     std::string abort_reason;
   };
@@ -151,9 +158,14 @@ class RingAllReduce {
                            const RingStreamHeader& ours) const;
 
   absl::Status Run(Op* op) ABSL_LOCKS_EXCLUDED(mu_);
-  // Waits for chunk (step, index) of op's all-reduce and takes it.
-  absl::StatusOr<std::string> Receive(const Op& op, int step, int index)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Sums or copies chunk (step, index) of `op` into its buffer.
+  void Apply(const Op& op, int step, int index,
+             const std::string& payload) const;
+  // Apply, then counts the chunk and queues what it forwards.
+  void ApplyAndForward(const Op& op, int step, int index,
+                       const std::string& payload) ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until every chunk of `op` is applied, or the first error.
+  absl::Status WaitForChunks(const Op& op) ABSL_LOCKS_EXCLUDED(mu_);
   // Queues chunk (step, index) for the sending thread.
   void Send(int step, int index) ABSL_LOCKS_EXCLUDED(mu_);
   // The sending thread's body.
@@ -183,6 +195,10 @@ class RingAllReduce {
   bool send_closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string abort_reason_ ABSL_GUARDED_BY(mu_);
   bool sender_done_ ABSL_GUARDED_BY(mu_) = false;
+  // Chunks applied, and Deliver calls applying one now (the all-reduce
+  // does not return, leaving its buffer, before they are done).
+  int64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  int applying_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace collective
