@@ -1,9 +1,10 @@
 // The sending half of the ring over gRPC: streams a participant's chunks to
 // its right neighbour's RingCollective service (collective/ring_service.h),
 // one client-streaming SendChunks call per all-reduce, on one channel kept
-// for the participant's life. The channel is made at the first stream, when
-// the neighbour is likely up: to a loopback neighbour it then goes over the
-// local socket (common/grpc_options.h).
+// for the participant's life. Chunks are encoded by hand into gRPC byte
+// buffers, the payload copied once (see ring_grpc_transport.cc). The channel is
+// made at the first stream, when the neighbour is likely up: to a loopback
+// neighbour it then goes over the local socket (common/grpc_options.h).
 #ifndef PSTRAIN_COLLECTIVE_RING_GRPC_TRANSPORT_H_
 #define PSTRAIN_COLLECTIVE_RING_GRPC_TRANSPORT_H_
 
@@ -14,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "collective/ring_transport.h"
 #include "common/grpc_security.h"
+#include "grpcpp/grpcpp.h"
 #include "proto/collective.grpc.pb.h"
 
 namespace pstrain {
@@ -32,7 +34,7 @@ class RingGrpcTransport final : public RingTransport {
   const std::string right_address_;
   const GrpcSecurity security_;
   absl::Mutex mu_;
-  std::unique_ptr<RingCollective::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace collective
