@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collective/bf16.h"
 #include "common/status_macros.h"
 
@@ -18,38 +19,56 @@ int ElementBytes(RingDtype dtype) {
   return dtype == RING_DTYPE_BFLOAT16 ? 2 : 4;
 }
 
-// dst[i] += the i-th element of `payload` (memcpy keeps the unaligned,
-// type-punned loads defined; compilers turn it into vector loads).
-void AddPayload(const std::string& payload, RingDtype dtype, float* dst,
-                int64_t n) {
-  const char* src = payload.data();
-  if (dtype == RING_DTYPE_BFLOAT16) {
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, src + 2 * i, 2);
-      dst[i] += Bf16ToFloat(bits);
-    }
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
+// Element i of `src` (float32 or bfloat16 bytes) as a float32. memcpy keeps
+// the unaligned, type-punned loads defined; compilers make vector loads of
+// the loops below.
+template <RingDtype kDtype>
+float Load(const char* src, int64_t i) {
+  if constexpr (kDtype == RING_DTYPE_BFLOAT16) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, 2);
+    return Bf16ToFloat(bits);
+  } else {
     float value;
     std::memcpy(&value, src + 4 * i, 4);
-    dst[i] += value;
+    return value;
   }
 }
 
-// dst[i] = the i-th element of `payload`.
-void CopyPayload(const std::string& payload, RingDtype dtype, float* dst,
-                 int64_t n) {
-  if (dtype == RING_DTYPE_BFLOAT16) {
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, payload.data() + 2 * i, 2);
-      dst[i] = Bf16ToFloat(bits);
+// dst[i] += (kAdd) or = the elements of `pieces`, which hold them in
+// order, split anywhere (gRPC's slices of one message), even inside one.
+template <RingDtype kDtype, bool kAdd>
+void ApplyPieces(absl::Span<const absl::string_view> pieces, float* dst) {
+  constexpr int kSize = kDtype == RING_DTYPE_BFLOAT16 ? 2 : 4;
+  char carry[kSize];
+  int carried = 0;
+  for (absl::string_view piece : pieces) {
+    const char* src = piece.data();
+    size_t left = piece.size();
+    if (carried > 0) {  // an element split between pieces
+      const size_t take = std::min<size_t>(kSize - carried, left);
+      std::memcpy(carry + carried, src, take);
+      carried += take;
+      src += take;
+      left -= take;
+      if (carried < kSize) continue;
+      const float value = Load<kDtype>(carry, 0);
+      *dst = kAdd ? *dst + value : value;
+      ++dst;
+      carried = 0;
     }
-    return;
+    const int64_t n = left / kSize;
+    if (kAdd) {
+      for (int64_t i = 0; i < n; ++i) dst[i] += Load<kDtype>(src, i);
+    } else if (kDtype == RING_DTYPE_FLOAT32) {
+      std::memcpy(dst, src, n * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[i] = Load<kDtype>(src, i);
+    }
+    dst += n;
+    carried = static_cast<int>(left - n * kSize);
+    std::memcpy(carry, src + n * kSize, carried);
   }
-  std::memcpy(dst, payload.data(), n * sizeof(float));
 }
 
 }  // namespace
@@ -263,17 +282,26 @@ absl::Status RingAllReduce::Run(Op* op) {
 }
 
 void RingAllReduce::Apply(const Op& op, int step, int index,
-                          const std::string& payload) const {
+                          absl::Span<const absl::string_view> payload) const {
   const RingPlan& plan = op.plan;
   const int segment = plan.ReceiveSegment(options_.rank, step);
   float* dst = op.data + plan.SegmentBegin(segment) +
                int64_t{index} * plan.chunk_elements();
   const int64_t n = plan.ChunkLength(segment, index);
+  const bool bf16 = options_.dtype == RING_DTYPE_BFLOAT16;
   if (!plan.IsReduceStep(step)) {
-    CopyPayload(payload, options_.dtype, dst, n);
+    if (bf16) {
+      ApplyPieces<RING_DTYPE_BFLOAT16, false>(payload, dst);
+    } else {
+      ApplyPieces<RING_DTYPE_FLOAT32, false>(payload, dst);
+    }
     return;
   }
-  AddPayload(payload, options_.dtype, dst, n);
+  if (bf16) {
+    ApplyPieces<RING_DTYPE_BFLOAT16, true>(payload, dst);
+  } else {
+    ApplyPieces<RING_DTYPE_FLOAT32, true>(payload, dst);
+  }
   // The segment's full sum: rounded once, here, so that its owner holds
   // what the all-gather gives everyone else.
   if (step == plan.size() - 2 && options_.dtype == RING_DTYPE_BFLOAT16) {
@@ -283,7 +311,8 @@ void RingAllReduce::Apply(const Op& op, int step, int index,
 
 void RingAllReduce::ApplyAndForward(const Op& op, int step, int index,
                                     const std::string& payload) {
-  Apply(op, step, index, payload);
+  const absl::string_view piece(payload);
+  Apply(op, step, index, absl::MakeConstSpan(&piece, 1));
   absl::MutexLock lock(&mu_);
   ++applied_;
   if (step + 1 < op.plan.num_steps()) send_queue_.emplace_back(step + 1, index);
@@ -441,7 +470,15 @@ absl::Status RingAllReduce::Accept(const RingStreamHeader& header) {
 }
 
 absl::Status RingAllReduce::Deliver(uint64_t id, int step, int index,
-                                    std::string payload) {
+                                    absl::string_view payload) {
+  return Deliver(id, step, index, absl::MakeConstSpan(&payload, 1));
+}
+
+absl::Status RingAllReduce::Deliver(
+    uint64_t id, int step, int index,
+    absl::Span<const absl::string_view> payload) {
+  size_t payload_size = 0;
+  for (absl::string_view piece : payload) payload_size += piece.size();
   absl::MutexLock lock(&mu_);
   auto it = incoming_.find(id);
   if (it == incoming_.end()) {
@@ -464,11 +501,11 @@ absl::Status RingAllReduce::Deliver(uint64_t id, int step, int index,
       problem = absl::InvalidArgumentError(
           absl::StrCat("chunk ", index, " of step ", step, " is not in [0, ",
                        plan.NumChunks(segment), ")"));
-    } else if (static_cast<int64_t>(payload.size()) !=
+    } else if (static_cast<int64_t>(payload_size) !=
                plan.ChunkLength(segment, index) *
                    ElementBytes(header.dtype())) {
       problem = absl::InvalidArgumentError(absl::StrCat(
-          "chunk ", index, " of step ", step, " has ", payload.size(),
+          "chunk ", index, " of step ", step, " has ", payload_size,
           " bytes, not ",
           plan.ChunkLength(segment, index) * ElementBytes(header.dtype())));
     } else if (!incoming.seen.insert(std::make_pair(step, index)).second) {
@@ -480,7 +517,8 @@ absl::Status RingAllReduce::Deliver(uint64_t id, int step, int index,
     Op* op = running_;
     if (op == nullptr || op->id != id) {
       // Held until the all-reduce starts here.
-      incoming.chunks.emplace(std::make_pair(step, index), std::move(payload));
+      incoming.chunks.emplace(std::make_pair(step, index),
+                              absl::StrJoin(payload, ""));
       return absl::OkStatus();
     }
     if (!op_error_.ok()) return absl::OkStatus();  // it ends anyway

@@ -120,10 +120,15 @@ class RingAllReduce {
   // second stream of one all-reduce). An all-reduce this participant has not
   // started yet is accepted and held until it starts.
   absl::Status Accept(const RingStreamHeader& header) ABSL_LOCKS_EXCLUDED(mu_);
-  // Chunk `index` of step `step` of all-reduce `id` (accepted before):
-  // OK, or the error to end the stream with.
-  absl::Status Deliver(uint64_t id, int step, int index, std::string payload)
+  // Chunk `index` of step `step` of all-reduce `id` (accepted before),
+  // whose payload is the concatenation of `payload`'s pieces (read, not
+  // kept, unless the all-reduce has not started here yet): OK, or the error
+  // to end the stream with.
+  absl::Status Deliver(uint64_t id, int step, int index,
+                       absl::Span<const absl::string_view> payload)
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Deliver(uint64_t id, int step, int index,
+                       absl::string_view payload) ABSL_LOCKS_EXCLUDED(mu_);
   // The stream of all-reduce `id` ended: after an abort message carrying
   // `abort_reason`, or ("") without one, normally or broken off.
   void Close(uint64_t id, absl::string_view abort_reason)
@@ -160,7 +165,7 @@ class RingAllReduce {
   absl::Status Run(Op* op) ABSL_LOCKS_EXCLUDED(mu_);
   // Sums or copies chunk (step, index) of `op` into its buffer.
   void Apply(const Op& op, int step, int index,
-             const std::string& payload) const;
+             absl::Span<const absl::string_view> payload) const;
   // Apply, then counts the chunk and queues what it forwards.
   void ApplyAndForward(const Op& op, int step, int index,
                        const std::string& payload) ABSL_LOCKS_EXCLUDED(mu_);

@@ -4,54 +4,15 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "collective/ring_wire.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 
 namespace pstrain {
 namespace collective {
 namespace {
-
-// The RingMessage bytes of a chunk, encoded by hand: the short prefix
-// (field tags, step, index, lengths) in one slice and the payload, copied
-// once, in another. Serializing a RingMessage would copy the payload twice
-// (into the message, then into gRPC's buffer). On the wire it is an
-// ordinary RingMessage; the receiving service parses it with the generated
-// code.
-grpc::ByteBuffer EncodeChunk(int step, int index, absl::string_view payload) {
-  using google::protobuf::io::CodedOutputStream;
-  // RingChunk: 1 step (varint), 2 index (varint), 3 payload (bytes).
-  uint8_t fields[32];
-  uint8_t* end = fields;
-  *end++ = 0x08;
-  end =
-      CodedOutputStream::WriteVarint64ToArray(static_cast<int64_t>(step), end);
-  *end++ = 0x10;
-  end =
-      CodedOutputStream::WriteVarint64ToArray(static_cast<int64_t>(index), end);
-  *end++ = 0x1a;
-  end = CodedOutputStream::WriteVarint32ToArray(
-      static_cast<uint32_t>(payload.size()), end);
-  const size_t chunk_size = (end - fields) + payload.size();
-  // RingMessage: 2 chunk (length-delimited).
-  uint8_t prefix[48];
-  uint8_t* at = prefix;
-  *at++ = 0x12;
-  at = CodedOutputStream::WriteVarint32ToArray(
-      static_cast<uint32_t>(chunk_size), at);
-  std::memcpy(at, fields, end - fields);
-  at += end - fields;
-  grpc::Slice slices[2] = {grpc::Slice(prefix, at - prefix),
-                           grpc::Slice(payload.data(), payload.size())};
-  return grpc::ByteBuffer(slices, 2);
-}
-
-grpc::ByteBuffer Encode(const RingMessage& message) {
-  grpc::Slice slice(message.SerializeAsString());
-  return grpc::ByteBuffer(&slice, 1);
-}
 
 class GrpcRingStream final : public RingStream {
  public:
@@ -73,11 +34,11 @@ class GrpcRingStream final : public RingStream {
         &context_, &ack_));
     RingMessage message;
     *message.mutable_header() = header;
-    return WriteMessage(Encode(message));
+    return WriteMessage(EncodeRingMessage(message));
   }
 
   absl::Status Write(int step, int index, absl::string_view payload) override {
-    return WriteMessage(EncodeChunk(step, index, payload));
+    return WriteMessage(EncodeRingChunk(step, index, payload));
   }
 
   absl::Status Finish(absl::string_view abort_reason) override {
@@ -86,7 +47,7 @@ class GrpcRingStream final : public RingStream {
     if (!abort_reason.empty()) {
       RingMessage message;
       message.set_abort(std::string(abort_reason));
-      writer_->Write(Encode(message));
+      writer_->Write(EncodeRingMessage(message));
     }
     writer_->WritesDone();
     return FinishCall();

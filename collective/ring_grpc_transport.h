@@ -2,7 +2,7 @@
 // its right neighbour's RingCollective service (collective/ring_service.h),
 // one client-streaming SendChunks call per all-reduce, on one channel kept
 // for the participant's life. Chunks are encoded by hand into gRPC byte
-// buffers, the payload copied once (see ring_grpc_transport.cc). The channel is
+// buffers, the payload copied once (collective/ring_wire.h). The channel is
 // made at the first stream, when the neighbour is likely up: to a loopback
 // neighbour it then goes over the local socket (common/grpc_options.h).
 #ifndef PSTRAIN_COLLECTIVE_RING_GRPC_TRANSPORT_H_

@@ -4,33 +4,53 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "collective/ring_wire.h"
 #include "common/grpc_status.h"
+#include "grpcpp/impl/rpc_service_method.h"
+#include "grpcpp/support/method_handler.h"
 
 namespace pstrain {
 namespace collective {
 
-grpc::Status RingService::SendChunks(grpc::ServerContext* context,
-                                     grpc::ServerReader<RingMessage>* reader,
-                                     RingAck* ack) {
+RingService::RingService(RingAllReduce* ring, GrpcSecurity security)
+    : ring_(ring), security_(std::move(security)) {
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      "/pstrain.RingCollective/SendChunks",
+      grpc::internal::RpcMethod::CLIENT_STREAMING,
+      new grpc::internal::ClientStreamingHandler<RingService, grpc::ByteBuffer,
+                                                 RingAck>(
+          [](RingService* service, grpc::ServerContext* context,
+             grpc::ServerReader<grpc::ByteBuffer>* reader, RingAck* ack) {
+            return service->SendChunks(context, reader, ack);
+          },
+          this)));
+}
+
+grpc::Status RingService::SendChunks(
+    grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
+    RingAck* ack) {
   absl::Status status = CheckAuthToken(*context, security_.auth_token);
   if (!status.ok()) return ToGrpcStatus(status);
-  RingMessage message;
-  if (!reader->Read(&message) || !message.has_header()) {
+  grpc::ByteBuffer buffer;
+  DecodedRingMessage decoded;
+  if (!reader->Read(&buffer) || !DecodeRingMessage(buffer, &decoded).ok() ||
+      !decoded.message.has_header()) {
     return ToGrpcStatus(absl::InvalidArgumentError(
         "SendChunks: the stream must start with a RingStreamHeader"));
   }
-  const uint64_t id = message.header().collective_id();
-  status = ring_->Accept(message.header());
+  const uint64_t id = decoded.message.header().collective_id();
+  status = ring_->Accept(decoded.message.header());
   if (!status.ok()) return ToGrpcStatus(status);
   std::string abort_reason;
-  while (status.ok() && reader->Read(&message)) {
+  while (status.ok() && reader->Read(&buffer)) {
+    status = DecodeRingMessage(buffer, &decoded);
+    if (!status.ok()) break;
+    const RingMessage& message = decoded.message;
     switch (message.kind_case()) {
-      case RingMessage::kChunk: {
-        RingChunk* chunk = message.mutable_chunk();
-        status = ring_->Deliver(id, chunk->step(), chunk->index(),
-                                std::move(*chunk->mutable_payload()));
+      case RingMessage::kChunk:
+        status = ring_->Deliver(id, message.chunk().step(),
+                                message.chunk().index(), decoded.payload);
         break;
-      }
       case RingMessage::kAbort:
         abort_reason = message.abort();
         break;
