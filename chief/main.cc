@@ -47,6 +47,7 @@
 #include "common/placement.h"
 #include "common/process.h"
 #include "common/status_macros.h"
+#include "common/strategy.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
 #include "ps/optimizer.h"
@@ -137,6 +138,10 @@ ABSL_FLAG(bool, from_logits, false,
           "Keras's from_logits for the cross-entropies: the model's output is "
           "the logits (false: probabilities, clipped as Keras does); a final "
           "softmax or sigmoid is read behind either way, as tf.keras does");
+ABSL_FLAG(std::string, strategy, "auto",
+          "parameter_server (TF_CONFIG lists ps tasks), multi_worker_mirrored "
+          "(only chief and worker tasks; not implemented yet) or auto (what "
+          "TF_CONFIG's cluster is)");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -531,6 +536,13 @@ int Main() {
   }
   security->is_chief = true;
   const ClusterSpec& cluster = tf_config->cluster;
+  absl::StatusOr<Strategy> strategy =
+      ResolveStrategy(absl::GetFlag(FLAGS_strategy), cluster);
+  if (!strategy.ok()) return Fail(strategy.status().message());
+  if (absl::Status implemented = CheckStrategyImplemented(*strategy);
+      !implemented.ok()) {
+    return Fail(implemented.message());
+  }
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
   if (num_ps == 0 || num_workers == 0) {

@@ -23,6 +23,7 @@
 #include "common/metrics_server.h"
 #include "common/process.h"
 #include "common/status_macros.h"
+#include "common/strategy.h"
 #include "common/tf_config.h"
 #include "ps/ps_client.h"
 #include "worker/data/data_dir.h"
@@ -109,6 +110,14 @@ int Main() {
   absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_WORKER);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
+  // The cluster says the strategy (the chief's --strategy can only agree):
+  // a worker of a run pstrain cannot run says so rather than wait for a
+  // chief that will not come.
+  if (absl::Status implemented = CheckStrategyImplemented(
+          *ResolveStrategy("auto", tf_config->cluster));
+      !implemented.ok()) {
+    return Fail(implemented.message());
+  }
   const int index = tf_config->task.index();
   if (absl::Status device =
           worker::CheckDeviceName(absl::GetFlag(FLAGS_device));
