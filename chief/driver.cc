@@ -558,6 +558,11 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples > 0 ? progress.correct / progress.examples : 0.0,
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
+  if (progress.auc_examples > 0) {
+    // The workers' training AUCs over their report windows, weighted.
+    absl::StrAppendFormat(&line, "  auc %.4f",
+                          progress.auc_sum / progress.auc_examples);
+  }
   std::optional<Evaluation> evaluation;
   if (options_.metrics != nullptr && progress.examples > 0) {
     options_.metrics->SetProgress(progress.loss_sum / progress.examples,

@@ -1,11 +1,13 @@
 #include "worker/trainer.h"
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "chief/evaluation.h"
 #include "chief/membership.h"
 #include "common/process.h"
 #include "common/retry.h"
@@ -242,6 +244,13 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   int64_t stale_pushes = 0;
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
+  // Binary cross-entropy: the window's scores and labels, for a running
+  // training AUC in the report (NaN scores, left by a backend that does not
+  // give them, make it undefined and it is not reported).
+  const bool binary_auc =
+      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY;
+  std::vector<float> window_scores;
+  std::vector<int32_t> window_labels;
   absl::Time window_start = absl::Now();
   WorkerMetrics* const metrics = options_.metrics;
   // With metrics: the step's parts are timed from `mark` on.
@@ -286,6 +295,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     input.batch = (*batch)->size();
     input.step = *step;
     input.example_offset = options_.worker_index * input.batch;
+    if (binary_auc) {
+      window_scores.resize(window_scores.size() + input.batch, NAN);
+      input.scores = window_scores.data() + window_scores.size() - input.batch;
+      window_labels.insert(window_labels.end(), input.labels,
+                           input.labels + input.batch);
+    }
     // The version keys a backend's caches of the weights; the mirrors of
     // embedding tables change every step (other rows), so then every step
     // gets a version of its own.
@@ -357,6 +372,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
                            std::max<int64_t>(1, window_examples));
       metrics.set_examples_per_sec(window_examples / seconds);
       metrics.set_num_steps(window_steps);
+      if (binary_auc) {
+        const double auc = chief::ExactAuc(window_scores, window_labels);
+        if (std::isfinite(auc)) metrics.set_auc(auc);
+        window_scores.clear();
+        window_labels.clear();
+      }
       absl::StatusOr<ReportMetricsResponse> reply =
           chief_->ReportMetrics(metrics);
       if (!reply.ok()) {
