@@ -18,7 +18,8 @@
 # times each; the run recovers (README: "When a process dies").
 # --example criteo trains examples/wide_deep.keras3.json (a growing
 # embedding table and an MLP) on Criteo-format data that bench/criteo_gen.py
-# writes to /tmp/pstrain-criteo when absent (a small set: the run takes a
+# writes to --data_dir (default /tmp/pstrain-criteo) when it holds no
+# test.tsv.bayes.json (a small set: the run takes a
 # few minutes on 2 cores), and prints the test AUC and log loss beside the
 # generator's Bayes-optimal AUC.
 # With --metrics, every process serves Prometheus metrics at
@@ -40,6 +41,7 @@ restart_failed=0
 metrics=0
 device=auto
 example=
+data_dir=
 bin=
 chief_flags=()
 data_flags=()
@@ -53,8 +55,8 @@ while [ $# -gt 0 ]; do
     --model_dir=*) model_dir=${1#*=}; shift ;;
     --restart_failed) restart_failed=1; shift ;;
     --metrics) metrics=1; shift ;;
-    --data_dir) data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
-    --data_dir=*) data_flags=("$1"); chief_flags+=("$1"); shift ;;
+    --data_dir) data_dir=$2; data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
+    --data_dir=*) data_dir=${1#*=}; data_flags=("$1"); chief_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
     --device=*) device=${1#*=}; shift ;;
     --example) example=$2; shift 2 ;;
@@ -68,7 +70,7 @@ done
 case "$example" in
   '') ;;
   criteo)
-    criteo_dir=/tmp/pstrain-criteo
+    criteo_dir=${data_dir:-/tmp/pstrain-criteo}
     if [ ! -f "$criteo_dir/test.tsv.bayes.json" ]; then
       echo "run_cluster: writing a Criteo-format data set to $criteo_dir" >&2
       /usr/bin/python3 bench/criteo_gen.py --out_dir "$criteo_dir" \
