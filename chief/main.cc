@@ -577,6 +577,18 @@ int Main() {
         !model.ok()) {
       return Fail(model.message());
     }
+    // Both need the data in memory (an absent worker's batch picked at
+    // random, the evaluator's test set).
+    if (absl::GetFlag(FLAGS_on_worker_failure) == "continue") {
+      return Fail(
+          "--on_worker_failure: continue is not supported with "
+          "--data_format=criteo (streamed data); use wait");
+    }
+    if (cluster.NumTasks(JOB_EVALUATOR) > 0) {
+      return Fail(
+          "TF_CONFIG: an evaluator task is not supported with "
+          "--data_format=criteo yet: the chief evaluates");
+    }
     absl::StatusOr<int64_t> lines = data::CountCriteoLines(*train_files);
     if (!lines.ok()) {
       return Fail(absl::StrCat("--data_dir: ", lines.status().message()));

@@ -135,7 +135,7 @@ TEST(Criteo, TrainsAGrowingTableOn64BitIdsWithTwoPsAndTwoWorkers) {
             std::string::npos);
 }
 
-TEST(Criteo, TheChiefRefusesAFixedTableOnCriteoIds) {
+TEST(Criteo, TheChiefRefusesWhatStreamedCriteoDataCannotDo) {
   const std::string data_dir = TempPath("fixed-data");
   mkdir(data_dir.c_str(), 0755);
   ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", Lines(100, 1)));
@@ -149,6 +149,23 @@ TEST(Criteo, TheChiefRefusesAFixedTableOnCriteoIds) {
   EXPECT_EQ(chief.Wait(), 2);
   EXPECT_NE(Log(chief).find("--dynamic_embeddings"), std::string::npos)
       << Log(chief);
+  // Covering absent workers needs the data in memory.
+  Subprocess cover = cluster.Start(
+      "cover", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
+       "--dynamic_embeddings=embedding", "--on_worker_failure=continue"});
+  EXPECT_EQ(cover.Wait(), 2);
+  EXPECT_NE(Log(cover).find("--on_worker_failure: continue is not supported"),
+            std::string::npos)
+      << Log(cover);
+  // A format the chief does not know.
+  Subprocess format = cluster.Start(
+      "format", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=parquet"});
+  EXPECT_EQ(format.Wait(), 2);
+  EXPECT_NE(Log(format).find("--data_format: \"parquet\" must be"),
+            std::string::npos)
+      << Log(format);
 }
 
 }  // namespace
