@@ -15,8 +15,14 @@ growing table would hold them; no collisions) and the table is an
 nn.Embedding with sparse gradients, so a step touches only its rows.
 Parsing is not timed; the training epochs are.
 
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
+  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295 \
   /usr/bin/python3 bench/ctr_pytorch.py --data_dir /tmp/pstrain-criteo \
-      --threads 2 --batch 512 --epochs 1
+      --threads 1 --batch 1024 --epochs 1
+
+(Debian's reference BLAS makes the MLP ten times slower: install
+libopenblas0-openmp. --batch 1024 is the global batch of the example's 2
+workers x 512, so both take the same steps.)
 
 Prints examples/s, the test AUC (exact, ties counting one half) and log
 loss, and the generator's Bayes-optimal AUC when test.tsv.bayes.json is
