@@ -494,13 +494,28 @@ absl::Status Driver::Train() {
       : std::isfinite(*final_eval.auc)
           ? absl::StrFormat("  \"test_auc\": %.6f,\n", *final_eval.auc)
           : std::string("  \"test_auc\": null,\n");
+  // Log loss and calibration of a binary cross-entropy run.
+  const auto number = [](double x) {
+    return std::isfinite(x) ? absl::StrFormat("%.6f", x) : std::string("null");
+  };
+  const std::string ctr =
+      !final_eval.log_loss.has_value()
+          ? ""
+          : absl::StrFormat(
+                "  \"test_logloss\": %s,\n  \"test_calibration\": %s,\n"
+                "  \"test_mean_prediction\": %s,\n"
+                "  \"test_positive_rate\": %s,\n",
+                number(*final_eval.log_loss),
+                number(final_eval.calibration.value_or(NAN)),
+                number(final_eval.mean_prediction),
+                number(final_eval.positive_rate));
   const std::string summary = absl::StrFormat(
       "{\n  \"test_accuracy\": %.6f,\n  \"test_loss\": %.6f,\n%s"
       "  \"global_step\": %d,\n  \"epochs\": %.3f,\n"
       "  \"images_per_sec\": %.1f,\n  \"wall_seconds\": %.3f,\n"
       "  \"mode\": \"%s\",\n  \"num_workers\": %d,\n  \"num_ps\": %d,\n"
       "  \"dropped_late_gradients\": %d,\n  \"history\": %s\n}\n",
-      final_eval.accuracy, final_eval.loss, auc, total,
+      final_eval.accuracy, final_eval.loss, auc + ctr, total,
       per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
       examples / std::max(wall, 1e-9), wall,
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
@@ -513,7 +528,11 @@ absl::Status Driver::Train() {
       "summary in %s/summary.json",
       final_eval.accuracy, final_eval.loss,
       final_eval.auc.has_value()
-          ? absl::StrFormat(", test AUC %.4f", *final_eval.auc)
+          ? absl::StrFormat(", test AUC %.4f", *final_eval.auc) +
+                (final_eval.log_loss.has_value()
+                     ? absl::StrFormat(", test log loss %.4f",
+                                       *final_eval.log_loss)
+                     : "")
           : "",
       total, Clock(wall), options_.model_dir));
   return absl::OkStatus();
@@ -539,6 +558,11 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
       progress.examples > 0 ? progress.correct / progress.examples : 0.0,
       progress.examples / seconds,
       Clock(rate > 0 ? (total - step) / rate : 0.0));
+  if (progress.auc_examples > 0) {
+    // The workers' training AUCs over their report windows, weighted.
+    absl::StrAppendFormat(&line, "  auc %.4f",
+                          progress.auc_sum / progress.auc_examples);
+  }
   std::optional<Evaluation> evaluation;
   if (options_.metrics != nullptr && progress.examples > 0) {
     options_.metrics->SetProgress(progress.loss_sum / progress.examples,
@@ -645,6 +669,10 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
   for (const VariableDef& def : spec_->variables) {
     const std::vector<int64_t> shape(def.shape().dims().begin(),
                                      def.shape().dims().end());
+    const bool streamed = !options_.criteo_test_files.empty();
+    if (def.sparse() && !shape.empty() && shape[0] == 0 && streamed) {
+      continue;  // Growing: its rows are pulled batch by batch.
+    }
     if (def.sparse() && (shape.empty() || shape[0] <= 0)) {
       return absl::UnimplementedError(absl::StrCat(
           "evaluating: embedding table '", def.name(),
@@ -673,9 +701,20 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
           name, ids, 0, table->flat<float>().data() + begin * width));
     }
   }
-  return EvaluateOnTestSet(
-      evaluator_, *test_, weights, version, options_.eval_batch,
-      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY);
+  const bool binary = config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY;
+  if (!options_.criteo_test_files.empty()) {
+    CriteoEvaluationOptions criteo;
+    criteo.files = options_.criteo_test_files;
+    criteo.batch = options_.eval_batch;
+    criteo.bad_lines = options_.skip_bad_lines ? data::BadLines::kSkip
+                                               : data::BadLines::kRefuse;
+    return EvaluateOnCriteoFiles(
+        evaluator_, *spec_, weights, version, criteo, binary,
+        [this](const std::string& table, absl::Span<const int64_t> ids,
+               float* out) { return ps_->PullSparse(table, ids, 0, out); });
+  }
+  return EvaluateOnTestSet(evaluator_, *test_, weights, version,
+                           options_.eval_batch, binary);
 }
 
 }  // namespace chief

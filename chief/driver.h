@@ -54,6 +54,7 @@
 #include "absl/time/time.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
+#include "chief/criteo_evaluation.h"
 #include "chief/evaluation.h"
 #include "chief/run_log.h"
 #include "chief/run_state.h"
@@ -93,6 +94,11 @@ struct DriverOptions {
   // Where the run's progress is exposed (null: nowhere); must outlive the
   // Driver.
   ChiefMetrics* metrics = nullptr;
+  // --data_format=criteo: the test files, evaluated streamed in batches of
+  // eval_batch (chief/criteo_evaluation.h), the evaluator backend computing
+  // worker::WithLocalTables(spec, eval_batch); empty: the test set in memory.
+  std::vector<std::string> criteo_test_files;
+  bool skip_bad_lines = false;
 };
 
 class Driver {

@@ -58,6 +58,8 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
       Tensor::Create(data::FeedDtype(test), {batch, per_example}));
   std::vector<int64_t> indices;
   std::vector<float> scores(binary_metrics ? n : 0);
+  std::vector<float> probabilities(binary_metrics ? batch : 0);
+  CtrMetrics ctr;
   double loss = 0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += batch) {
@@ -70,9 +72,16 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
     input.labels = test.labels.data() + begin;
     input.batch = size;
     input.weights_version = version;
-    if (binary_metrics) input.scores = scores.data() + begin;
+    if (binary_metrics) {
+      input.scores = scores.data() + begin;
+      input.probabilities = probabilities.data();
+    }
     PSTRAIN_ASSIGN_OR_RETURN(worker::StepResult r,
                              backend->Evaluate(input, weights));
+    if (binary_metrics) {
+      ctr.Add(absl::MakeConstSpan(probabilities.data(), size),
+              absl::MakeConstSpan(test.labels.data() + begin, size));
+    }
     loss += r.loss_sum;
     correct += r.correct;
   }
@@ -81,8 +90,16 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
   eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
   if (binary_metrics) {
     eval.auc = ExactAuc(scores, absl::MakeConstSpan(test.labels.data(), n));
+    SetCtrMetrics(ctr, &eval);
   }
   return eval;
+}
+
+void SetCtrMetrics(const CtrMetrics& ctr, Evaluation* eval) {
+  eval->log_loss = ctr.log_loss();
+  eval->calibration = ctr.calibration();
+  eval->mean_prediction = ctr.mean_prediction();
+  eval->positive_rate = ctr.positive_rate();
 }
 
 std::string FormatEvaluation(const Evaluation& eval) {
@@ -90,6 +107,12 @@ std::string FormatEvaluation(const Evaluation& eval) {
                                      eval.accuracy);
   if (eval.auc.has_value()) {
     absl::StrAppendFormat(&text, "  test_auc %.4f", *eval.auc);
+  }
+  if (eval.log_loss.has_value()) {
+    absl::StrAppendFormat(&text, "  test_logloss %.4f", *eval.log_loss);
+  }
+  if (eval.calibration.has_value()) {
+    absl::StrAppendFormat(&text, "  test_calibration %.3f", *eval.calibration);
   }
   return text;
 }

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "chief/ctr_metrics.h"
 #include "worker/backend.h"
 #include "worker/data/dataset.h"
 
@@ -30,6 +31,13 @@ struct Evaluation {
   double accuracy = 0;
   // For binary outputs (binary_metrics): the ROC AUC, exact (ExactAuc).
   std::optional<double> auc;
+  // For binary outputs too (chief/ctr_metrics.h): the log loss of the
+  // probabilities (with a final sigmoid, the loss itself) and the
+  // calibration, mean prediction / positive rate (NaN without positives).
+  std::optional<double> log_loss = std::nullopt;
+  std::optional<double> calibration = std::nullopt;
+  double mean_prediction = 0;
+  double positive_rate = 0;
 };
 
 // The area under the ROC curve of `scores` for labels 1 (positive) against
@@ -53,8 +61,12 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
                                              bool binary_metrics = false);
 
 // "test_loss 0.3120  test_acc 0.8870", then "  test_auc 0.9412" when there
-// is an AUC: the figures of the chief's and the evaluator's log lines.
+// is an AUC, and "  test_logloss 0.4420  test_calibration 1.013" when there
+// is a log loss: the figures of the chief's and the evaluator's log lines.
 std::string FormatEvaluation(const Evaluation& eval);
+
+// Sets eval's log loss and calibration figures from `ctr`.
+void SetCtrMetrics(const CtrMetrics& ctr, Evaluation* eval);
 
 }  // namespace chief
 }  // namespace pstrain

@@ -119,9 +119,22 @@ TEST(EvaluateOnTestSet, BinaryMetricsOverTheWholeSet) {
   // Positives {0.5, 3, -1} against negatives {-2, 1}: 4 of 6 pairs.
   ASSERT_TRUE(eval->auc.has_value());
   EXPECT_DOUBLE_EQ(*eval->auc, 4.0 / 6.0);
+  // Log loss: the binary cross-entropy of the sigmoid's probabilities,
+  // computed above; calibration: their mean over the positive rate 3/5.
+  double p_sum = 0;
+  for (int i = 0; i < 5; ++i) {
+    p_sum += 1.0 / (1.0 + std::exp(-static_cast<double>(x0[i])));
+  }
+  ASSERT_TRUE(eval->log_loss.has_value());
+  EXPECT_NEAR(*eval->log_loss, loss_sum / 5, 1e-6);
+  EXPECT_NEAR(eval->mean_prediction, p_sum / 5, 1e-6);
+  EXPECT_DOUBLE_EQ(eval->positive_rate, 0.6);
+  ASSERT_TRUE(eval->calibration.has_value());
+  EXPECT_NEAR(*eval->calibration, (p_sum / 5) / 0.6, 1e-6);
   EXPECT_EQ(FormatEvaluation(*eval),
-            absl::StrFormat("test_loss %.4f  test_acc 0.6000  test_auc 0.6667",
-                            loss_sum / 5));
+            absl::StrFormat("test_loss %.4f  test_acc 0.6000  test_auc 0.6667"
+                            "  test_logloss %.4f  test_calibration %.3f",
+                            loss_sum / 5, *eval->log_loss, *eval->calibration));
 
   // Without binary metrics: no AUC, and the line as before.
   eval = EvaluateOnTestSet(backend->get(), test, weights, 1, 2);

@@ -30,6 +30,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
@@ -49,12 +50,16 @@
 #include "common/status_macros.h"
 #include "common/strategy.h"
 #include "common/tf_config.h"
+#include "data/criteo_files.h"
+#include "data/criteo_reader.h"
 #include "grpcpp/grpcpp.h"
 #include "ps/optimizer.h"
 #include "ps/ps_client.h"
 #include "worker/cpu/cpu_backend.h"
+#include "worker/criteo_batch_source.h"
 #include "worker/data/data_dir.h"
 #include "worker/loss_config.h"
+#include "worker/model/dynamic_embeddings.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
 #include "worker/trainer.h"
@@ -169,6 +174,18 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "The data: train.csv and test.csv (numeric or id features, then an "
           "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
           "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
+ABSL_FLAG(std::string, data_format, "",
+          "How --data_dir is read: empty (train.csv/test.csv, else "
+          "Fashion-MNIST IDX files) or criteo (train*.tsv[.gz] and "
+          "test*.tsv[.gz] in the Criteo format, streamed; the model's inputs "
+          "are named dense/sparse or I1..I13/C1..C26)");
+ABSL_FLAG(std::string, bad_lines, "refuse",
+          "--data_format=criteo: a malformed line fails the run (refuse) or "
+          "is skipped and counted (skip)");
+ABSL_FLAG(std::string, dynamic_embeddings, "",
+          "Comma-separated Embedding layers whose tables grow on first touch, "
+          "keyed by 64-bit id, instead of having input_dim rows (an Embedding "
+          "with input_dim 0 grows too)");
 ABSL_FLAG(int64_t, print_every_steps, 100,
           "Log a progress line every this many steps, >= 1");
 ABSL_FLAG(int, wait_for_tasks_seconds, 300,
@@ -568,6 +585,30 @@ int Main() {
   if (!spec.ok()) {
     return Fail(absl::StrCat("--model: ", spec.status().message()));
   }
+  for (absl::string_view layer :
+       absl::StrSplit(absl::GetFlag(FLAGS_dynamic_embeddings), ',',
+                      absl::SkipWhitespace())) {
+    config.add_dynamic_embeddings(std::string(layer));
+  }
+  const std::vector<std::string> dynamic(config.dynamic_embeddings().begin(),
+                                         config.dynamic_embeddings().end());
+  if (absl::Status grow = worker::MakeEmbeddingsDynamic(dynamic, &*spec);
+      !grow.ok()) {
+    return Fail(grow.message());
+  }
+  const std::string data_format = absl::GetFlag(FLAGS_data_format);
+  const std::string bad_lines = absl::GetFlag(FLAGS_bad_lines);
+  if (data_format != "" && data_format != "criteo") {
+    return Fail(absl::StrCat("--data_format: \"", data_format,
+                             "\" must be empty or criteo"));
+  }
+  if (bad_lines != "refuse" && bad_lines != "skip") {
+    return Fail(absl::StrCat("--bad_lines: \"", bad_lines,
+                             "\" must be refuse or skip"));
+  }
+  config.set_data_format(data_format);
+  config.set_skip_bad_lines(bad_lines == "skip");
+  const bool criteo = data_format == "criteo";
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
                          absl::GetFlag(FLAGS_from_logits));
@@ -604,20 +645,64 @@ int Main() {
   if (!placement.ok()) return Fail(placement.status().message());
 
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  // Criteo files are streamed; only the training lines are counted here.
+  std::vector<std::string> criteo_test_files;
+  if (criteo) {
+    absl::StatusOr<std::vector<std::string>> train_files =
+        data::ListCriteoFiles(data_dir, "train");
+    absl::StatusOr<std::vector<std::string>> test_files =
+        data::ListCriteoFiles(data_dir, "test");
+    for (const auto* files : {&train_files, &test_files}) {
+      if (!files->ok()) {
+        return Fail(absl::StrCat("--data_dir: ", files->status().message()));
+      }
+    }
+    if (absl::Status model = worker::CheckCriteoModel(*spec).status();
+        !model.ok()) {
+      return Fail(model.message());
+    }
+    // Both need the data in memory (an absent worker's batch picked at
+    // random, the evaluator's test set).
+    if (absl::GetFlag(FLAGS_on_worker_failure) == "continue") {
+      return Fail(
+          "--on_worker_failure: continue is not supported with "
+          "--data_format=criteo (streamed data); use wait");
+    }
+    if (cluster.NumTasks(JOB_EVALUATOR) > 0) {
+      return Fail(
+          "TF_CONFIG: an evaluator task is not supported with "
+          "--data_format=criteo yet: the chief evaluates");
+    }
+    absl::StatusOr<int64_t> lines = data::CountCriteoLines(*train_files);
+    if (!lines.ok()) {
+      return Fail(absl::StrCat("--data_dir: ", lines.status().message()));
+    }
+    config.set_num_train_lines(*lines);
+    criteo_test_files = *test_files;
+  }
   absl::StatusOr<data::Dataset> train =
-      data::ReadDataDir(data_dir, data::Split::kTrain);
+      criteo ? absl::StatusOr<data::Dataset>(data::Dataset())
+             : data::ReadDataDir(data_dir, data::Split::kTrain);
   if (!train.ok()) {
     return Fail(absl::StrCat("--data_dir: ", train.status().message()));
   }
   absl::StatusOr<data::Dataset> test =
-      data::ReadDataDir(data_dir, data::Split::kTest);
+      criteo ? absl::StatusOr<data::Dataset>(data::Dataset())
+             : data::ReadDataDir(data_dir, data::Split::kTest);
   if (!test.ok()) {
     return Fail(absl::StrCat("--data_dir: ", test.status().message()));
   }
   // Ids for a model that starts with an Embedding (only the test set is
   // fed to it here; the training set's size is what counts).
-  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
+  if (absl::Status fit =
+          criteo ? absl::OkStatus() : worker::FitDatasetToModel(*spec, &*test);
+      !fit.ok()) {
     return Fail(fit.message());
+  }
+  if (criteo && loss->kind() != LossConfig::BINARY_CROSSENTROPY) {
+    return Fail(
+        "--data_format=criteo: the labels are clicks (0 or 1): the "
+        "loss must be binary_crossentropy");
   }
   for (const auto& [data, what] : {std::make_pair(&*train, "the training data"),
                                    std::make_pair(&*test, "the test data")}) {
@@ -627,12 +712,15 @@ int Main() {
       return Fail(fit.message());
     }
   }
-  absl::StatusOr<worker::RunLength> length =
-      worker::ComputeRunLength(config, num_workers, train->size());
+  absl::StatusOr<worker::RunLength> length = worker::ComputeRunLength(
+      config, num_workers, criteo ? config.num_train_lines() : train->size());
   if (!length.ok()) return Fail(length.status().message());
 
+  chief::DriverOptions driver_options;
+  // A growing table is evaluated on a mirror of the rows a batch names.
   absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
-      EvaluationBackend(*spec, config);
+      EvaluationBackend(
+          worker::WithLocalTables(*spec, driver_options.eval_batch), config);
   if (!evaluator.ok()) {
     return Fail(absl::StrCat("--model: ", evaluator.status().message()));
   }
@@ -693,8 +781,9 @@ int Main() {
                                   spec->variables);
   if (!ps.ok()) return Fail(ps.status().message());
 
-  chief::DriverOptions driver_options;
   driver_options.model_dir = absl::GetFlag(FLAGS_model_dir);
+  driver_options.criteo_test_files = criteo_test_files;
+  driver_options.skip_bad_lines = config.skip_bad_lines();
   driver_options.wait_for_tasks =
       absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
   driver_options.print_every_steps = absl::GetFlag(FLAGS_print_every_steps);

@@ -1,6 +1,7 @@
 #include "chief/run_log.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -90,6 +91,14 @@ absl::Status RunLog::LogEvaluation(int64_t epoch, int64_t step,
   if (eval.auc.has_value()) {
     history_.Set(epoch, "val_auc", *eval.auc);
     per_epoch.emplace_back("epoch_auc", *eval.auc);
+  }
+  if (eval.log_loss.has_value()) {
+    history_.Set(epoch, "val_logloss", *eval.log_loss);
+    per_epoch.emplace_back("epoch_logloss", *eval.log_loss);
+  }
+  if (eval.calibration.has_value() && std::isfinite(*eval.calibration)) {
+    history_.Set(epoch, "val_calibration", *eval.calibration);
+    per_epoch.emplace_back("epoch_calibration", *eval.calibration);
   }
   PSTRAIN_RETURN_IF_ERROR(validation_->WriteScalars(epoch, per_epoch));
   PSTRAIN_RETURN_IF_ERROR(validation_->WriteScalars(

@@ -21,11 +21,13 @@
 // epoch_examples_per_second, epoch_learning_rate at each epoch's end (step:
 // the epoch, from 0; the means over the epoch's reports, as Keras's); the model
 // summary as text ("model_summary", step 0). In validation/: epoch_loss,
-// epoch_accuracy (and epoch_auc for binary cross-entropy) at the epoch, and
+// epoch_accuracy (and epoch_auc, epoch_logloss, epoch_calibration for binary
+// cross-entropy) at the epoch, and
 // evaluation_loss_vs_iterations, evaluation_accuracy_vs_iterations at the
 // global step, as Keras names them. History columns: loss, accuracy,
 // examples_per_sec, seconds (the epoch's training time: the sum of its progress
-// intervals), val_loss, val_accuracy (val_auc); history.csv is rewritten whole,
+// intervals), val_loss, val_accuracy (val_auc, val_logloss,
+// val_calibration); history.csv is rewritten whole,
 // atomically, at every epoch's end and every evaluation (an evaluator task's
 // may come after the epoch's row). An epoch trained again after a recovery
 // replaces its row; a restarted chief keeps the rows of the epochs its

@@ -113,6 +113,27 @@ TEST(RunLog, EvaluationGoesToValidationAndFillsTheEpochsRow) {
   EXPECT_TRUE(Scalars(validation, "batch_loss").empty());
 }
 
+TEST(RunLog, CtrMetricsGoToHistoryAndValidation) {
+  const std::string model_dir = std::string(getenv("TEST_TMPDIR")) + "/ctr";
+  std::unique_ptr<RunLog> log = NewRunLog(model_dir);
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->LogProgress(50, MakeProgress(64, 0.5, 0.5), 1.0).ok());
+  ASSERT_TRUE(log->EndEpoch(0, MakeProgress(64, 0.5, 0.5)).ok());
+  Evaluation eval{0.375, 0.875, 0.75};
+  eval.log_loss = 0.5;
+  eval.calibration = 1.25;
+  ASSERT_TRUE(log->LogEvaluation(0, 50, eval).ok());
+  EXPECT_EQ(Slurp(model_dir + "/history.csv"),
+            "epoch,accuracy,examples_per_sec,loss,seconds,val_accuracy,"
+            "val_auc,val_calibration,val_logloss,val_loss\n"
+            "0,0.5,64,0.5,1,0.875,0.75,1.25,0.5,0.375\n");
+  const std::vector<tensorboard::Event> validation =
+      EventsIn(model_dir + "/validation");
+  using Points = std::vector<std::pair<int64_t, float>>;
+  EXPECT_EQ(Scalars(validation, "epoch_logloss"), (Points{{0, 0.5f}}));
+  EXPECT_EQ(Scalars(validation, "epoch_calibration"), (Points{{0, 1.25f}}));
+}
+
 TEST(RunLog, ResumedRunKeepsTheFinishedEpochsOfHistoryCsv) {
   const std::string model_dir = std::string(getenv("TEST_TMPDIR")) + "/resume";
   {

@@ -220,6 +220,10 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   progress_.loss_sum += request.loss() * examples;
   progress_.correct += request.accuracy() * examples;
   progress_.busy_seconds += examples / request.examples_per_sec();
+  if (request.has_auc() && std::isfinite(request.auc())) {
+    progress_.auc_sum += request.auc() * examples;
+    progress_.auc_examples += examples;
+  }
   Progress& epoch =
       epoch_progress_[steps_per_epoch_ > 0
                           ? std::max<int64_t>(0, request.step() - 1) /

@@ -29,6 +29,10 @@ struct Progress {
   double loss_sum = 0;      // sum over reports of loss * examples
   double correct = 0;       // sum over reports of accuracy * examples
   double busy_seconds = 0;  // sum over reports of examples / examples_per_sec
+  // Binary cross-entropy: sum over the reports with a training AUC (over
+  // their own window) of auc * examples, and those reports' examples.
+  double auc_sum = 0;
+  int64_t auc_examples = 0;
 };
 
 class RunState {

@@ -225,6 +225,30 @@ TEST(RunState, EpochProgressCountsEachReportInTheEpochOfItsStep) {
   EXPECT_EQ(state.TakeEpochProgress(0, absl::Now()).examples, 0);
 }
 
+TEST(RunState, ProgressWeighsTheWorkersTrainingAucsByTheirExamples) {
+  absl::StatusOr<TfConfig> tf = ParseTfConfig(
+      R"({"cluster": {"chief": ["h:1"], "ps": ["h:2"],
+          "worker": ["h:3", "h:4"]}, "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  TrainingConfig config;
+  config.set_batch_size_per_worker(8);
+  RunState state("run-1", config, Placement(), tf->cluster,
+                 /*steps_per_epoch=*/10, /*total_steps=*/100);
+  JoinAll(state);
+  ReportMetricsRequest first = Report(0, 4, 4, 1.0, 0.5);
+  first.set_auc(0.75);
+  ReportMetricsRequest second = Report(1, 2, 2, 1.0, 0.5);
+  second.set_auc(0.6);
+  ASSERT_TRUE(state.ReportMetrics(first).ok());
+  ASSERT_TRUE(state.ReportMetrics(second).ok());
+  // Without an AUC (not binary cross-entropy): not counted in it.
+  ASSERT_TRUE(state.ReportMetrics(Report(1, 4, 2, 1.0, 0.5)).ok());
+  const Progress progress = state.TakeProgress();
+  EXPECT_EQ(progress.auc_examples, 6 * 8);
+  EXPECT_DOUBLE_EQ(progress.auc_sum / progress.auc_examples,
+                   (4 * 0.75 + 2 * 0.6) / 6);
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

@@ -11,6 +11,10 @@
 #  3. --restart_failed still restarts a process killed by a signal: a ps
 #     task SIGKILLed during a run is started again; SIGTERM to the script
 #     then ends the run (status 143) and leaves no process behind.
+#  4. --example criteo trains the wide-and-deep example on a Criteo-format
+#     data set of bench/criteo_gen.py (a small one, written here first) and
+#     prints the test AUC and log loss beside the Bayes-optimal AUC;
+#     --example with another name is refused with status 2.
 #
 #   bazel test //tests:run_cluster_test
 set -uo pipefail
@@ -119,5 +123,28 @@ wait "$script" || rc=$?
 left=$(left_behind)
 [ -z "$left" ] || fail "after SIGTERM: processes left behind: $left"
 echo "restart: ps $ps_pid killed, started again as ${new_pid:-?}; SIGTERM: $rc"
+
+criteo=$scratch/criteo
+/usr/bin/python3 "$root/bench/criteo_gen.py" --out_dir "$criteo" \
+  --train_rows 8192 --test_rows 2048 --scale 0.001 --seed 3 >/dev/null ||
+  fail "criteo_gen.py failed"
+md=$scratch/md-criteo
+out=$scratch/criteo.out
+rc=0
+"$root/deploy/local/run_cluster.sh" --bin_dir "$bin" --example criteo \
+  --data_dir "$criteo" --model_dir "$md" --batch_size=256 --epochs=2 \
+  --threads=1 >"$out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "--example criteo: status $rc: $(tail -n 30 "$out")"
+grep -qE "^criteo: test AUC 0\.[0-9]{4}, log loss [0-9.]+; Bayes-optimal AUC 0\.[0-9]{4}" \
+  "$out" || fail "--example criteo: no AUC line: $(tail -n 30 "$out")"
+grep -q '"test_logloss"' "$md/summary.json" ||
+  fail "--example criteo: no log loss in summary.json"
+grep -q "wide_deep" "$out" || fail "--example criteo: not the example's model"
+rc=0
+"$root/deploy/local/run_cluster.sh" --bin_dir "$bin" --example nope \
+  >"$scratch/nope.out" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- '--example: "nope" must be criteo' "$scratch/nope.out" ||
+  fail "--example nope: status $rc: $(cat "$scratch/nope.out")"
+echo "criteo: $(grep '^criteo:' "$out")"
 
 exit $((failures > 0))

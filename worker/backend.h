@@ -87,6 +87,11 @@ struct StepInput {
   // logit where the loss reads logits, else the output). REQUIRES a model
   // with one output unit. Only the CPU backend fills it.
   float* scores = nullptr;
+  // Optional, [batch]: receives each example's probability of label 1 as
+  // the loss reads it (a sigmoid of the logit, or the output clipped to
+  // [1e-7, 1 - 1e-7]), for log loss and calibration. REQUIRES binary
+  // cross-entropy. Only the CPU backend fills it.
+  float* probabilities = nullptr;
 };
 
 struct StepResult {

@@ -8,6 +8,7 @@
 // chief says the run is finished (1 if it failed, 2 on a bad flag or
 // TF_CONFIG).
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,11 +26,14 @@
 #include "common/status_macros.h"
 #include "common/strategy.h"
 #include "common/tf_config.h"
+#include "data/criteo_files.h"
 #include "ps/ps_client.h"
+#include "worker/criteo_batch_source.h"
 #include "worker/data/data_dir.h"
 #include "worker/data/idx_reader.h"
 #include "worker/device_backend.h"
 #include "worker/loss_config.h"
+#include "worker/model/dynamic_embeddings.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
 #include "worker/trainer.h"
@@ -166,8 +170,12 @@ int Main() {
   // The data first: once registered, the chief expects to hear from the
   // worker within its failure timeout.
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  // Criteo files are streamed as training goes: nothing to read first.
+  absl::StatusOr<std::vector<std::string>> criteo_files =
+      data::ListCriteoFiles(data_dir, "train");
   absl::StatusOr<data::Dataset> train =
-      data::ReadDataDir(data_dir, data::Split::kTrain);
+      criteo_files.ok() ? absl::StatusOr<data::Dataset>(data::Dataset())
+                        : data::ReadDataDir(data_dir, data::Split::kTrain);
   if (!train.ok()) return Fail(train.status().message());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
@@ -176,16 +184,60 @@ int Main() {
     return 1;
   }
   const TrainingConfig& config = run->config();
-  absl::StatusOr<worker::ModelSpec> spec =
-      worker::ParseKerasModel(config.model_json(), config.seed());
+  absl::StatusOr<worker::ModelSpec> spec = worker::LoadRunModel(config);
   if (!spec.ok()) return Fail(spec.status().message());
-  // Ids for a model that starts with an Embedding.
-  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train); !fit.ok()) {
-    return Fail(fit.message());
+  const bool criteo = config.data_format() == "criteo";
+  std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
+      int64_t, const worker::RunLength&)>
+      open_stream;
+  if (criteo) {
+    if (!criteo_files.ok()) {
+      return Fail(
+          absl::StrCat("--data_dir: ", criteo_files.status().message()));
+    }
+    absl::StatusOr<std::vector<worker::CriteoInput>> inputs =
+        worker::CheckCriteoModel(*spec);
+    if (!inputs.ok()) return Fail(inputs.status().message());
+    worker::CriteoSourceOptions stream;
+    stream.files = *criteo_files;
+    stream.num_workers = config.update().num_workers();
+    stream.worker_index = index;
+    stream.batch_size = config.batch_size_per_worker();
+    stream.bad_lines = config.skip_bad_lines() ? data::BadLines::kSkip
+                                               : data::BadLines::kRefuse;
+    stream.inputs = *inputs;
+    for (const worker::CriteoInput& input : *inputs) {
+      stream.row_elements += input.count;
+    }
+    stream.dtype = worker::ModelFeedDtype(*spec);
+    open_stream = [stream](int64_t first_step, const worker::RunLength& length)
+        -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
+      worker::CriteoSourceOptions options = stream;
+      options.first_step = first_step;
+      options.steps_per_epoch = length.steps_per_epoch;
+      options.total_steps = length.total_steps;
+      PSTRAIN_ASSIGN_OR_RETURN(
+          std::unique_ptr<worker::CriteoBatchSource> source,
+          worker::CriteoBatchSource::Open(options));
+      return std::unique_ptr<data::BatchSource>(std::move(source));
+    };
+  } else {
+    if (criteo_files.ok()) {
+      train = data::ReadDataDir(data_dir, data::Split::kTrain);
+      if (!train.ok()) return Fail(train.status().message());
+    }
+    // Ids for a model that starts with an Embedding.
+    if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train);
+        !fit.ok()) {
+      return Fail(fit.message());
+    }
   }
   std::string device;
-  absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
-      MakeBackend(*spec, config, index, &device);
+  // A growing table is computed on a mirror of the rows a step can touch.
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend = MakeBackend(
+      worker::WithLocalTables(*spec, int64_t{config.batch_size_per_worker()} *
+                                         config.update().num_workers()),
+      config, index, &device);
   if (!backend.ok()) return Fail(backend.status().message());
   AddProcessMetrics(&metrics, "worker", device);
 
@@ -208,10 +260,12 @@ int Main() {
                                   spec->variables);
   if (!ps.ok()) return Fail(ps.status().message());
 
-  LogInfo(absl::StrCat("worker ", index, " of ",
-                       config.update().num_workers(), " registered in run ",
-                       run->run_id(), "; ", train->size(),
-                       " training examples; ", BuildInfo()));
+  LogInfo(absl::StrCat(
+      "worker ", index, " of ", config.update().num_workers(),
+      " registered in run ", run->run_id(), "; ",
+      criteo ? config.num_train_lines() : train->size(),
+      criteo ? " training lines (Criteo, streamed); " : " training examples; ",
+      BuildInfo()));
 
   absl::StatusOr<RunPhase> phase = chief.WaitForPhase(
       [](RunPhase p) { return p >= PHASE_TRAINING; }, absl::Milliseconds(100),
@@ -242,6 +296,8 @@ int Main() {
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   options.placement = run->placement();
   if (*metrics_server != nullptr) options.metrics = &worker_metrics;
+  options.open_stream = open_stream;
+  options.stream_examples = config.num_train_lines();
   worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
                           ps->get(), &chief);
   const absl::Status trained = trainer.Run();

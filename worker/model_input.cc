@@ -1,6 +1,7 @@
 #include "worker/model_input.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -75,8 +76,14 @@ absl::Status FitDatasetToModel(const ModelSpec& spec, data::Dataset* dataset) {
   }
   int64_t largest = 0;
   for (size_t k = 0; k < columns.size(); ++k) {
-    const InputColumns& c = columns[k];
+    InputColumns c = columns[k];
     if (!c.ids) continue;
+    if (c.vocabulary == 0) {
+      // A growing table (worker/model/dynamic_embeddings.h): any id the
+      // row holds exactly, remapped to local rows each step.
+      c.vocabulary = feed == DT_FLOAT ? kExactFloatIds
+                                      : std::numeric_limits<int32_t>::max();
+    }
     if (feed == DT_FLOAT && c.vocabulary > kExactFloatIds) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model '", spec.name, "': input '", spec.inputs[k].name,

@@ -49,6 +49,22 @@ TEST(FitDatasetToModel, EmbeddingModelGetsInt32Ids) {
   EXPECT_EQ(d.features.data<int32_t>()[1], 49);
 }
 
+TEST(FitDatasetToModel, GrowingTableTakesAnyNonNegativeId) {
+  // Embedding(0, 8): a growing table, ids beyond any input_dim.
+  const ModelSpec spec = Parse(R"({"class_name": "Sequential", "config": {
+    "name": "ids", "layers": [
+      {"class_name": "Embedding", "config": {"name": "embedding",
+        "batch_input_shape": [null, 2], "input_dim": 0, "output_dim": 8}},
+      {"class_name": "Flatten", "config": {"name": "flatten"}},
+      {"class_name": "Dense", "config": {"name": "dense", "units": 2}}]}})");
+  data::Dataset d = Floats({0, 1000000, 3, 70000}, 2);
+  ASSERT_TRUE(FitDatasetToModel(spec, &d).ok());
+  ASSERT_EQ(d.features.dtype(), DT_INT32);
+  EXPECT_EQ(d.features.data<int32_t>()[1], 1000000);
+  data::Dataset negative = Floats({0, -1, 3, 4}, 2);
+  EXPECT_FALSE(FitDatasetToModel(spec, &negative).ok());
+}
+
 TEST(FitDatasetToModel, IdOutsideInputDimNamesLineAndColumn) {
   data::Dataset d = Floats({0, 1, 3, 50}, 2);
   const absl::Status status = FitDatasetToModel(EmbeddingModel(), &d);

@@ -8,14 +8,15 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
+#include "worker/model/dynamic_embeddings.h"
 #include "worker/model_input.h"
 
 namespace pstrain {
 namespace worker {
 
 absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
-    const ModelSpec& spec, const Placement& placement,
-    ps::PsClusterClient* ps, bool sync) {
+    const ModelSpec& spec, const Placement& placement, ps::PsClusterClient* ps,
+    bool sync, int64_t batch_rows) {
   std::vector<Table> tables;
   const std::vector<InputColumns> columns = ModelInputColumns(spec);
   for (const VariableDef& def : spec.variables) {
@@ -33,17 +34,26 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
           "' is not an Embedding table that reads a model input: nothing "
           "feeds it ids"));
     }
-    if (def.shape().dims_size() != 2 || def.shape().dims(0) <= 0) {
+    const bool growing = IsGrowingTable(def);
+    if (def.shape().dims_size() != 2 ||
+        (def.shape().dims(0) <= 0 && !growing)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "embedding table '", def.name(),
-          "' needs a fixed vocabulary: shape [input_dim, output_dim]"));
+          "' needs shape [input_dim, output_dim] (input_dim 0: growing)"));
+    }
+    if (growing && batch_rows <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("growing embedding table '", def.name(),
+                       "' needs the step's number of examples for its mirror"));
     }
     Table table;
     table.name = def.name();
     table.begin = fed->begin;
     table.count = fed->count;
-    table.rows = def.shape().dims(0);
+    table.rows = growing ? LocalTableRows(spec, def.name(), batch_rows)
+                         : def.shape().dims(0);
     table.width = def.shape().dims(1);
+    if (growing) table.remap = std::make_unique<IdRemap>(table.rows);
     bool found = false;
     for (const VariablePlacement& p : placement.variables()) {
       if (p.name() != def.name()) continue;
@@ -94,6 +104,7 @@ bool SparseTables::Holds(const std::string& name) const {
 void SparseTables::Clear() {
   for (Table& table : tables_) {
     table.seen.clear();
+    if (table.remap != nullptr) table.remap->Clear();
     table.ids.clear();
     table.versions.clear();
   }
@@ -101,12 +112,38 @@ void SparseTables::Clear() {
 
 int64_t SparseTables::num_touched() const {
   int64_t n = 0;
-  for (const Table& table : tables_) n += table.seen.size();
+  for (const Table& table : tables_) {
+    n += table.remap != nullptr ? table.remap->size() : table.seen.size();
+  }
   return n;
+}
+
+int64_t SparseTables::MirrorRows(const std::string& name) const {
+  for (const Table& table : tables_) {
+    if (table.name == name) return table.rows;
+  }
+  return 0;
+}
+
+int64_t SparseTables::MirrorRow(const Table& table, int64_t id) {
+  if (table.remap != nullptr) return table.remap->Find(id);
+  return table.seen.contains(id) ? id : -1;
 }
 
 absl::Status SparseTables::Touch(const Tensor& features,
                                  absl::Span<const int64_t> examples) {
+  return TouchImpl(features, nullptr, examples, nullptr);
+}
+
+absl::Status SparseTables::TouchAndRemap(Tensor* features,
+                                         absl::Span<const int64_t> examples,
+                                         const Tensor* wide_ids) {
+  return TouchImpl(*features, features, examples, wide_ids);
+}
+
+absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
+                                     absl::Span<const int64_t> examples,
+                                     const Tensor* wide_ids) {
   const int64_t batch = static_cast<int64_t>(examples.size());
   if (tables_.empty() || batch == 0) return absl::OkStatus();
   const int64_t row = features.num_elements() / batch;
@@ -116,6 +153,14 @@ absl::Status SparseTables::Touch(const Tensor& features,
         "a batch of ", batch, " examples with ", features.num_elements(), " ",
         DataTypeName(features.dtype()), " features"));
   }
+  if (wide_ids != nullptr &&
+      (wide_ids->dtype() != DT_INT64 ||
+       wide_ids->num_elements() != features.num_elements())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the batch's 64-bit ids are ", wide_ids->num_elements(),
+                     " ", DataTypeName(wide_ids->dtype()), " values for ",
+                     features.num_elements(), " features"));
+  }
   // The id of feature i of the batch (an int32, or an exact float).
   const auto id = [&features](int64_t i) -> int64_t {
     return features.dtype() == DT_INT32
@@ -124,6 +169,14 @@ absl::Status SparseTables::Touch(const Tensor& features,
   };
   // Checked first, so that a refused batch adds nothing.
   for (const Table& table : tables_) {
+    if (table.remap != nullptr) {
+      if (writable == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("growing embedding table '", table.name,
+                         "' needs its ids remapped (TouchAndRemap)"));
+      }
+      continue;
+    }
     for (int64_t e = 0; e < batch; ++e) {
       for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
         const int64_t value = id(e * row + f);
@@ -137,6 +190,33 @@ absl::Status SparseTables::Touch(const Tensor& features,
     }
   }
   for (Table& table : tables_) {
+    if (table.remap != nullptr) {
+      for (int64_t e = 0; e < batch; ++e) {
+        for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
+          const int64_t i = e * row + f;
+          const int64_t key = TableKey(
+              wide_ids != nullptr ? wide_ids->data<int64_t>()[i] : id(i));
+          const int64_t before = table.remap->size();
+          absl::StatusOr<int64_t> local = table.remap->Insert(key);
+          if (!local.ok()) {
+            return absl::Status(
+                local.status().code(),
+                absl::StrCat("example ", examples[e], ": embedding table '",
+                             table.name, "': ", local.status().message()));
+          }
+          if (writable->dtype() == DT_INT32) {
+            writable->data<int32_t>()[i] = static_cast<int32_t>(*local);
+          } else {
+            writable->data<float>()[i] = static_cast<float>(*local);
+          }
+          if (table.remap->size() == before) continue;
+          PSTRAIN_ASSIGN_OR_RETURN(const int slice,
+                                   SliceForRow(table.placement, key));
+          table.ids[table.placement.slices(slice).ps_task()].push_back(key);
+        }
+      }
+      continue;
+    }
     for (int64_t e = 0; e < batch; ++e) {
       for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
         const int64_t value = id(e * row + f);
@@ -227,12 +307,13 @@ absl::Status SparseTables::Pull(int64_t min_version,
       float* mirror = out[t]->flat<float>().data();
       for (int i = 0; i < response.ids_size(); ++i) {
         const int64_t id = response.ids(i);
-        if (id < 0 || id >= table.rows || !table.seen.contains(id)) {
+        const int64_t local = MirrorRow(table, id);
+        if (local < 0 || local >= table.rows) {
           return absl::InternalError(absl::StrCat(
               "ps ", task, " sent id ", id, " of '", table.name,
               "', which was not asked for"));
         }
-        std::memcpy(mirror + id * table.width,
+        std::memcpy(mirror + local * table.width,
                     values.data() + i * table.width * 4, table.width * 4);
       }
       table.versions.find(task)->second = response.version();
@@ -268,7 +349,8 @@ absl::Status SparseTables::Push(
       rows.resize(ids->second.size() * table.width);
       for (size_t i = 0; i < ids->second.size(); ++i) {
         std::memcpy(rows.data() + i * table.width,
-                    g + ids->second[i] * table.width, table.width * 4);
+                    g + MirrorRow(table, ids->second[i]) * table.width,
+                    table.width * 4);
       }
       PSTRAIN_RETURN_IF_ERROR(
           ps_->client(task)

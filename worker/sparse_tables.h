@@ -17,6 +17,12 @@
 //   ... backend->TrainStep(input, weights, &gradients) ...
 //   PSTRAIN_RETURN_IF_ERROR(tables->Push(step, examples, gradients));
 //
+// A growing table (shape[0] 0, worker/model/dynamic_embeddings.h) has a
+// mirror of LocalTableRows(spec, table, batch_rows) rows: TouchAndRemap
+// numbers the step's distinct ids 0, 1, ... (worker/id_remap.h) and writes
+// those local rows into the batch's id columns in place of the ids, so the
+// backend computes on them; pull and push move the rows by their ids.
+//
 // Sync semantics match the dense variables': a pull waits for the step on
 // every piece of every table (rows touched there or not), and every worker
 // pushes to every piece each step (no rows where it touched none), so each
@@ -46,6 +52,7 @@
 #include "proto/training.pb.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
+#include "worker/id_remap.h"
 #include "worker/model/keras_model.h"
 
 namespace pstrain {
@@ -58,10 +65,11 @@ class SparseTables {
   // ids of the model input it reads (model_input.h says where they lie in
   // an example's row); a sparse variable no Embedding reading a model input
   // holds is UNIMPLEMENTED; a table the placement lacks, or a growing one
-  // (shape[0] 0), INVALID_ARGUMENT.
+  // (shape[0] 0) when `batch_rows` (the most examples a step's batches
+  // hold together) is not positive, INVALID_ARGUMENT.
   static absl::StatusOr<std::unique_ptr<SparseTables>> Create(
       const ModelSpec& spec, const Placement& placement,
-      ps::PsClusterClient* ps, bool sync);
+      ps::PsClusterClient* ps, bool sync, int64_t batch_rows = 0);
 
   bool empty() const { return tables_.empty(); }
   // Whether `name` is one of these tables (not pulled or pushed densely).
@@ -75,8 +83,22 @@ class SparseTables {
   // model_input.h), `examples[i]` names batch row i in errors (its dataset
   // index). INVALID_ARGUMENT naming the example and the id for an id
   // outside [0, input_dim); nothing is added then.
+  // FAILED_PRECONDITION when a table is growing (use TouchAndRemap).
   absl::Status Touch(const Tensor& features,
                      absl::Span<const int64_t> examples);
+
+  // As Touch, and for the growing tables: takes each id from `wide_ids`
+  // (int64 [batch, row], the ids at the id columns) when not null, else
+  // from `features`, and writes its local row into `features` in its place.
+  // RESOURCE_EXHAUSTED when the step names more distinct ids than a mirror
+  // holds; after an error, Clear before the next step.
+  absl::Status TouchAndRemap(Tensor* features,
+                             absl::Span<const int64_t> examples,
+                             const Tensor* wide_ids = nullptr);
+
+  // The rows of a table's mirror: input_dim, or a growing table's local
+  // rows; 0 for a name that is not one of these tables.
+  int64_t MirrorRows(const std::string& name) const;
 
   // Number of distinct ids touched in the step, over every table.
   int64_t num_touched() const;
@@ -99,11 +121,14 @@ class SparseTables {
     // The columns of an example's row holding its ids.
     int64_t begin = 0;
     int64_t count = 0;
-    int64_t rows = 0;   // input_dim
+    int64_t rows = 0;   // input_dim, or a growing table's local rows.
     int64_t width = 0;  // output_dim
     VariablePlacement placement;
     // The ps tasks holding a piece, ascending.
     std::vector<int> tasks;
+    // A growing table's local rows of the step's ids (TableKey'd); null
+    // for a fixed one.
+    std::unique_ptr<IdRemap> remap;
     // This step's distinct ids, and those each ps task holds (by task).
     absl::flat_hash_set<int64_t> seen;
     std::map<int, std::vector<int64_t>> ids;
@@ -112,6 +137,14 @@ class SparseTables {
   };
 
   SparseTables(ps::PsClusterClient* ps, bool sync, std::vector<Table> tables);
+
+  // Touch and TouchAndRemap; `features` is written when not null.
+  absl::Status TouchImpl(const Tensor& features, Tensor* writable,
+                         absl::Span<const int64_t> examples,
+                         const Tensor* wide_ids);
+  // The mirror row of `id` in `table`: the id, or its local row; -1 when a
+  // growing table was not given it this step.
+  static int64_t MirrorRow(const Table& table, int64_t id);
 
   // Runs fn(task) for every ps task holding a piece of a table, in
   // parallel (a PsClient serves one call at a time, so one thread per

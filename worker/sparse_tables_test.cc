@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
 #include "common/placement.h"
 #include "gmock/gmock.h"
@@ -12,6 +13,7 @@
 #include "ps/ps_service.h"
 #include "ps/shard.h"
 #include "ps/staleness.h"
+#include "worker/id_remap.h"
 #include "worker/model/keras_model.h"
 
 namespace pstrain {
@@ -24,14 +26,17 @@ constexpr int kRows = 10;
 constexpr int kWidth = 3;
 constexpr double kLearningRate = 0.5;
 
-// Embedding(10, 3) on 2 ids per example, then a Dense.
-ModelSpec EmbeddingModel() {
-  const char* json = R"({"class_name": "Sequential", "config": {
+// Embedding(10, 3) on 2 ids per example, then a Dense; with `growing`,
+// Embedding(0, 3): a table that grows on first touch.
+ModelSpec EmbeddingModel(bool growing = false) {
+  const std::string json =
+      absl::StrCat(R"({"class_name": "Sequential", "config": {
     "name": "sequential", "layers": [
       {"class_name": "Embedding", "config": {"name": "embedding",
-        "batch_input_shape": [null, 2], "input_dim": 10, "output_dim": 3}},
+        "batch_input_shape": [null, 2], "input_dim": )",
+                   growing ? 0 : 10, R"(, "output_dim": 3}},
       {"class_name": "Flatten", "config": {"name": "flatten"}},
-      {"class_name": "Dense", "config": {"name": "dense", "units": 2}}]}})";
+      {"class_name": "Dense", "config": {"name": "dense", "units": 2}}]}})");
   return ParseKerasModel(json, /*seed=*/7).value();
 }
 
@@ -40,8 +45,9 @@ ModelSpec EmbeddingModel() {
 // clients of them.
 class TwoPs {
  public:
-  explicit TwoPs(UpdateConfig::Mode mode, int num_workers = 1) {
-    spec_ = EmbeddingModel();
+  explicit TwoPs(UpdateConfig::Mode mode, int num_workers = 1,
+                 bool growing = false) {
+    spec_ = EmbeddingModel(growing);
     PlacementOptions options;
     options.num_ps = 2;
     options.rules = {{"embedding/embeddings", 2}};
@@ -86,9 +92,11 @@ class TwoPs {
         .value();
   }
 
-  std::unique_ptr<SparseTables> Tables(ps::PsClusterClient* ps) {
+  std::unique_ptr<SparseTables> Tables(ps::PsClusterClient* ps,
+                                       int64_t batch_rows = 0) {
     return SparseTables::Create(spec_, placement_, ps,
-                                update_.mode() == UpdateConfig::SYNC)
+                                update_.mode() == UpdateConfig::SYNC,
+                                batch_rows)
         .value();
   }
 
@@ -305,6 +313,92 @@ TEST(SparseTables, ModelWithoutTablesHasNone) {
   EXPECT_TRUE(tables->empty());
   EXPECT_TRUE(tables->Pull(0, {}).ok());
   EXPECT_TRUE(tables->Push(0, 1, {}).ok());
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace pstrain
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+// A growing table fed ids far above 2^31 (and one above 2^63 as uint64):
+// the batch's distinct ids become local rows 0.. in the features, the
+// mirror's rows are those ids' rows on the ps, and a push updates exactly
+// those ids' rows there.
+TEST(SparseTables, GrowingTableRemapsIdsToLocalRows) {
+  TwoPs cluster(UpdateConfig::SYNC, 1, /*growing=*/true);
+  constexpr int64_t kBatch = 2;
+  std::unique_ptr<SparseTables> tables =
+      cluster.Tables(cluster.ps_.get(), kBatch);
+  EXPECT_EQ(tables->MirrorRows("embedding/embeddings"), kBatch * 2);
+  const int64_t a = (int64_t{1} << 40) + 3;
+  const int64_t b = static_cast<int64_t>(0xc3a5c85c97cb3127ull);  // < 0
+  const int64_t c = (int64_t{1} << 35) + 8;
+  // Rows {a, b} and {b, c}: local rows 0, 1, 1, 2.
+  Tensor features = Tensor::Create(DT_FLOAT, {kBatch, 2}).value();
+  Tensor wide = Tensor::Create(DT_INT64, {kBatch, 2}).value();
+  const std::vector<int64_t> ids = {a, b, b, c};
+  std::copy(ids.begin(), ids.end(), wide.data<int64_t>());
+  tables->Clear();
+  ASSERT_TRUE(tables->TouchAndRemap(&features, {0, 1}, &wide).ok());
+  EXPECT_EQ(tables->num_touched(), 3);
+  const float* f = features.data<float>();
+  EXPECT_EQ(std::vector<float>(f, f + 4), (std::vector<float>{0, 1, 1, 2}));
+
+  // What the ps holds for each key, before any step.
+  const std::vector<int64_t> keys = {TableKey(a), TableKey(b), TableKey(c)};
+  EXPECT_GE(keys[1], 0);
+  std::vector<float> before(3 * kWidth);
+  ASSERT_TRUE(
+      cluster.ps_->PullSparse("embedding/embeddings", keys, 0, before.data())
+          .ok());
+  Tensor mirror = Tensor::Create(DT_FLOAT, {kBatch * 2, kWidth}).value();
+  Tensor gradient = Tensor::Create(DT_FLOAT, {kBatch * 2, kWidth}).value();
+  std::fill_n(mirror.flat<float>().data(), mirror.num_elements(), -99.0f);
+  ASSERT_TRUE(tables->Pull(0, {{"embedding/embeddings", &mirror}}).ok());
+  for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < kWidth; ++j) {
+      EXPECT_EQ(mirror.flat<float>()[r * kWidth + j], before[r * kWidth + j])
+          << r << "," << j;
+    }
+  }
+  EXPECT_EQ(mirror.flat<float>()[3 * kWidth], -99.0f);  // No 4th id.
+  for (int64_t i = 0; i < gradient.num_elements(); ++i) {
+    gradient.flat<float>()[i] = 1.0f + i;
+  }
+  ASSERT_TRUE(
+      tables->Push(0, kBatch, {{"embedding/embeddings", &gradient}}).ok());
+  std::vector<float> after(3 * kWidth);
+  ASSERT_TRUE(
+      cluster.ps_->PullSparse("embedding/embeddings", keys, 1, after.data())
+          .ok());
+  for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < kWidth; ++j) {
+      const float g = (1.0f + r * kWidth + j) / kBatch;
+      EXPECT_FLOAT_EQ(after[r * kWidth + j],
+                      before[r * kWidth + j] - kLearningRate * g)
+          << r << "," << j;
+    }
+  }
+}
+
+TEST(SparseTables, GrowingTableRefusesMoreIdsThanItsMirror) {
+  TwoPs cluster(UpdateConfig::SYNC, 1, /*growing=*/true);
+  // Mirror of 2 rows (one example of 2 ids); a batch of 2 names 3 ids.
+  std::unique_ptr<SparseTables> tables = cluster.Tables(cluster.ps_.get(), 1);
+  Tensor features = Tensor::Create(DT_FLOAT, {2, 2}).value();
+  Tensor wide = Tensor::Create(DT_INT64, {2, 2}).value();
+  const std::vector<int64_t> ids = {int64_t{1} << 40, 5, 5, int64_t{1} << 41};
+  std::copy(ids.begin(), ids.end(), wide.data<int64_t>());
+  absl::Status status = tables->TouchAndRemap(&features, {7, 8}, &wide);
+  EXPECT_TRUE(absl::IsResourceExhausted(status)) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("example 8"));
+  // Touch cannot write local rows.
+  Tensor plain = Tensor::Create(DT_FLOAT, {1, 2}).value();
+  tables->Clear();
+  EXPECT_TRUE(absl::IsFailedPrecondition(tables->Touch(plain, {0})));
 }
 
 }  // namespace

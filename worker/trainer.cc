@@ -1,11 +1,13 @@
 #include "worker/trainer.h"
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "chief/evaluation.h"
 #include "chief/membership.h"
 #include "common/process.h"
 #include "common/retry.h"
@@ -14,6 +16,7 @@
 #include "ps/staleness.h"
 #include "worker/data/prefetcher.h"
 #include "worker/data/shard_plan.h"
+#include "worker/model/dynamic_embeddings.h"
 #include "worker/model_input.h"
 
 namespace pstrain {
@@ -113,33 +116,41 @@ void Trainer::SetGeneration(int64_t generation) {
 }
 
 absl::Status Trainer::Run() {
+  const bool streamed = options_.open_stream != nullptr;
+  const int64_t num_examples =
+      streamed ? options_.stream_examples : train_->size();
   PSTRAIN_ASSIGN_OR_RETURN(
       data::ShardPlan plan,
       data::ShardPlan::Create(
-          train_->size(),
+          num_examples,
           PlanOptions(*config_, options_.num_workers, options_.worker_index)));
   PSTRAIN_ASSIGN_OR_RETURN(
       RunLength length,
-      ComputeRunLength(*config_, options_.num_workers, train_->size()));
+      ComputeRunLength(*config_, options_.num_workers, num_examples));
   Position at{options_.start_step, options_.generation};
   if (at.step < 0 || at.step > length.total_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
         "start step ", at.step, " is outside the run's ", length.total_steps,
         " steps"));
   }
-  if (data::FeedDtype(*train_) != ModelFeedDtype(*spec_)) {
+  if (!streamed && data::FeedDtype(*train_) != ModelFeedDtype(*spec_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the training data's features are ",
         DataTypeName(data::FeedDtype(*train_)), ", but the model takes ",
         DataTypeName(ModelFeedDtype(*spec_)), " (FitDatasetToModel)"));
   }
+  // A growing table's mirror holds every id the step's batches can name:
+  // this worker's and those of the absent workers it covers.
+  const int64_t batch_rows =
+      int64_t{config_->batch_size_per_worker()} * options_.num_workers;
   PSTRAIN_ASSIGN_OR_RETURN(
       sparse_, SparseTables::Create(
                    *spec_, options_.placement, ps_,
-                   config_->update().mode() == UpdateConfig::SYNC));
+                   config_->update().mode() == UpdateConfig::SYNC, batch_rows));
+  const ModelSpec local = WithLocalTables(*spec_, batch_rows);
   Buffers buffers;
-  buffers.storage.reserve(2 * spec_->variables.size());
-  for (const VariableDef& def : spec_->variables) {
+  buffers.storage.reserve(2 * local.variables.size());
+  for (const VariableDef& def : local.variables) {
     const std::vector<int64_t> shape(def.shape().dims().begin(),
                                      def.shape().dims().end());
     PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
@@ -212,9 +223,16 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       (length.total_steps + length.steps_per_epoch - 1) /
           length.steps_per_epoch -
       prefetch.first_epoch;
-  PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::Prefetcher> batches,
-                           data::Prefetcher::Create(train_, plan, prefetch));
-  for (int64_t skip = start % length.steps_per_epoch; skip > 0; --skip) {
+  std::unique_ptr<data::BatchSource> batches;
+  if (options_.open_stream != nullptr) {
+    PSTRAIN_ASSIGN_OR_RETURN(batches, options_.open_stream(start, length));
+  } else {
+    PSTRAIN_ASSIGN_OR_RETURN(batches,
+                             data::Prefetcher::Create(train_, plan, prefetch));
+  }
+  for (int64_t skip =
+           options_.open_stream != nullptr ? 0 : start % length.steps_per_epoch;
+       skip > 0; --skip) {
     absl::StatusOr<data::Batch*> batch = batches->Next();
     if (!batch.ok()) return AtStep(start, "skipping data", batch.status());
     batches->Release(*batch);
@@ -226,6 +244,13 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   int64_t stale_pushes = 0;
   int64_t window_steps = 0, window_examples = 0, window_correct = 0;
   double window_loss = 0;
+  // Binary cross-entropy: the window's scores and labels, for a running
+  // training AUC in the report (NaN scores, left by a backend that does not
+  // give them, make it undefined and it is not reported).
+  const bool binary_auc =
+      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY;
+  std::vector<float> window_scores;
+  std::vector<int32_t> window_labels;
   absl::Time window_start = absl::Now();
   WorkerMetrics* const metrics = options_.metrics;
   // With metrics: the step's parts are timed from `mark` on.
@@ -270,6 +295,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     input.batch = (*batch)->size();
     input.step = *step;
     input.example_offset = options_.worker_index * input.batch;
+    if (binary_auc) {
+      window_scores.resize(window_scores.size() + input.batch, NAN);
+      input.scores = window_scores.data() + window_scores.size() - input.batch;
+      window_labels.insert(window_labels.end(), input.labels,
+                           input.labels + input.batch);
+    }
     // The version keys a backend's caches of the weights; the mirrors of
     // embedding tables change every step (other rows), so then every step
     // gets a version of its own.
@@ -341,6 +372,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
                            std::max<int64_t>(1, window_examples));
       metrics.set_examples_per_sec(window_examples / seconds);
       metrics.set_num_steps(window_steps);
+      if (binary_auc) {
+        const double auc = chief::ExactAuc(window_scores, window_labels);
+        if (std::isfinite(auc)) metrics.set_auc(auc);
+        window_scores.clear();
+        window_labels.clear();
+      }
       absl::StatusOr<ReportMetricsResponse> reply =
           chief_->ReportMetrics(metrics);
       if (!reply.ok()) {
@@ -367,9 +404,18 @@ absl::Status Trainer::GatherCoveredBatches(int64_t step,
       membership_, options_.worker_index, step, options_.num_workers);
   buffers.covered.resize(covered.size());
   if (covered.empty()) return absl::OkStatus();
+  if (options_.open_stream != nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat("step ", step,
+                     ": covering absent workers' batches needs the "
+                     "training data in memory, not streamed (--data_format)"));
+  }
   if (buffers.covered_gradients.empty()) {
-    buffers.covered_storage.reserve(spec_->variables.size());
-    for (const VariableDef& def : spec_->variables) {
+    const ModelSpec local =
+        WithLocalTables(*spec_, int64_t{config_->batch_size_per_worker()} *
+                                    options_.num_workers);
+    buffers.covered_storage.reserve(local.variables.size());
+    for (const VariableDef& def : local.variables) {
       const std::vector<int64_t> shape(def.shape().dims().begin(),
                                        def.shape().dims().end());
       PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
@@ -412,14 +458,16 @@ absl::Status Trainer::GatherCoveredBatches(int64_t step,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::PullSparse(int64_t step, const data::Batch& batch,
+absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
                                  Buffers& buffers) {
   if (sparse_->empty()) return absl::OkStatus();
   sparse_->Clear();
-  absl::Status touched = sparse_->Touch(batch.features, batch.indices);
-  for (const CoveredBatch& covered : buffers.covered) {
+  absl::Status touched = sparse_->TouchAndRemap(
+      &batch.features, batch.indices,
+      batch.wide_ids.num_elements() > 0 ? &batch.wide_ids : nullptr);
+  for (CoveredBatch& covered : buffers.covered) {
     if (!touched.ok()) break;
-    touched = sparse_->Touch(covered.features, covered.indices);
+    touched = sparse_->TouchAndRemap(&covered.features, covered.indices);
   }
   if (!touched.ok()) return AtStep(step, "reading the data", touched);
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;

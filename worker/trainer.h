@@ -32,6 +32,7 @@
 #define PSTRAIN_WORKER_TRAINER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -41,6 +42,7 @@
 #include "chief/chief_client.h"
 #include "ps/ps_client.h"
 #include "worker/backend.h"
+#include "worker/data/batch_source.h"
 #include "worker/data/dataset.h"
 #include "worker/data/prefetcher.h"
 #include "worker/data/shard_plan.h"
@@ -50,6 +52,14 @@
 
 namespace pstrain {
 namespace worker {
+
+// Steps per epoch and total steps of a run over `num_examples` training
+// examples (every worker does the same number of steps; the remainder of an
+// epoch that does not fill a step is dropped, a different one each epoch).
+struct RunLength {
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+};
 
 struct TrainerOptions {
   int worker_index = 0;
@@ -76,15 +86,17 @@ struct TrainerOptions {
   // Where steps are counted and timed (null: nowhere); must outlive the
   // Trainer.
   WorkerMetrics* metrics = nullptr;
+  // Training data streamed rather than held (--data_format=criteo): opens
+  // this worker's batches from `first_step` on (worker/criteo_batch_source.h).
+  // When set, the Trainer's `train` may be null, stream_examples is the
+  // number of examples of an epoch, and absent workers' batches cannot be
+  // covered (UNIMPLEMENTED).
+  std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
+      int64_t first_step, const RunLength& length)>
+      open_stream;
+  int64_t stream_examples = 0;
 };
 
-// Steps per epoch and total steps of a run over `num_examples` training
-// examples (every worker does the same number of steps; the remainder of an
-// epoch that does not fill a step is dropped, a different one each epoch).
-struct RunLength {
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
-};
 absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
                                            int num_workers,
                                            int64_t num_examples);
@@ -124,8 +136,7 @@ class Trainer {
   absl::Status GatherCoveredBatches(int64_t step, const RunLength& length,
                                     Buffers& buffers);
   // Pulls the embedding rows the step's batch and covered batches touch.
-  absl::Status PullSparse(int64_t step, const data::Batch& batch,
-                          Buffers& buffers);
+  absl::Status PullSparse(int64_t step, data::Batch& batch, Buffers& buffers);
   // Trains the gathered covered batches, adding their losses and examples
   // to `*result`. In sync mode a batch owed from an earlier step (its
   // worker's last push may have reached some ps tasks) is pushed at once,

@@ -16,6 +16,12 @@
 # With --restart_failed, a ps task, worker or the chief killed by a signal
 # (an OOM kill, a `kill -9`) is started again, as Kubernetes would, up to 10
 # times each; the run recovers (README: "When a process dies").
+# --example criteo trains examples/wide_deep.keras3.json (a growing
+# embedding table and an MLP) on Criteo-format data that bench/criteo_gen.py
+# writes to --data_dir (default /tmp/pstrain-criteo) when it holds no
+# test.tsv.bayes.json (a small set: the run takes a
+# few minutes on 2 cores), and prints the test AUC and log loss beside the
+# generator's Bayes-optimal AUC.
 # With --metrics, every process serves Prometheus metrics at
 # http://127.0.0.1:<port>/metrics (free ports picked at start, printed, and
 # written as a Prometheus scrape config to <model_dir>/prometheus.yml).
@@ -34,6 +40,8 @@ model_dir=/tmp/pstrain
 restart_failed=0
 metrics=0
 device=auto
+example=
+data_dir=
 bin=
 chief_flags=()
 data_flags=()
@@ -47,15 +55,35 @@ while [ $# -gt 0 ]; do
     --model_dir=*) model_dir=${1#*=}; shift ;;
     --restart_failed) restart_failed=1; shift ;;
     --metrics) metrics=1; shift ;;
-    --data_dir) data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
-    --data_dir=*) data_flags=("$1"); chief_flags+=("$1"); shift ;;
+    --data_dir) data_dir=$2; data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
+    --data_dir=*) data_dir=${1#*=}; data_flags=("$1"); chief_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
     --device=*) device=${1#*=}; shift ;;
+    --example) example=$2; shift 2 ;;
+    --example=*) example=${1#*=}; shift ;;
     --bin_dir) bin=$2; shift 2 ;;
     --bin_dir=*) bin=${1#*=}; shift ;;
     *) chief_flags+=("$1"); shift ;;
   esac
 done
+
+case "$example" in
+  '') ;;
+  criteo)
+    criteo_dir=${data_dir:-/tmp/pstrain-criteo}
+    if [ ! -f "$criteo_dir/test.tsv.bayes.json" ]; then
+      echo "run_cluster: writing a Criteo-format data set to $criteo_dir" >&2
+      /usr/bin/python3 bench/criteo_gen.py --out_dir "$criteo_dir" \
+        --train_rows 200000 --test_rows 20000 --scale 0.01 --seed 1 >&2
+    fi
+    data_flags=(--data_dir="$criteo_dir")
+    # The example's settings first: flags given on the command line win.
+    chief_flags=(--model=examples/wide_deep.keras3.json --data_format=criteo
+      --data_dir="$criteo_dir" --optimizer=adagrad --learning_rate=0.05
+      --batch_size=512 --print_every_steps=50 "${chief_flags[@]}")
+    ;;
+  *) echo "run_cluster: --example: \"$example\" must be criteo" >&2; exit 2 ;;
+esac
 
 if [ -z "$bin" ]; then
   third_party/install_deps.sh
@@ -170,6 +198,16 @@ else
 fi
 trap - EXIT
 [ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
+if [ "$example" = criteo ] && [ -f "$model_dir/summary.json" ]; then
+  /usr/bin/python3 - "$model_dir/summary.json" "$criteo_dir/test.tsv.bayes.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+bayes = json.load(open(sys.argv[2]))
+print("criteo: test AUC %.4f, log loss %.4f; Bayes-optimal AUC %.4f, log loss %.4f"
+      % (run.get("test_auc") or float("nan"), run.get("test_logloss") or float("nan"),
+         bayes["bayes_auc"], bayes["bayes_log_loss"]))
+PY
+fi
 # The newest complete checkpoint (a ckpt-<step> directory with index.pb).
 latest=$(for d in "$model_dir"/ckpt-*; do
   n=${d##*/ckpt-}

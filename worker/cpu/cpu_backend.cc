@@ -233,6 +233,18 @@ absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
       loss_->Compute(output, input.labels, batch, doutput, input.scores));
   result.loss_sum = loss.loss_sum;
   result.correct = loss.correct;
+  if (input.probabilities != nullptr) {
+    if (loss_->kind() != LossKind::kBinaryCrossEntropy) {
+      return absl::InvalidArgumentError(
+          "cpu backend: probabilities need binary_crossentropy");
+    }
+    for (int64_t i = 0; i < batch; ++i) {
+      input.probabilities[i] =
+          loss_->output_is_logits()
+              ? static_cast<float>(1.0 / (1.0 + std::exp(-double{output[i]})))
+              : std::clamp(output[i], 1e-7f, 1.0f - 1e-7f);
+    }
+  }
   return result;
 }
 

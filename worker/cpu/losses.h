@@ -157,6 +157,10 @@ class LabelLoss {
   LabelLoss(LossKind kind, bool output_is_logits, int64_t outputs)
       : kind_(kind), output_is_logits_(output_is_logits), outputs_(outputs) {}
 
+  LossKind kind() const { return kind_; }
+  // Whether the cross-entropies read the output as logits.
+  bool output_is_logits() const { return output_is_logits_; }
+
   // output, doutput: [batch, outputs]; labels, scores: [batch]. doutput
   // (when not null) is overwritten with the gradient of loss_sum; scores
   // (when not null; INVALID_ARGUMENT unless outputs == 1) receives the

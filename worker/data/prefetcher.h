@@ -41,22 +41,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/tensor.h"
+#include "worker/data/batch_source.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_plan.h"
 
 namespace pstrain {
 namespace data {
-
-struct Batch {
-  int64_t epoch = 0;
-  int64_t step = 0;              // In [0, steps_per_epoch).
-  bool end_of_epoch = false;     // The epoch's last step.
-  Tensor features;               // FeedDtype [size(), example shape...]
-  Tensor labels;                 // int32 [size()]
-  std::vector<int64_t> indices;  // Dataset index of each row.
-
-  int64_t size() const { return static_cast<int64_t>(indices.size()); }
-};
 
 struct PrefetchOptions {
   static constexpr int64_t kRepeatForever = -1;
@@ -66,7 +56,7 @@ struct PrefetchOptions {
   int64_t num_epochs = 1;   // >= 1, or kRepeatForever.
 };
 
-class Prefetcher {
+class Prefetcher : public BatchSource {
  public:
   // Starts the background thread. INVALID_ARGUMENT when `dataset` fails
   // ValidateDataset, its size is not plan.num_examples(), the plan has no
@@ -76,7 +66,7 @@ class Prefetcher {
       const Dataset* dataset, const ShardPlan& plan,
       const PrefetchOptions& options);
 
-  ~Prefetcher() ABSL_LOCKS_EXCLUDED(mu_);
+  ~Prefetcher() override ABSL_LOCKS_EXCLUDED(mu_);
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
@@ -84,11 +74,11 @@ class Prefetcher {
   // Release. OUT_OF_RANGE after the last epoch's last batch;
   // FAILED_PRECONDITION, rather than a deadlock, when the caller holds every
   // buffer the next batch could use.
-  absl::StatusOr<Batch*> Next() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Batch*> Next() override ABSL_LOCKS_EXCLUDED(mu_);
 
   // Returns `batch` for reuse. REQUIRES: `batch` came from this Next and was
   // not released since. Release(nullptr) does nothing.
-  void Release(Batch* batch) ABSL_LOCKS_EXCLUDED(mu_);
+  void Release(Batch* batch) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Free buffers of one row count.

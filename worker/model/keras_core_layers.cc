@@ -103,8 +103,10 @@ absl::Status ParseEmbedding(const KerasFields& fields,
                             std::vector<VariableDef>* variables) {
   layer->kind = LayerKind::kEmbedding;
   PSTRAIN_RETURN_IF_ERROR(ExpectRank(fields, *layer, 1, "[sequence length]"));
+  // 0: a table that grows on first touch, keyed by 64-bit id
+  // (worker/model/dynamic_embeddings.h).
   PSTRAIN_ASSIGN_OR_RETURN(layer->input_dim,
-                           fields.Int("input_dim", 1, kMaxDim, std::nullopt));
+                           fields.Int("input_dim", 0, kMaxDim, std::nullopt));
   PSTRAIN_ASSIGN_OR_RETURN(layer->output_dim,
                            fields.Int("output_dim", 1, kMaxDim, std::nullopt));
   // tf.keras 2.x's input_length, when given, is the sequence length.

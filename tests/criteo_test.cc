@@ -1,0 +1,173 @@
+// Criteo-format data trains a model with a growing embedding table end to
+// end (--data_format=criteo, --dynamic_embeddings): workers stream their
+// lines, remap the batch's 64-bit ids (all far above 2^31) to local rows,
+// pull and push only those rows by id; the chief evaluates on the test
+// file streamed and reports AUC, log loss and calibration. Real processes on
+// 127.0.0.1.
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "data/criteo_hash.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/local_cluster.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+constexpr int kValues = 40;  // Distinct values of C1.
+
+// Inputs "dense" [13] and "sparse" [26]; Embedding "embedding" (input_dim
+// 1000, made growing by --dynamic_embeddings) on the ids, Flatten, joined
+// with the dense features, Dense(1, sigmoid). tf.keras 2.x Functional form.
+std::string ModelJson() {
+  using Json = nlohmann::json;
+  const auto node = [](std::vector<std::string> sources) {
+    Json call = Json::array();
+    for (const std::string& s : sources) {
+      call.push_back({s, 0, 0, Json::object()});
+    }
+    return Json::array({call});
+  };
+  const auto input = [](const std::string& name, int n) {
+    return Json{
+        {"class_name", "InputLayer"},
+        {"name", name},
+        {"config", {{"name", name}, {"batch_input_shape", {nullptr, n}}}},
+        {"inbound_nodes", Json::array()}};
+  };
+  const auto layer = [&](const std::string& cls, Json config,
+                         std::vector<std::string> reads) {
+    const std::string name = config["name"];
+    return Json{{"class_name", cls},
+                {"name", name},
+                {"config", config},
+                {"inbound_nodes", node(reads)}};
+  };
+  Json layers = Json::array(
+      {input("dense", 13), input("sparse", 26),
+       layer("Embedding",
+             {{"name", "embedding"}, {"input_dim", 1000}, {"output_dim", 4}},
+             {"sparse"}),
+       layer("Flatten", {{"name", "flatten"}}, {"embedding"}),
+       layer("Concatenate", {{"name", "concatenate"}, {"axis", -1}},
+             {"dense", "flatten"}),
+       layer("Dense",
+             {{"name", "click"}, {"units", 1}, {"activation", "sigmoid"}},
+             {"concatenate"})});
+  Json model = {{"class_name", "Model"},
+                {"config",
+                 {{"name", "ctr"},
+                  {"layers", layers},
+                  {"input_layers", {{"dense", 0, 0}, {"sparse", 0, 0}}},
+                  {"output_layers", {{"click", 0, 0}}}}}};
+  return model.dump();
+}
+
+// `n` Criteo lines: C1 one of kValues values (hex), the label its parity
+// (so the model must learn each id's row); I1 noise; C2 a value of its
+// own per line (ids seen once); the rest empty.
+std::string Lines(int n, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> value(0, kValues - 1);
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    const int v = value(random);
+    std::vector<std::string> columns(40);
+    columns[0] = absl::StrCat(v % 2);
+    columns[1] = absl::StrCat(random() % 100);
+    columns[14] = absl::StrCat(absl::Hex(0x1000 + v));
+    columns[15] = absl::StrCat(absl::Hex(random()));
+    absl::StrAppend(&text, absl::StrJoin(columns, "\t"), "\n");
+  }
+  return text;
+}
+
+TEST(Criteo, TrainsAGrowingTableOn64BitIdsWithTwoPsAndTwoWorkers) {
+  // The premise: every id the model sees is far above 2^31.
+  for (int v = 0; v < kValues; ++v) {
+    ASSERT_GT(data::CriteoSparseId(1, 0x1000 + v), uint64_t{1} << 32) << v;
+  }
+  const std::string data_dir = TempPath("criteo-data");
+  mkdir(data_dir.c_str(), 0755);
+  // 2050 lines, one malformed (skipped, under --bad_lines=skip), so that
+  // batch 32 x 2 workers makes 32 steps an epoch with lines to spare.
+  std::string train = Lines(2049, 1);
+  train.insert(train.find('\n') + 1, "not\ta\tcriteo\tline\n");
+  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", train));
+  ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", Lines(600, 2)));
+  const std::string model = TempPath("criteo-model.json");
+  ASSERT_TRUE(WriteFile(model, ModelJson()));
+  const std::string model_dir = TempPath("criteo-run");
+  const std::string log = LocalCluster(2, 2).Run(
+      "criteo",
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
+       "--bad_lines=skip", "--dynamic_embeddings=embedding", "--mode=sync",
+       "--optimizer=adam", "--learning_rate=0.02", "--batch_size=32",
+       "--epochs=3", "--threads=1", "--model_dir=" + model_dir},
+      {"--data_dir=" + data_dir, "--threads=1"});
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
+  std::printf("%s\n", summary.dump(2).c_str());
+  EXPECT_EQ(summary["global_step"].get<int64_t>(), 3 * 32) << log;
+  // The label is a function of C1's id: learnt, on ids the worker remapped.
+  ASSERT_TRUE(summary["test_auc"].is_number()) << summary.dump(2);
+  EXPECT_GE(summary["test_auc"].get<double>(), 0.95);
+  ASSERT_TRUE(summary["test_logloss"].is_number()) << summary.dump(2);
+  EXPECT_LT(summary["test_logloss"].get<double>(), 0.3);
+  // Equal to the binary cross-entropy (the output is a sigmoid's).
+  EXPECT_NEAR(summary["test_logloss"].get<double>(),
+              summary["test_loss"].get<double>(), 1e-4);
+  ASSERT_TRUE(summary["test_calibration"].is_number()) << summary.dump(2);
+  EXPECT_NEAR(summary["test_calibration"].get<double>(), 1.0, 0.2);
+  // The malformed line belongs to worker 1 (line 1): skipped and reported.
+  EXPECT_NE(ReadFile(TempPath("criteo-worker1.log"))
+                .find("skipped 1 malformed lines"),
+            std::string::npos);
+}
+
+TEST(Criteo, TheChiefRefusesWhatStreamedCriteoDataCannotDo) {
+  const std::string data_dir = TempPath("fixed-data");
+  mkdir(data_dir.c_str(), 0755);
+  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", Lines(100, 1)));
+  ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", Lines(10, 2)));
+  const std::string model = TempPath("fixed-model.json");
+  ASSERT_TRUE(WriteFile(model, ModelJson()));
+  LocalCluster cluster(1, 1);
+  Subprocess chief = cluster.Start(
+      "fixed", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo"});
+  EXPECT_EQ(chief.Wait(), 2);
+  EXPECT_NE(Log(chief).find("--dynamic_embeddings"), std::string::npos)
+      << Log(chief);
+  // Covering absent workers needs the data in memory.
+  Subprocess cover = cluster.Start(
+      "cover", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
+       "--dynamic_embeddings=embedding", "--on_worker_failure=continue"});
+  EXPECT_EQ(cover.Wait(), 2);
+  EXPECT_NE(Log(cover).find("--on_worker_failure: continue is not supported"),
+            std::string::npos)
+      << Log(cover);
+  // A format the chief does not know.
+  Subprocess format = cluster.Start(
+      "format", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=parquet"});
+  EXPECT_EQ(format.Wait(), 2);
+  EXPECT_NE(Log(format).find("--data_format: \"parquet\" must be"),
+            std::string::npos)
+      << Log(format);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pstrain
