@@ -29,8 +29,8 @@ absl::Status TakeChunk(const NamedTensor& value, int64_t version,
                        std::map<std::string, int64_t>* versions) {
   auto it = by_name.find(value.name());
   if (it == by_name.end()) {
-    return Unexpected(absl::StrCat("variable '", value.name(),
-                                   "' that was not asked for"));
+    return Unexpected(
+        absl::StrCat("variable '", value.name(), "' that was not asked for"));
   }
   const DensePiece& piece = *it->second;
   const int64_t offset = value.tensor().content_offset();
@@ -78,9 +78,10 @@ class PushCall : public DenseCall {
       state_ = kFinishing;
       return;
     }
-    stream_.reset(grpc::internal::ClientAsyncWriterFactory<grpc::ByteBuffer>::
-                      Create(channel, cq, stream_method, &context_, &response_,
-                             /*start=*/true, this));
+    stream_.reset(
+        grpc::internal::ClientAsyncWriterFactory<grpc::ByteBuffer>::Create(
+            channel, cq, stream_method, &context_, &response_,
+            /*start=*/true, this));
     state_ = kWriting;
   }
 
@@ -149,9 +150,10 @@ class PullCall : public DenseCall {
         result_(result) {
     for (const DensePiece& piece : values) by_name_[piece.name] = &piece;
     context_.set_deadline(absl::ToChronoTime(deadline));
-    reader_.reset(grpc::internal::ClientAsyncReaderFactory<grpc::ByteBuffer>::
-                      Create(channel, cq, method, &context_, request,
-                             /*start=*/true, this));
+    reader_.reset(
+        grpc::internal::ClientAsyncReaderFactory<grpc::ByteBuffer>::Create(
+            channel, cq, method, &context_, request,
+            /*start=*/true, this));
   }
 
   bool Proceed(bool ok) override {
@@ -193,9 +195,9 @@ class PullCall : public DenseCall {
       return;
     }
     for (int i = 0; i < message.values_size() && problem_.ok(); ++i) {
-      problem_ = TakeChunk(message.values(i), message.version(),
-                           view_->Content(i), view_->ContentSize(i), by_name_,
-                           &received_, &versions_);
+      problem_ =
+          TakeChunk(message.values(i), message.version(), view_->Content(i),
+                    view_->ContentSize(i), by_name_, &received_, &versions_);
     }
   }
 
@@ -230,7 +232,6 @@ class PullCall : public DenseCall {
   std::map<std::string, int64_t> versions_;
   absl::Status problem_;
 };
-
 
 }  // namespace
 

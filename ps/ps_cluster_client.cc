@@ -1,5 +1,3 @@
-#include "ps/ps_client.h"
-
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -10,6 +8,7 @@
 #include "common/placement.h"
 #include "common/status_macros.h"
 #include "ps/dense_call.h"
+#include "ps/ps_client.h"
 
 // PsClusterClient (declared in ps/ps_client.h): routes whole variables to
 // the ps tasks holding them, in parallel.
@@ -32,7 +31,8 @@ absl::StatusOr<int64_t> PsClusterClient::SetWorkers(
 absl::StatusOr<std::unique_ptr<PsClusterClient>> PsClusterClient::Create(
     std::vector<std::unique_ptr<PsClient>> clients, const Placement& placement,
     absl::Span<const VariableDef> variables) {
-  if (clients.empty() || placement.num_ps() != static_cast<int>(clients.size())) {
+  if (clients.empty() ||
+      placement.num_ps() != static_cast<int>(clients.size())) {
     return absl::InvalidArgumentError(
         absl::StrCat("placement is for ", placement.num_ps(), " ps tasks, ",
                      clients.size(), " clients given"));
@@ -45,8 +45,8 @@ absl::StatusOr<std::unique_ptr<PsClusterClient>> PsClusterClient::Create(
           absl::StrCat("placement names unknown variable '", p.name(), "'"));
     }
   }
-  return std::unique_ptr<PsClusterClient>(new PsClusterClient(
-      std::move(clients), placement, std::move(defs)));
+  return std::unique_ptr<PsClusterClient>(
+      new PsClusterClient(std::move(clients), placement, std::move(defs)));
 }
 
 PsClusterClient::PsClusterClient(std::vector<std::unique_ptr<PsClient>> clients,
@@ -111,9 +111,10 @@ absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
     const std::vector<int64_t> dims(def.shape().dims().begin(),
                                     def.shape().dims().end());
     if (t->dtype() != DT_FLOAT || t->shape() != dims) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "variable '", p.name(), "': tensor is ", DataTypeName(t->dtype()), " ",
-          ShapeString(t->shape()), ", expected float32 ", ShapeString(dims)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable '", p.name(), "': tensor is ",
+                       DataTypeName(t->dtype()), " ", ShapeString(t->shape()),
+                       ", expected float32 ", ShapeString(dims)));
     }
     const int64_t row_bytes = t->row_elements() * 4;
     for (const VariablePlacement::Slice& s : p.slices()) {
@@ -122,7 +123,8 @@ absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
       piece.shape = def.shape();
       piece.row_begin = s.row_begin();
       piece.row_end = s.row_end();
-      piece.data = static_cast<char*>(t->raw_data()) + s.row_begin() * row_bytes;
+      piece.data =
+          static_cast<char*>(t->raw_data()) + s.row_begin() * row_bytes;
       piece.size = (s.row_end() - s.row_begin()) * row_bytes;
       pieces[s.ps_task()].push_back(std::move(piece));
     }
@@ -172,8 +174,8 @@ absl::Status PsClusterClient::PullSparse(const std::string& name,
     const std::string& values = response.values().content();
     if (static_cast<int64_t>(values.size()) !=
         response.ids_size() * width * 4) {
-      return absl::InternalError(absl::StrCat("ps sent ", values.size(),
-                                              " bytes of rows of '", name, "'"));
+      return absl::InternalError(absl::StrCat(
+          "ps sent ", values.size(), " bytes of rows of '", name, "'"));
     }
     for (int64_t p : positions[task]) {
       auto it = row.find(ids[p]);
