@@ -15,6 +15,8 @@
 //   PSTRAIN_RETURN_IF_ERROR(ps.PushDense(version, batch_size, gradients));
 //
 // Neither class is thread-safe: one caller at a time (they reuse buffers).
+// PsClient is in ps_client.cc, PsClusterClient in ps_cluster_client.cc, the
+// completion-queue calls both drive in ps/dense_call.h.
 #ifndef PSTRAIN_PS_PS_CLIENT_H_
 #define PSTRAIN_PS_PS_CLIENT_H_
 
@@ -32,6 +34,7 @@
 #include "common/thread_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps/dense_call.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -47,18 +50,6 @@ struct PsClientOptions {
   // moment) are tried again within this; a retried push keeps its request
   // id, so the ps applies it once.
   RetryOptions retry;
-};
-
-// Rows [row_begin, row_end) of a dense variable of shape `shape`, as bytes:
-// what one ps task holds of it.
-struct DensePiece {
-  std::string name;
-  TensorShapeProto shape;
-  int64_t row_begin = 0;
-  int64_t row_end = 0;
-  // The piece's data (rows row_begin..row_end of the full tensor).
-  char* data = nullptr;
-  int64_t size = 0;
 };
 
 class PsClient {
@@ -92,20 +83,16 @@ class PsClient {
                            absl::Span<const DensePiece> values);
 
   // One attempt of a push or pull, started on `cq` (which must outlive it)
-  // and driven by RunCalls; its outcome goes to *result. The pieces must
-  // outlive it. PsClusterClient drives one per ps task from one thread.
-  class AsyncCall;
-  std::unique_ptr<AsyncCall> StartPush(const PushDenseRequest& first,
-                                       absl::Span<const DensePiece> gradients,
-                                       grpc::CompletionQueue* cq,
-                                       absl::StatusOr<PushDenseResponse>* result);
-  std::unique_ptr<AsyncCall> StartPull(const PullDenseRequest& request,
+  // and driven by RunCalls (ps/dense_call.h); its outcome goes to *result.
+  // The pieces must outlive it. PsClusterClient drives one per ps task from
+  // one thread.
+  std::unique_ptr<DenseCall> StartPush(
+      const PushDenseRequest& first, absl::Span<const DensePiece> gradients,
+      grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result);
+  std::unique_ptr<DenseCall> StartPull(const PullDenseRequest& request,
                                        absl::Span<const DensePiece> values,
                                        grpc::CompletionQueue* cq,
                                        absl::StatusOr<int64_t>* result);
-  // Polls `cq` until every call of `calls`, all started on it, is over.
-  static void RunCalls(absl::Span<AsyncCall* const> calls,
-                       grpc::CompletionQueue* cq);
 
   // Rows of embedding table `name` for `ids` (duplicates allowed), after
   // the table reached `min_version`.

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The README's test command. Installs what is missing (third_party/
 # install_deps.sh), builds and tests everything offline (`bazel test //...`),
-# checks that the CPU-only build (`--config=cpu`) still builds, runs the fuzz
-# targets under libFuzzer and the sanitizers (`--config=fuzz`, tests/fuzz/),
-# and ends with one line "N passed, N failed, N skipped" counting Bazel's
-# test targets of both test runs (a failed CPU-only or fuzz build counts as
-# one failure). A target that passed but skipped tests (no GPU here, no
+# checks that the CPU-only build (`--config=cpu`) still builds, compiles the
+# code with clang's lock checks (`--config=clang`), runs the fuzz targets
+# under libFuzzer and the sanitizers (`--config=fuzz`, tests/fuzz/), and ends
+# with one line "N passed, N failed, N skipped" counting Bazel's test targets
+# of both test runs (a failed CPU-only, clang or fuzz build counts as one
+# failure). A target that passed but skipped tests (no GPU here, no
 # root: it prints why, gtest's "[  SKIPPED ]" or a shell test's
 # "SKIPPED: ...") counts as skipped, not passed, and is listed with its
 # reasons. Exits non-zero on any failure. Extra arguments go to the main
@@ -23,6 +24,20 @@ test_rc=${PIPESTATUS[0]}
 bazel build --config=cpu //...
 cpu_rc=$?
 
+# Main output base: beside it go those of the clang and fuzz builds.
+main_base=$(bazel info output_base 2>/dev/null) || main_base=""
+other_root=$(dirname "${main_base:-${XDG_CACHE_HOME:-$HOME/.cache}/bazel/x}")
+checkout_id=$(pwd | cksum | cut -d' ' -f1)
+
+# Clang's thread-safety analysis turns the lock annotations (ABSL_GUARDED_BY,
+# ...) into errors. It is a compiler check, so the code is compiled, not
+# linked (--output_groups=compilation_outputs), in an output base of its own
+# so that the main build's objects stay cached.
+bazel --output_base="$other_root/pstrain-clang-$checkout_id" \
+  --max_idle_secs=60 build --config=clang \
+  --output_groups=compilation_outputs -- //...
+clang_rc=$?
+
 # The fuzz targets again, built by clang with libFuzzer, ASan and UBSan, each
 # fuzzing for 20 s (about 4 minutes in all on 2 cores), in an output base of
 # their own so that the main build's objects stay cached. Its server exits
@@ -30,9 +45,7 @@ cpu_rc=$?
 fuzz_rc=0
 if [ "${PSTRAIN_FUZZ:-1}" != 0 ]; then
   # Beside the main output base: <output_user_root>/pstrain-fuzz-<checkout>.
-  main_base=$(bazel info output_base 2>/dev/null) || main_base=""
-  fuzz_root=$(dirname "${main_base:-${XDG_CACHE_HOME:-$HOME/.cache}/bazel/x}")
-  fuzz_base="$fuzz_root/pstrain-fuzz-$(pwd | cksum | cut -d' ' -f1)"
+  fuzz_base="$other_root/pstrain-fuzz-$checkout_id"
   bazel --output_base="$fuzz_base" --max_idle_secs=60 \
     test --config=fuzz //tests/fuzz/... 2>&1 | tee "$fuzz_log"
   fuzz_rc=${PIPESTATUS[0]}
@@ -68,6 +81,10 @@ fi
 failed=$((failed + fuzz_failed))
 if [ "$cpu_rc" -ne 0 ]; then
   echo "bazel build --config=cpu //... failed"
+  failed=$((failed + 1))
+fi
+if [ "$clang_rc" -ne 0 ]; then
+  echo "bazel build --config=clang //... failed (thread-safety analysis?)"
   failed=$((failed + 1))
 fi
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"

@@ -92,11 +92,11 @@ class Prefetcher : public BatchSource {
              const PrefetchOptions& options);
   absl::Status Allocate(int64_t rows, int count);
   // The index in pools_ of the pool of `rows`, or -1.
-  int PoolFor(int64_t rows) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int PoolFor(int64_t rows) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   // A free buffer of `rows`, waiting for one; nullptr once stopping.
   Batch* TakeFree(int64_t rows) ABSL_LOCKS_EXCLUDED(mu_);
-  bool CallerHoldsAll() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CallerHoldsAll() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const Dataset* const dataset_;
   const ShardPlan plan_;
