@@ -33,9 +33,18 @@ checkout_id=$(pwd | cksum | cut -d' ' -f1)
 # ...) into errors. It is a compiler check, so the code is compiled, not
 # linked (--output_groups=compilation_outputs), in an output base of its own
 # so that the main build's objects stay cached.
+# Its targets are the packages under each source folder: `//...` would also
+# walk into the main build's convenience links (bazel-<checkout>), which
+# only the output base that made them knows to skip.
+clang_targets=(//:all)
+for dir in */; do
+  dir=${dir%/}
+  [ -L "$dir" ] && continue
+  [ -n "$(find "$dir" -name BUILD -print -quit)" ] && clang_targets+=("//$dir/...")
+done
 bazel --output_base="$other_root/pstrain-clang-$checkout_id" \
   --max_idle_secs=60 build --config=clang \
-  --output_groups=compilation_outputs -- //...
+  --output_groups=compilation_outputs -- "${clang_targets[@]}"
 clang_rc=$?
 
 # The fuzz targets again, built by clang with libFuzzer, ASan and UBSan, each
