@@ -7,7 +7,6 @@
 #ifndef PSTRAIN_PS_STALENESS_H_
 #define PSTRAIN_PS_STALENESS_H_
 
-
 #include "absl/status/status.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/string_view.h"
