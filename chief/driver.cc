@@ -17,6 +17,7 @@
 #include "common/process.h"
 #include "common/retry.h"
 #include "common/status_macros.h"
+#include "common/update_config.h"
 
 namespace pstrain {
 namespace chief {
@@ -194,9 +195,7 @@ Driver::PsShard Driver::ProbePs(int task, std::string* lost) {
 absl::StatusOr<int64_t> Driver::SetPsWorkers(const std::vector<int>& absent,
                                              int uncounted) {
   const UpdateConfig& update = config_->update();
-  const int wanted = update.replicas_to_aggregate() > 0
-                         ? update.replicas_to_aggregate()
-                         : update.num_workers();
+  const int wanted = ReplicasToAggregate(update);
   const int present =
       update.num_workers() - static_cast<int>(absent.size()) + uncounted;
   return ps_->SetWorkers(std::max(1, std::min(wanted, present)), absent);

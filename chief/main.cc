@@ -50,6 +50,7 @@
 #include "common/status_macros.h"
 #include "common/strategy.h"
 #include "common/tf_config.h"
+#include "common/update_config.h"
 #include "data/criteo_files.h"
 #include "data/criteo_reader.h"
 #include "grpcpp/grpcpp.h"
@@ -190,7 +191,8 @@ ABSL_FLAG(int64_t, print_every_steps, 100,
           "Log a progress line every this many steps, >= 1");
 ABSL_FLAG(int, wait_for_tasks_seconds, 300,
           "How long to wait for every ps and worker to register, >= 1");
-ABSL_FLAG(int, step_timeout_seconds, 120,
+ABSL_FLAG(int, step_timeout_seconds,
+          absl::ToInt64Seconds(pstrain::kDefaultStepTimeout),
           "sync: a step still missing a gradient after this long fails, "
           "in [1, 1000000]");
 ABSL_FLAG(int, threads, 0,

@@ -80,6 +80,10 @@ absl::StatusOr<int64_t> NumElements(absl::Span<const int64_t> shape,
   return n;
 }
 
+std::vector<int64_t> ShapeDims(const TensorShapeProto& shape) {
+  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+}
+
 std::string ShapeString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }

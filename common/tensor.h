@@ -43,6 +43,9 @@ absl::StatusOr<int64_t> NumElements(absl::Span<const int64_t> shape,
 // "[784, 200]".
 std::string ShapeString(absl::Span<const int64_t> shape);
 
+// A TensorShapeProto's dimensions.
+std::vector<int64_t> ShapeDims(const TensorShapeProto& shape);
+
 class Tensor {
  public:
   // Buffers are aligned for AVX-512 loads and cache lines.

@@ -1,9 +1,6 @@
 #include "ps/shard.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -14,123 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
-#include "ps/staleness.h"
+#include "common/update_config.h"
+#include "ps/variable_error.h"
 
 namespace pstrain {
 namespace ps {
 namespace {
-
-// An owed push (RequestHeader.owed) must be a worker's sync push naming the
-// batches it owes.
-absl::Status CheckOwed(const UpdateConfig& update, const RequestHeader& header,
-                       int worker) {
-  if (!header.owed()) return absl::OkStatus();
-  if (update.mode() != UpdateConfig::SYNC || worker < 0 ||
-      header.batches().empty()) {
-    return absl::InvalidArgumentError(
-        "an owed push must be a worker's sync push naming its batches");
-  }
-  return absl::OkStatus();
-}
-
-// What a sync push of `header` from `worker` (< 0: not a worker) adds to a
-// step.
-Contribution SyncContribution(const RequestHeader& header, int worker,
-                              int64_t batch_size, bool skip_update) {
-  Contribution c;
-  c.sender = worker;
-  c.batches = header.batches();
-  c.owed = header.owed();
-  c.batch_size = batch_size;
-  c.skip_update = skip_update;
-  return c;
-}
-
-absl::Status VariableError(absl::string_view name, absl::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("variable '", name, "': ", problem));
-}
-
-// Appends the content `pieces` of a gradient that starts at byte `offset` of
-// its piece to *chunks, as runs of whole floats. A float split between two
-// pieces (gRPC's buffers end anywhere) is copied into *stitched, which has
-// room reserved for one per piece. The content is whole floats (checked
-// before).
-void AddWholeFloats(int64_t offset, absl::Span<const absl::string_view> pieces,
-                    std::vector<Chunk>* chunks,
-                    std::vector<std::array<char, 4>>* stitched) {
-  std::array<char, 4> partial;
-  size_t partial_size = 0;
-  for (absl::string_view piece : pieces) {
-    if (partial_size > 0) {
-      const size_t n = std::min(4 - partial_size, piece.size());
-      std::memcpy(partial.data() + partial_size, piece.data(), n);
-      partial_size += n;
-      piece.remove_prefix(n);
-      if (partial_size < 4) continue;
-      stitched->push_back(partial);
-      chunks->push_back(
-          Chunk{offset, absl::string_view(stitched->back().data(), 4)});
-      offset += 4;
-      partial_size = 0;
-    }
-    const size_t whole = piece.size() & ~size_t{3};
-    if (whole > 0) {
-      chunks->push_back(Chunk{offset, piece.substr(0, whole)});
-      offset += whole;
-    }
-    partial_size = piece.size() - whole;
-    std::memcpy(partial.data(), piece.data() + whole, partial_size);
-  }
-}
-
-// What identifies an async push among its sender's: the worker's step when
-// the header has one (a step redone is the same push), else the request id
-// (a retry is). Tagged in the low bit, so the two never collide; 0: none.
-uint64_t PushKey(const RequestHeader& header) {
-  if (header.has_step()) return static_cast<uint64_t>(header.step()) << 1 | 1;
-  return header.request_id() << 1;
-}
-
-// The reply recorded under `key` for sender `who` in `recent`, if any.
-template <typename Who, typename Response>
-const Response* FindRecorded(
-    const std::map<Who, std::vector<std::pair<uint64_t, Response>>>& recent,
-    const Who& who, uint64_t key) {
-  auto it = recent.find(who);
-  if (it == recent.end()) return nullptr;
-  for (const auto& [id, response] : it->second) {
-    if (id == key) return &response;
-  }
-  return nullptr;
-}
-
-std::vector<int64_t> Dims(const TensorShapeProto& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
-absl::Status CheckUpdateConfig(const UpdateConfig& update) {
-  if (update.mode() != UpdateConfig::SYNC &&
-      update.mode() != UpdateConfig::ASYNC) {
-    return absl::InvalidArgumentError(
-        "update.mode: must be SYNC or ASYNC");
-  }
-  if (update.num_workers() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "update.num_workers: ", update.num_workers(), " must be >= 1"));
-  }
-  if (update.replicas_to_aggregate() < 0 ||
-      update.replicas_to_aggregate() > update.num_workers()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "update.replicas_to_aggregate: ", update.replicas_to_aggregate(),
-        " must be in [0, num_workers ", update.num_workers(), "]"));
-  }
-  if (update.step_timeout_ms() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "update.step_timeout_ms: ", update.step_timeout_ms(), " is negative"));
-  }
-  return absl::OkStatus();
-}
 
 // The rows of `variable` placed on `ps_task`: true and [*begin, *end) if
 // there is a piece there, false if none. INVALID_ARGUMENT for a placement
@@ -186,8 +72,9 @@ absl::Status CheckShardBytes(
       const int64_t dim = def.shape().dims(d);
       if (dim < 0) {
         return VariableError(
-            def.name(), absl::StrCat("shape ", ShapeString(Dims(def.shape())),
-                                     " has a negative dimension"));
+            def.name(),
+            absl::StrCat("shape ", ShapeString(ShapeDims(def.shape())),
+                         " has a negative dimension"));
       }
       // Past max_bytes (or int64), it is refused below if any row is here.
       row_bytes = dim > 0 && row_bytes > max_bytes / dim
@@ -222,17 +109,6 @@ absl::Status CheckShardBytes(
   return absl::OkStatus();
 }
 
-absl::StatusOr<EmbeddingTable*> FindTable(
-    const std::map<std::string, std::unique_ptr<EmbeddingTable>>& tables,
-    const std::string& name, int ps_task) {
-  auto it = tables.find(name);
-  if (it == tables.end()) {
-    return VariableError(name, absl::StrCat("not an embedding table held by ps ",
-                                            ps_task));
-  }
-  return it->second.get();
-}
-
 }  // namespace
 
 Shard::Shard(ShardOptions options) : options_(std::move(options)) {}
@@ -254,6 +130,17 @@ absl::StatusOr<const Shard::Run*> Shard::CheckRun(
         "the request's run id is not the run of ps ", options_.ps_task));
   }
   return run_.get();
+}
+
+absl::StatusOr<EmbeddingTable*> Shard::FindTable(
+    const Run& run, const std::string& name) const {
+  auto it = run.tables.find(name);
+  if (it == run.tables.end()) {
+    return VariableError(
+        name,
+        absl::StrCat("not an embedding table held by ps ", options_.ps_task));
+  }
+  return it->second.get();
 }
 
 absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
@@ -297,13 +184,10 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
                            CreateOptimizer(request.optimizer()));
   PSTRAIN_RETURN_IF_ERROR(CheckUpdateConfig(request.update()));
   run->update = request.update();
-  run->replicas_to_aggregate = request.update().replicas_to_aggregate() > 0
-                                   ? request.update().replicas_to_aggregate()
-                                   : request.update().num_workers();
+  run->replicas_to_aggregate = ReplicasToAggregate(request.update());
   run->nan_policy = options_.nan_policy.value_or(request.update().nan_policy());
-  run->step_timeout = request.update().step_timeout_ms() > 0
-                          ? absl::Milliseconds(request.update().step_timeout_ms())
-                          : options_.default_step_timeout;
+  run->step_timeout =
+      StepTimeout(request.update(), options_.default_step_timeout);
   // Embedding tables may have an optimizer of their own
   // (--embedding_optimizer).
   std::map<std::string, const Optimizer*> own_optimizer;
@@ -481,265 +365,13 @@ absl::Status Shard::CheckPresent(const Run& run, int worker) const {
       "its share: it must register with the chief again"));
 }
 
-absl::Status Shard::Refuse(absl::Status status) {
-  pushes_refused_.fetch_add(1, std::memory_order_relaxed);
-  return status;
-}
-
-absl::Status Shard::CheckPushVersion(const Run& run, const std::string& name,
-                                     int64_t version, int64_t current) {
-  if (version > current) {
-    // The pusher has seen versions this shard never had: the ps restarted
-    // and was created anew, and the chief has not restored it yet (or the
-    // push is wrong). ABORTED, as for a push of another generation: the
-    // worker asks the chief how to go on, which brings it to the restored
-    // run.
-    return Refuse(absl::AbortedError(absl::StrCat(
-        "variable '", name, "': gradient computed from version ", version,
-        ", but the variable is at version ", current,
-        " (a version from the future: was this ps restarted?)")));
-  }
-  const int staleness = run.update.max_staleness();
-  if (run.update.mode() == UpdateConfig::ASYNC && staleness >= 0 &&
-      current > version + staleness) {
-    return Refuse(StaleGradientError(absl::StrCat(
-        "variable '", name, "': gradient computed from version ", version,
-        " is too stale: the variable is at version ", current, ", beyond ",
-        version, " + max_staleness ", staleness)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Shard::CheckFinite(const Run& run, const std::string& name,
-                                const Chunk& chunk, bool* skip) {
-  // A float is NaN or Inf iff its exponent bits are all ones. This branch-
-  // free pass vectorizes; the slow search below runs only on a bad gradient.
-  const char* bytes = chunk.data.data();
-  const int64_t count = chunk.data.size() / 4;
-  uint32_t all_ones = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, bytes + 4 * i, 4);
-    all_ones |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  if (all_ones == 0) return absl::OkStatus();
-  for (int64_t i = 0; i < count; ++i) {
-    float g;
-    std::memcpy(&g, bytes + 4 * i, 4);
-    if (std::isfinite(g)) continue;
-    if (run.nan_policy == NAN_SKIP_STEP) {
-      *skip = true;
-      return absl::OkStatus();
-    }
-    absl::Status status = VariableError(
-        name, absl::StrCat("gradient element ", chunk.offset / 4 + i, " is ",
-                           std::isnan(g) ? "NaN" : "Inf", " (nan_policy ",
-                           NanPolicy_Name(run.nan_policy), ")"));
-    if (run.nan_policy == NAN_ABORT && options_.on_abort) {
-      options_.on_abort(status);
-    }
-    return Refuse(std::move(status));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<PushDenseResponse> Shard::PushDense(
-    absl::Span<const PushDenseRequest* const> messages) {
-  std::vector<PushDenseView> views;
-  views.reserve(messages.size());
-  for (const PushDenseRequest* message : messages) {
-    views.push_back(ViewOf(*message));
-  }
-  std::vector<const PushDenseView*> pointers;
-  for (const PushDenseView& view : views) pointers.push_back(&view);
-  return PushDense(pointers);
-}
-
-absl::StatusOr<PushDenseResponse> Shard::PushDense(
-    absl::Span<const PushDenseView* const> messages) {
-  if (messages.empty()) {
-    return Refuse(absl::InvalidArgumentError("push has no messages"));
-  }
-  const PushDenseRequest& first = messages[0]->header;
-  absl::StatusOr<const Run*> checked = CheckRun(first.header());
-  if (!checked.ok()) return Refuse(checked.status());
-  const Run* run = *checked;
-  absl::ReaderMutexLock apply_lock(&apply_mu_);
-  absl::Status generation_ok = CheckGeneration(first.header());
-  if (!generation_ok.ok()) return Refuse(generation_ok);
-  const TaskRef& sender = first.header().sender();
-  const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
-  if (absl::Status present = CheckPresent(*run, worker); !present.ok()) {
-    return Refuse(present);
-  }
-  if (absl::Status owed = CheckOwed(run->update, first.header(), worker);
-      !owed.ok()) {
-    return Refuse(owed);
-  }
-  const int64_t version = first.version();
-  const int64_t batch_size = first.batch_size();
-  if (batch_size <= 0) {
-    return Refuse(absl::InvalidArgumentError(
-        absl::StrCat("batch_size ", batch_size, " must be > 0")));
-  }
-  if (version < 0) {
-    return Refuse(absl::InvalidArgumentError(
-        absl::StrCat("version ", version, " is negative")));
-  }
-  const uint64_t key = PushKey(first.header());
-  const bool remember =
-      run->update.mode() == UpdateConfig::ASYNC && worker >= 0 && key != 0;
-  if (remember) {
-    // A retry is answered from the record before the checks below: it
-    // passed them when it was applied, and the staleness bound may refuse
-    // it now.
-    absl::MutexLock lock(&recent_mu_);
-    if (const PushDenseResponse* earlier = FindRecorded(recent_, worker, key)) {
-      return *earlier;
-    }
-  }
-
-  // Check every gradient chunk before touching anything.
-  std::map<DenseVariable*, std::vector<Chunk>> pushed;
-  size_t num_pieces = 0;
-  for (const PushDenseView* message : messages) {
-    num_pieces += message->pieces.size();
-  }
-  // Floats split between two of gRPC's buffers, copied whole; reserved so
-  // that Chunks may point into it.
-  std::vector<std::array<char, 4>> stitched;
-  stitched.reserve(num_pieces);
-  for (const PushDenseView* message : messages) {
-    for (int i = 0; i < message->header.gradients_size(); ++i) {
-      const NamedTensor& gradient = message->header.gradients(i);
-      const std::string& name = gradient.name();
-      auto it = run->dense.find(name);
-      if (it == run->dense.end()) {
-        return Refuse(VariableError(
-            name, absl::StrCat("not held by ps ", options_.ps_task)));
-      }
-      DenseVariable* v = it->second.get();
-      const TensorProto& t = gradient.tensor();
-      if (t.dtype() != DT_FLOAT) {
-        return Refuse(VariableError(
-            name, absl::StrCat("gradient dtype ", DataTypeName(t.dtype()),
-                               ", expected float32")));
-      }
-      if (Dims(t.shape()) != Dims(v->def().shape())) {
-        return Refuse(VariableError(
-            name, absl::StrCat("gradient shape ", ShapeString(Dims(t.shape())),
-                               " does not match the variable's ",
-                               ShapeString(Dims(v->def().shape())))));
-      }
-      const int64_t rows = t.shape().dims_size() == 0 ? 1 : t.shape().dims(0);
-      const int64_t begin = t.has_slice() ? t.slice().begin() : 0;
-      const int64_t end = t.has_slice() ? t.slice().end() : rows;
-      if (begin != v->row_begin() || end != v->row_end()) {
-        return Refuse(VariableError(
-            name, absl::StrCat("gradient rows [", begin, ", ", end, ") but ps ",
-                               options_.ps_task, " holds rows [",
-                               v->row_begin(), ", ", v->row_end(), ")")));
-      }
-      const int64_t offset = t.content_offset();
-      const int64_t size = message->ContentSize(i);
-      if (offset < 0 || offset % 4 != 0 || size % 4 != 0 ||
-          offset > v->num_bytes() - size) {
-        return Refuse(VariableError(
-            name, absl::StrCat("gradient chunk of ", size, " bytes at offset ",
-                               offset, " does not fit its ", v->num_bytes(),
-                               " bytes in whole floats")));
-      }
-      AddWholeFloats(offset, message->Content(i), &pushed[v], &stitched);
-    }
-  }
-  bool skip_update = false;
-  for (auto& [v, chunks] : pushed) {
-    std::sort(chunks.begin(), chunks.end(),
-              [](const Chunk& a, const Chunk& b) { return a.offset < b.offset; });
-    int64_t covered = 0;
-    for (const Chunk& chunk : chunks) {
-      if (chunk.offset != covered) {
-        return Refuse(VariableError(
-            v->name(), absl::StrCat("gradient chunks overlap or leave a gap: "
-                                    "a chunk starts at byte ", chunk.offset,
-                                    ", expected byte ", covered)));
-      }
-      covered += chunk.data.size();
-    }
-    if (covered != v->num_bytes()) {
-      return Refuse(VariableError(
-          v->name(), absl::StrCat("gradient chunks cover ", covered, " of its ",
-                                  v->num_bytes(), " bytes")));
-    }
-    PSTRAIN_RETURN_IF_ERROR(
-        CheckPushVersion(*run, v->name(), version, v->version()));
-    for (const Chunk& chunk : chunks) {
-      PSTRAIN_RETURN_IF_ERROR(
-          CheckFinite(*run, v->name(), chunk, &skip_update));
-    }
-  }
-
-  PushDenseResponse response;
-  bool applied = true;
-  if (remember) {
-    // Recorded before applying, so a retry racing the original is answered
-    // as applied rather than applied twice.
-    absl::MutexLock lock(&recent_mu_);
-    if (const PushDenseResponse* earlier = FindRecorded(recent_, worker, key)) {
-      return *earlier;
-    }
-    auto& recent = recent_[worker];
-    PushDenseResponse pending;
-    pending.set_version(version + 1);
-    pending.set_applied(true);
-    if (recent.size() >= 16) recent.erase(recent.begin());
-    recent.emplace_back(key, pending);
-  }
-  // Whether this push added its batches (not a late push, not one counted
-  // before).
-  bool added = false;
-  if (run->update.mode() == UpdateConfig::SYNC) {
-    const Contribution contribution =
-        SyncContribution(first.header(), worker, batch_size, skip_update);
-    for (auto& [v, chunks] : pushed) {
-      const DenseVariable::Accumulated result =
-          v->AccumulateSync(version, chunks, contribution);
-      applied &= result != DenseVariable::Accumulated::kDropped;
-      added |= result == DenseVariable::Accumulated::kAdded;
-    }
-    response.set_version(version + 1);
-  } else if (skip_update) {
-    applied = false;
-    response.set_version(version);
-  } else {
-    int64_t new_version = 0;
-    for (auto& [v, chunks] : pushed) {
-      new_version = std::max(new_version, v->ApplyAsync(batch_size, chunks));
-    }
-    added = true;
-    response.set_version(new_version);
-  }
-  if (added && !skip_update) CountBatches(first.header());
-  response.set_applied(applied);
-  (applied ? pushes_applied_ : pushes_dropped_stale_)
-      .fetch_add(1, std::memory_order_relaxed);
-  if (remember) {
-    absl::MutexLock lock(&recent_mu_);
-    for (auto& [id, earlier] : recent_[worker]) {
-      if (id == key) earlier = response;
-    }
-  }
-  return response;
-}
-
 absl::Status Shard::PullSparse(const PullSparseRequest& request,
                               PullSparseResponse* response) {
   response->Clear();
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   PSTRAIN_RETURN_IF_ERROR(CheckGeneration(request.header()));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      EmbeddingTable * table,
-      FindTable(run->tables, request.name(), options_.ps_task));
+  PSTRAIN_ASSIGN_OR_RETURN(EmbeddingTable * table,
+                           FindTable(*run, request.name()));
   if (request.min_version() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "min_version ", request.min_version(), " is negative"));
@@ -761,127 +393,6 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
                   absl::Now() + run->step_timeout,
                   reinterpret_cast<float*>(content->data())));
   response->set_version(version);
-  return absl::OkStatus();
-}
-
-absl::Status Shard::PushSparse(const PushSparseRequest& request,
-                              PushSparseResponse* response) {
-  absl::StatusOr<const Run*> checked = CheckRun(request.header());
-  if (!checked.ok()) return Refuse(checked.status());
-  const Run& run = **checked;
-  absl::ReaderMutexLock apply_lock(&apply_mu_);
-  absl::Status generation_ok = CheckGeneration(request.header());
-  if (!generation_ok.ok()) return Refuse(generation_ok);
-  const TaskRef& sender = request.header().sender();
-  const int worker = sender.job() == JOB_WORKER ? sender.index() : -1;
-  absl::Status present = CheckPresent(run, worker);
-  if (!present.ok()) return Refuse(present);
-  absl::Status owed = CheckOwed(run.update, request.header(), worker);
-  if (!owed.ok()) return Refuse(owed);
-  absl::StatusOr<EmbeddingTable*> found =
-      FindTable(run.tables, request.name(), options_.ps_task);
-  if (!found.ok()) return Refuse(found.status());
-  EmbeddingTable* table = *found;
-  const std::string& name = request.name();
-  if (request.batch_size() <= 0) {
-    return Refuse(absl::InvalidArgumentError(
-        absl::StrCat("batch_size ", request.batch_size(), " must be > 0")));
-  }
-  if (request.version() < 0) {
-    return Refuse(absl::InvalidArgumentError(
-        absl::StrCat("version ", request.version(), " is negative")));
-  }
-  // As PushDense: async, a repeated request id is answered from the record
-  // (looked up first: the staleness bound may refuse a retry that passed it
-  // when applied; entered before applying, so a retry racing the original
-  // is answered as applied rather than applied twice); sync, AccumulateSync
-  // counts each worker once per step.
-  const uint64_t key = PushKey(request.header());
-  const std::pair<int, std::string> who(worker, name);
-  const bool remember =
-      run.update.mode() == UpdateConfig::ASYNC && worker >= 0 && key != 0;
-  if (remember) {
-    absl::MutexLock lock(&recent_mu_);
-    if (const PushSparseResponse* earlier =
-            FindRecorded(recent_sparse_, who, key)) {
-      *response = *earlier;
-      return absl::OkStatus();
-    }
-  }
-  const TensorProto& g = request.gradients();
-  const std::vector<int64_t> expected = {request.ids_size(), table->width()};
-  if (g.dtype() != DT_FLOAT || Dims(g.shape()) != expected || g.has_slice() ||
-      g.content_offset() != 0 ||
-      static_cast<int64_t>(g.content().size()) !=
-          request.ids_size() * table->width() * 4) {
-    return Refuse(VariableError(
-        name, absl::StrCat("row gradients must be float32 ",
-                           ShapeString(expected), " in one piece; got ",
-                           DataTypeName(g.dtype()), " ",
-                           ShapeString(Dims(g.shape())), " with ",
-                           g.content().size(), " bytes")));
-  }
-  absl::Status ids_ok = table->CheckIds(request.ids());
-  if (!ids_ok.ok()) return Refuse(ids_ok);
-  PSTRAIN_RETURN_IF_ERROR(
-      CheckPushVersion(run, name, request.version(), table->version()));
-  const float* rows = reinterpret_cast<const float*>(g.content().data());
-  bool skip_update = false;
-  PSTRAIN_RETURN_IF_ERROR(
-      CheckFinite(run, name, Chunk{0, g.content()}, &skip_update));
-
-  // Sum the rows of duplicate ids.
-  std::vector<int64_t> ids;
-  std::vector<float> sums;
-  absl::flat_hash_map<int64_t, int64_t> position;
-  const int64_t width = table->width();
-  for (int i = 0; i < request.ids_size(); ++i) {
-    auto [it, inserted] = position.emplace(request.ids(i), ids.size());
-    if (inserted) {
-      ids.push_back(request.ids(i));
-      sums.insert(sums.end(), rows + i * width, rows + (i + 1) * width);
-    } else {
-      float* sum = sums.data() + it->second * width;
-      for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
-    }
-  }
-  if (remember) {
-    absl::MutexLock lock(&recent_mu_);
-    if (const PushSparseResponse* earlier =
-            FindRecorded(recent_sparse_, who, key)) {
-      *response = *earlier;
-      return absl::OkStatus();
-    }
-    auto& recent = recent_sparse_[who];
-    PushSparseResponse pending;
-    pending.set_version(request.version() + 1);
-    pending.set_applied(true);
-    if (recent.size() >= 16) recent.erase(recent.begin());
-    recent.emplace_back(key, pending);
-  }
-  bool applied = true;
-  if (run.update.mode() == UpdateConfig::SYNC) {
-    applied = table->AccumulateSync(
-        request.version(), ids, sums.data(),
-        SyncContribution(request.header(), worker, request.batch_size(),
-                         skip_update));
-    response->set_version(request.version() + 1);
-  } else if (skip_update) {
-    applied = false;
-    response->set_version(request.version());
-  } else {
-    response->set_version(
-        table->ApplyAsync(ids, sums.data(), request.batch_size()));
-  }
-  response->set_applied(applied);
-  (applied ? pushes_applied_ : pushes_dropped_stale_)
-      .fetch_add(1, std::memory_order_relaxed);
-  if (remember) {
-    absl::MutexLock lock(&recent_mu_);
-    for (auto& [id, earlier] : recent_sparse_[who]) {
-      if (id == key) earlier = *response;
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -935,12 +446,6 @@ absl::Status Shard::SetWorkers(const SetWorkersRequest& request,
   }
   response->set_version(version);  // -1: no variables here
   return absl::OkStatus();
-}
-
-void Shard::CountBatches(const RequestHeader& header) {
-  if (!options_.count_batches) return;
-  absl::MutexLock lock(&ledger_mu_);
-  for (int64_t batch : header.batches()) ++batches_applied_[batch];
 }
 
 std::map<int64_t, int> Shard::BatchesApplied() const {

@@ -11,6 +11,9 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(PushDenseResponse r, shard.PushDense(messages));
 //
 // Thread-safe: any number of requests may run concurrently.
+//
+// shard.cc defines creation, pulls and membership; shard_push.cc the pushes;
+// shard_checkpoint.cc Save and Restore.
 #ifndef PSTRAIN_PS_SHARD_H_
 #define PSTRAIN_PS_SHARD_H_
 
@@ -27,11 +30,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/update_config.h"
 #include "proto/ps_service.pb.h"
 #include "ps/dense_variable.h"
 #include "ps/dense_view.h"
 #include "ps/embedding_table.h"
 #include "ps/optimizer.h"
+#include "ps/push_record.h"
 
 namespace pstrain {
 namespace ps {
@@ -40,7 +45,7 @@ struct ShardOptions {
   // This task's index in the TF_CONFIG "ps" job.
   int ps_task = 0;
   // How long a sync pull waits for its step when the run sets no timeout.
-  absl::Duration default_step_timeout = absl::Seconds(60);
+  absl::Duration default_step_timeout = kDefaultStepTimeout;
   // Overrides the run's NanPolicy when set (the ps's --nan_policy flag).
   std::optional<NanPolicy> nan_policy;
   // Called (once per offending push) when a non-finite gradient arrives under
@@ -191,6 +196,11 @@ class Shard {
     std::map<std::string, std::unique_ptr<EmbeddingTable>> tables;
   };
 
+  // The embedding table `name` of `run`: INVALID_ARGUMENT if this task
+  // holds none of that name.
+  absl::StatusOr<EmbeddingTable*> FindTable(const Run& run,
+                                            const std::string& name) const;
+
   // The run, if the header's run id is its own; FAILED_PRECONDITION else.
   absl::StatusOr<const Run*> CheckRun(const RequestHeader& header) const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -207,6 +217,14 @@ class Shard {
   // '_', '-', not starting with '.'), FAILED_PRECONDITION without a root.
   absl::StatusOr<std::string> CheckpointDirectory(
       const std::string& name) const;
+
+  // The checks every push passes before its tensors are read: the
+  // generation, the sender's presence, an owed push's form, a positive
+  // batch size and a non-negative version. Returns the sending worker (-1:
+  // not a worker).
+  absl::StatusOr<int> CheckPusher(const Run& run, const RequestHeader& header,
+                                  int64_t batch_size, int64_t version) const
+      ABSL_SHARED_LOCKS_REQUIRED(apply_mu_);
 
   // Counts a refused push and returns `status`.
   absl::Status Refuse(absl::Status status);
@@ -237,14 +255,10 @@ class Shard {
   // Async pushes lately applied, by sending worker (and table, for sparse
   // ones), under their key (PushKey: the worker's step, or the request
   // id): a push of the same step, or a retry, is answered from here
-  // instead of being applied again. The 16 latest of each; cleared by
-  // Restore, after which steps are trained, and pushed, again.
-  absl::Mutex recent_mu_ ABSL_ACQUIRED_AFTER(apply_mu_);
-  std::map<int, std::vector<std::pair<uint64_t, PushDenseResponse>>> recent_
-      ABSL_GUARDED_BY(recent_mu_);
-  std::map<std::pair<int, std::string>,
-           std::vector<std::pair<uint64_t, PushSparseResponse>>>
-      recent_sparse_ ABSL_GUARDED_BY(recent_mu_);
+  // instead of being applied again. Cleared by Restore, after which steps
+  // are trained, and pushed, again.
+  PushRecord<int, PushDenseResponse> recent_dense_;
+  PushRecord<std::pair<int, std::string>, PushSparseResponse> recent_sparse_;
 
   // Adds one to the count of each of `header`'s batches (count_batches).
   void CountBatches(const RequestHeader& header)

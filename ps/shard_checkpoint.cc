@@ -488,12 +488,9 @@ absl::Status Shard::Restore(const RestoreRequest& request,
 
   absl::MutexLock apply_lock(&apply_mu_);
   generation_.store(request.generation());
-  {
-    // The restored steps are trained, and pushed, again.
-    absl::MutexLock lock(&recent_mu_);
-    recent_.clear();
-    recent_sparse_.clear();
-  }
+  // The restored steps are trained, and pushed, again.
+  recent_dense_.Clear();
+  recent_sparse_.Clear();
   {
     // Their batches are no longer applied.
     absl::MutexLock lock(&ledger_mu_);
