@@ -696,8 +696,8 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
       for (int64_t id = begin; id < std::min(rows, begin + per_pull); ++id) {
         ids.push_back(id);
       }
-      PSTRAIN_RETURN_IF_ERROR(ps_->PullSparse(
-          name, ids, 0, table->flat<float>().data() + begin * width));
+      PSTRAIN_RETURN_IF_ERROR(ps_->PeekSparse(
+          name, ids, table->flat<float>().data() + begin * width));
     }
   }
   const bool binary = config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY;
@@ -710,7 +710,7 @@ absl::StatusOr<Evaluation> Driver::Evaluate() {
     return EvaluateOnCriteoFiles(
         evaluator_, *spec_, weights, version, criteo, binary,
         [this](const std::string& table, absl::Span<const int64_t> ids,
-               float* out) { return ps_->PullSparse(table, ids, 0, out); });
+               float* out) { return ps_->PeekSparse(table, ids, out); });
   }
   return EvaluateOnTestSet(evaluator_, *test_, weights, version,
                            options_.eval_batch, binary);

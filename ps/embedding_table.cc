@@ -379,7 +379,8 @@ void EmbeddingTable::AdvanceVersionLocked() {
 
 absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
                                              int64_t min_version,
-                                             absl::Time deadline, float* out) {
+                                             absl::Time deadline, float* out,
+                                             bool read_only) {
   int64_t interruptions = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -408,12 +409,16 @@ absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
         min_version, ")"));
   }
   for (size_t i = 0; i < ids.size(); ++i) {
+    float* row = out + i * width_;
     // With admission, a pull does not create the row: zeros until admitted.
-    const int64_t index = min_count_ > 1 ? FindRow(ids[i]) : RowIndex(ids[i]);
-    if (index < 0) {
-      std::fill(out + i * width_, out + (i + 1) * width_, 0.0f);
+    const bool create = !read_only && min_count_ <= 1;
+    const int64_t index = create ? RowIndex(ids[i]) : FindRow(ids[i]);
+    if (index >= 0) {
+      std::memcpy(row, Row(0, index), width_ * sizeof(float));
+    } else if (min_count_ > 1) {
+      std::fill(row, row + width_, 0.0f);
     } else {
-      std::memcpy(out + i * width_, Row(0, index), width_ * sizeof(float));
+      FillRows(def_, ids[i], 1, row);  // As RowIndex would create it.
     }
   }
   const int64_t version = version_;

@@ -139,12 +139,15 @@ class EmbeddingTable {
 
   // Waits (until `deadline`) for version() >= min_version, then copies the
   // rows of `ids` (distinct, checked) into `out` ([ids.size(), width]),
-  // creating missing rows of a growing table. Returns the version read, or
-  // DEADLINE_EXCEEDED naming the table and step, or ABORTED naming the table
-  // and why if the table is restored or interrupted meanwhile.
+  // creating missing rows of a growing table (with `read_only`, writing
+  // what such a row would hold without storing it). Returns the version
+  // read, or DEADLINE_EXCEEDED naming the table and step, or ABORTED
+  // naming the table and why if the table is restored or interrupted
+  // meanwhile.
   absl::StatusOr<int64_t> Read(absl::Span<const int64_t> ids,
                                int64_t min_version, absl::Time deadline,
-                               float* out) ABSL_LOCKS_EXCLUDED(mu_);
+                               float* out, bool read_only = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Async: applies row gradients `g` ([ids.size(), width], distinct checked
   // ids, sums over the batch) divided by batch_size. Returns the new version.

@@ -86,6 +86,48 @@ TEST(EmbeddingTable, WithoutLifecycleAPullCreatesTheRow) {
   EXPECT_FALSE(table->has_lifecycle());
 }
 
+TEST(EmbeddingTable, AReadOnlyPullReadsWhatAPullWouldCreateWithoutStoringIt) {
+  std::unique_ptr<Optimizer> sgd = Sgd();
+  VariableDef def = GrowingDef(0, 0, 0);
+  def.mutable_initializer()->mutable_random_uniform()->set_minval(-1);
+  def.mutable_initializer()->mutable_random_uniform()->set_maxval(1);
+  std::unique_ptr<EmbeddingTable> peeked = Make(def, sgd.get());
+  std::unique_ptr<EmbeddingTable> pulled = Make(def, sgd.get());
+  const std::vector<int64_t> ids = {3, 8};
+  std::vector<float> peek(ids.size() * kWidth);
+  ASSERT_TRUE(peeked
+                  ->Read(ids, 0, absl::Now() + absl::Seconds(10), peek.data(),
+                         /*read_only=*/true)
+                  .ok());
+  EXPECT_EQ(peeked->num_rows(), 0);
+  const std::vector<float> created = Pull(*pulled, ids);
+  EXPECT_EQ(pulled->num_rows(), 2);
+  EXPECT_EQ(peek, created);
+  EXPECT_NE(peek[0], peek[kWidth]);  // Per-id values, not one constant.
+
+  // A stored row is read as it is.
+  Push(*peeked, {3}, 0.25f);
+  ASSERT_TRUE(peeked
+                  ->Read(ids, 0, absl::Now() + absl::Seconds(10), peek.data(),
+                         /*read_only=*/true)
+                  .ok());
+  EXPECT_EQ(peeked->num_rows(), 1);
+  EXPECT_FLOAT_EQ(peek[0], created[0] - 0.25f);
+  EXPECT_EQ(peek[kWidth], created[kWidth]);
+}
+
+TEST(EmbeddingTable, AReadOnlyPullReadsZerosWhileAdmissionHoldsARowBack) {
+  std::unique_ptr<Optimizer> sgd = Sgd();
+  std::unique_ptr<EmbeddingTable> table = Make(GrowingDef(2, 0, 0), sgd.get());
+  std::vector<float> peek(kWidth, -1.0f);
+  ASSERT_TRUE(table
+                  ->Read({5}, 0, absl::Now() + absl::Seconds(10), peek.data(),
+                         /*read_only=*/true)
+                  .ok());
+  EXPECT_EQ(peek, std::vector<float>({0, 0}));
+  EXPECT_EQ(table->num_rows(), 0);
+}
+
 TEST(EmbeddingTable, AdmitsARowAtItsMinCountthUpdate) {
   std::unique_ptr<Optimizer> sgd = Sgd();
   std::unique_ptr<EmbeddingTable> table = Make(GrowingDef(3, 0, 0), sgd.get());

@@ -185,13 +185,14 @@ std::unique_ptr<DenseCall> PsClient::StartPull(
 }
 
 absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
-    const std::string& name, absl::Span<const int64_t> ids,
-    int64_t min_version) {
+    const std::string& name, absl::Span<const int64_t> ids, int64_t min_version,
+    bool read_only) {
   PullSparseRequest request;
   FillHeader(request.mutable_header());
   request.set_name(name);
   request.mutable_ids()->Add(ids.begin(), ids.end());
   request.set_min_version(min_version);
+  request.set_read_only(read_only);
   PullSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::PullSparse, request, &response));

@@ -95,10 +95,12 @@ class PsClient {
                                        absl::StatusOr<int64_t>* result);
 
   // Rows of embedding table `name` for `ids` (duplicates allowed), after
-  // the table reached `min_version`.
+  // the table reached `min_version`; with `read_only`, missing rows are
+  // not created (PullSparseRequest.read_only).
   absl::StatusOr<PullSparseResponse> PullSparse(const std::string& name,
                                                 absl::Span<const int64_t> ids,
-                                                int64_t min_version);
+                                                int64_t min_version,
+                                                bool read_only = false);
 
   // Row gradient sums `rows` ([ids.size(), width] floats) for `ids`.
   absl::StatusOr<PushSparseResponse> PushSparse(
@@ -209,7 +211,16 @@ class PsClusterClient {
   // width] floats), from the ps tasks holding them, in parallel.
   absl::Status PullSparse(const std::string& name,
                           absl::Span<const int64_t> ids, int64_t min_version,
-                          float* out);
+                          float* out) {
+    return PullRows(name, ids, min_version, /*read_only=*/false, out);
+  }
+
+  // As PullSparse, without waiting for a version and without creating
+  // rows (PullSparseRequest.read_only): what evaluation reads.
+  absl::Status PeekSparse(const std::string& name,
+                          absl::Span<const int64_t> ids, float* out) {
+    return PullRows(name, ids, 0, /*read_only=*/true, out);
+  }
 
   // Row gradient sums `rows` ([ids.size(), width]) for `ids`.
   absl::Status PushSparse(const std::string& name,
@@ -235,6 +246,10 @@ class PsClusterClient {
   // The pieces of `tensors` each ps task holds.
   absl::StatusOr<std::vector<std::vector<DensePiece>>> Pieces(
       const std::map<std::string, Tensor*>& tensors) const;
+
+  // PullSparse and PeekSparse.
+  absl::Status PullRows(const std::string& name, absl::Span<const int64_t> ids,
+                        int64_t min_version, bool read_only, float* out);
 
   // For each ps task, the positions in `ids` of the ids it holds; and the
   // table's row width.

@@ -156,9 +156,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PsClusterClient::RouteIds(
   return positions;
 }
 
-absl::Status PsClusterClient::PullSparse(const std::string& name,
-                                         absl::Span<const int64_t> ids,
-                                         int64_t min_version, float* out) {
+absl::Status PsClusterClient::PullRows(const std::string& name,
+                                       absl::Span<const int64_t> ids,
+                                       int64_t min_version, bool read_only,
+                                       float* out) {
   int64_t width = 0;
   PSTRAIN_ASSIGN_OR_RETURN(auto positions, RouteIds(name, ids, &width));
   return ForEachPs([&](int task) -> absl::Status {
@@ -167,7 +168,7 @@ absl::Status PsClusterClient::PullSparse(const std::string& name,
     for (int64_t p : positions[task]) task_ids.push_back(ids[p]);
     PSTRAIN_ASSIGN_OR_RETURN(
         PullSparseResponse response,
-        clients_[task]->PullSparse(name, task_ids, min_version));
+        clients_[task]->PullSparse(name, task_ids, min_version, read_only));
     // The reply lists distinct ids; map each requested id to its row.
     absl::flat_hash_map<int64_t, int> row;
     for (int i = 0; i < response.ids_size(); ++i) row[response.ids(i)] = i;

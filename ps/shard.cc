@@ -391,7 +391,8 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
       const int64_t version,
       table->Read(response->ids(), request.min_version(),
                   absl::Now() + run->step_timeout,
-                  reinterpret_cast<float*>(content->data())));
+                  reinterpret_cast<float*>(content->data()),
+                  request.read_only()));
   response->set_version(version);
   return absl::OkStatus();
 }
