@@ -267,6 +267,9 @@ __global__ void LayerNormForwardKernel(const float* x, int64_t rows,
   }
 }
 
+// g = dy * gamma is rounded on its own (__fmul_rn: never fused into an
+// FMA), so that both loops see the same g and a row whose xhat is 0 (width
+// 1) gets dx exactly 0, as on the CPU.
 __global__ void LayerNormBackwardDataKernel(const float* x, const float* dy,
                                             int64_t rows, int64_t width,
                                             const float* mean,
@@ -281,7 +284,7 @@ __global__ void LayerNormBackwardDataKernel(const float* x, const float* dy,
     const float inv_std = InverseStd(variance[r], epsilon);
     double sum_g = 0, sum_g_xhat = 0;
     for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
-      const float g = gamma != nullptr ? dyr[i] * gamma[i] : dyr[i];
+      const float g = gamma != nullptr ? __fmul_rn(dyr[i], gamma[i]) : dyr[i];
       sum_g += g;
       sum_g_xhat += static_cast<double>(g) * ((xr[i] - m) * inv_std);
     }
@@ -290,7 +293,7 @@ __global__ void LayerNormBackwardDataKernel(const float* x, const float* dy,
         static_cast<float>(BlockSum(sum_g_xhat, shared) / width);
     float* dxr = dx + r * width;
     for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
-      const float g = gamma != nullptr ? dyr[i] * gamma[i] : dyr[i];
+      const float g = gamma != nullptr ? __fmul_rn(dyr[i], gamma[i]) : dyr[i];
       const float xhat = (xr[i] - m) * inv_std;
       dxr[i] = (g - mean_g - xhat * mean_g_xhat) * inv_std;
     }
