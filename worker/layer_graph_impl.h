@@ -197,19 +197,16 @@ absl::Status LayerGraph<D>::Backward(absl::Span<const float* const> weights,
       return absl::InternalError(absl::StrCat(
           "LayerGraph: no gradient reached layer '", p.layer, "'"));
     }
-    const std::vector<int> variables =
-        layer_graph_internal::StageVariables(p);
+    const std::vector<int> variables = layer_graph_internal::StageVariables(p);
     for (const int v : variables) {
-      stage_gradients[v] = variable_written_[v]
-                               ? D::Data(&variable_scratch_[v])
-                               : gradients[v];
+      stage_gradients[v] =
+          variable_written_[v] ? D::Data(&variable_scratch_[v]) : gradients[v];
     }
     PSTRAIN_RETURN_IF_ERROR(
         BackwardStage(i, weights, weights_version, stage_gradients));
     for (const int v : variables) {
       if (variable_written_[v]) {
-        PSTRAIN_RETURN_IF_ERROR(D::Add(context_,
-                                       D::Data(&variable_scratch_[v]),
+        PSTRAIN_RETURN_IF_ERROR(D::Add(context_, D::Data(&variable_scratch_[v]),
                                        variable_sizes_[v], gradients[v]));
       }
       variable_written_[v] = true;

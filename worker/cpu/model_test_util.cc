@@ -100,11 +100,10 @@ std::string GraphLayer(const std::string& class_name, const std::string& name,
   for (const std::string& r : reads) {
     node.push_back(absl::StrCat("[\"", r, "\", 0, 0, {}]"));
   }
-  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "name": ")",
-                      name, R"(", "config": {"name": ")", name, "\"",
-                      fields.empty() ? "" : ", ", fields,
-                      R"(}, "inbound_nodes": [[)", absl::StrJoin(node, ", "),
-                      "]]}");
+  return absl::StrCat(
+      R"({"class_name": ")", class_name, R"(", "name": ")", name,
+      R"(", "config": {"name": ")", name, "\"", fields.empty() ? "" : ", ",
+      fields, R"(}, "inbound_nodes": [[)", absl::StrJoin(node, ", "), "]]}");
 }
 
 std::string GraphDense(const std::string& name, int units,

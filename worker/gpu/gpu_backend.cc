@@ -14,8 +14,8 @@
 #include "worker/gpu/batch_split.h"
 #include "worker/gpu/device.h"
 #include "worker/gpu/embedding.h"
-#include "worker/gpu/l2.h"
 #include "worker/gpu/graph_stage.h"
+#include "worker/gpu/l2.h"
 #include "worker/gpu/layer_graph.h"
 #include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
@@ -99,9 +99,9 @@ class GpuBackend : public Backend {
   const GpuBackendOptions options_;
   const RngTracker rng_;
   int64_t outputs_ = 0;  // Floats per example of the model's output.
-  std::vector<InputColumns> columns_;  // Per model input.
-  DataType feed_ = DT_FLOAT;           // The rows' dtype.
-  int64_t row_elements_ = 0;           // Elements per example's row.
+  std::vector<InputColumns> columns_;      // Per model input.
+  DataType feed_ = DT_FLOAT;               // The rows' dtype.
+  int64_t row_elements_ = 0;               // Elements per example's row.
   std::vector<std::vector<float>> split_;  // Per input (int32 bits for ids).
   std::vector<int64_t> variable_sizes_;
   std::vector<int64_t> variable_offsets_;
@@ -280,8 +280,8 @@ absl::StatusOr<std::vector<const void*>> GpuBackend::UploadInputs(
     }
     const int64_t bytes = n * c.count * 4;
     PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.inputs[k], bytes));
-    PSTRAIN_RETURN_IF_ERROR(replica.device->CopyToDevice(
-        host[k], bytes, replica.inputs[k].data()));
+    PSTRAIN_RETURN_IF_ERROR(
+        replica.device->CopyToDevice(host[k], bytes, replica.inputs[k].data()));
     device_inputs.push_back(replica.inputs[k].data());
   }
   return device_inputs;

@@ -18,11 +18,12 @@
 // batch into contiguous slices, one per GPU (batch_split.h), copies each
 // slice's model inputs (split from the rows on the host as the CPU does,
 // model_input.h) and labels to its GPU, and runs forward, loss and backward
-// there through the GPU's LayerGraph (layer_graph.h). Dropout masks are keyed by each example's index in the
-// global batch, so any split gives the CPU's masks. The gradients are summed
-// across GPUs by an NCCL all-reduce on the devices (with one GPU there is
-// nothing to reduce), and the sum is copied back once. The L2 penalty's
-// gradient is added on the first GPU only, so it counts once.
+// there through the GPU's LayerGraph (layer_graph.h). Dropout masks are keyed
+// by each example's index in the global batch, so any split gives the CPU's
+// masks. The gradients are summed across GPUs by an NCCL all-reduce on the
+// devices (with one GPU there is nothing to reduce), and the sum is copied back
+// once. The L2 penalty's gradient is added on the first GPU only, so it counts
+// once.
 //
 // Device memory: per GPU, the weights and gradients (one buffer each, all
 // variables), input buffers, and a layer graph with its activations per
@@ -66,11 +67,11 @@ struct GpuBackendOptions {
 // INVALID_ARGUMENT for options out of range (no devices, a repeated one, a
 // negative limit) or a model this backend cannot train (an output that is
 // not one vector per example); UNIMPLEMENTED naming the layer for one the
-// GPU does not compute yet (gpu::GraphStage::Supports); FAILED_PRECONDITION with the CUDA runtime's
-// reason when the machine has no usable GPU; an index beyond the GPUs
-// present is INVALID_ARGUMENT. Otherwise the backend, its devices, NCCL
-// communicators and weight buffers set up (ops come with the first batch of
-// each size).
+// GPU does not compute yet (gpu::GraphStage::Supports); FAILED_PRECONDITION
+// with the CUDA runtime's reason when the machine has no usable GPU; an index
+// beyond the GPUs present is INVALID_ARGUMENT. Otherwise the backend, its
+// devices, NCCL communicators and weight buffers set up (ops come with the
+// first batch of each size).
 absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
     const ModelSpec& spec, const GpuBackendOptions& options);
 

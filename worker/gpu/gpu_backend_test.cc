@@ -314,11 +314,11 @@ TEST(GpuBackend, FunctionalGraphWithBranchAddConcatenateAndSharedDense) {
   const std::string cat = R"({"class_name": "Concatenate", "name": "cat",
       "config": {"name": "cat", "axis": -1}, "inbound_nodes":
       [[["shared", 0, 0, {}], ["shared", 1, 0, {}]]]})";
-  CompareGraph("branch, Add, shared Dense, Concatenate",
-               GraphModel("4", {GraphDense("a", 5, "x", "tanh"),
-                                GraphDense("b", 5, "x"),
-                                GraphLayer("Add", "sum", "", {"a", "b"}),
-                                shared, cat, GraphDense("out", 3, "cat")}));
+  CompareGraph(
+      "branch, Add, shared Dense, Concatenate",
+      GraphModel("4", {GraphDense("a", 5, "x", "tanh"), GraphDense("b", 5, "x"),
+                       GraphLayer("Add", "sum", "", {"a", "b"}), shared, cat,
+                       GraphDense("out", 3, "cat")}));
 }
 
 // Two inputs: float features through a Dense, int ids through an
@@ -343,10 +343,10 @@ TEST(GpuBackend, EveryActivationMatchesTheCpu) {
        {"relu", "relu6", "leaky_relu", "softmax", "log_softmax", "gelu",
         "gelu_new", "sigmoid", "hard_sigmoid", "tanh", "silu", "elu", "selu",
         "softplus"}) {
-    CompareGraph(absl::StrCat("Dense activation ", activation),
-                 GraphModel("2, 4", Join({GraphDense("pre", 6, "x",
-                                                     activation)},
-                                         Head("pre"))));
+    CompareGraph(
+        absl::StrCat("Dense activation ", activation),
+        GraphModel("2, 4",
+                   Join({GraphDense("pre", 6, "x", activation)}, Head("pre"))));
   }
   const std::vector<std::pair<std::string, std::string>> layers = {
       {"ReLU", R"("max_value": 0.3, "negative_slope": 0.1, "threshold": 0.05)"},
@@ -357,11 +357,12 @@ TEST(GpuBackend, EveryActivationMatchesTheCpu) {
       {"Activation", R"("activation": "swish")"},
   };
   for (const auto& [class_name, fields] : layers) {
-    CompareGraph(absl::StrCat(class_name, " ", fields),
-                 GraphModel("2, 4", Join({GraphDense("pre", 6, "x"),
-                                          GraphLayer(class_name, "act", fields,
-                                                     {"pre"})},
-                                         Head("act"))));
+    CompareGraph(
+        absl::StrCat(class_name, " ", fields),
+        GraphModel("2, 4",
+                   Join({GraphDense("pre", 6, "x"),
+                         GraphLayer(class_name, "act", fields, {"pre"})},
+                        Head("act"))));
   }
 }
 
@@ -369,40 +370,42 @@ TEST(GpuBackend, EveryMergeMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   for (const char* merge :
        {"Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum"}) {
-    CompareGraph(merge, GraphModel("4", Join({GraphDense("a", 5, "x", "tanh"),
-                                              GraphDense("b", 5, "x"),
-                                              GraphLayer(merge, "m", "",
-                                                         {"a", "b"})},
-                                             Head("m"))));
+    CompareGraph(merge,
+                 GraphModel("4", Join({GraphDense("a", 5, "x", "tanh"),
+                                       GraphDense("b", 5, "x"),
+                                       GraphLayer(merge, "m", "", {"a", "b"})},
+                                      Head("m"))));
   }
   // The same tensor twice among three inputs: its gradient sums both.
-  CompareGraph("Multiply(a, b, b)",
-               GraphModel("4", Join({GraphDense("a", 5, "x", "sigmoid"),
-                                     GraphDense("b", 5, "x"),
-                                     GraphLayer("Multiply", "m", "",
-                                                {"a", "b", "b"})},
-                                    Head("m"))));
-  CompareGraph("Add(a, b(a), a)",
-               GraphModel("4", Join({GraphDense("a", 5, "x", "tanh"),
-                                     GraphDense("b", 5, "a"),
-                                     GraphLayer("Add", "m", "",
-                                                {"a", "b", "a"})},
-                                    Head("m"))));
-  CompareGraph("Concatenate first axis, with the model input",
-               GraphModel("2, 4", Join({GraphDense("a", 4, "x", "tanh"),
-                                        GraphDense("b", 4, "a"),
-                                        GraphLayer("Concatenate", "c",
-                                                   R"("axis": 1)",
-                                                   {"a", "b", "x"})},
-                                       Head("c"))));
+  CompareGraph(
+      "Multiply(a, b, b)",
+      GraphModel("4", Join({GraphDense("a", 5, "x", "sigmoid"),
+                            GraphDense("b", 5, "x"),
+                            GraphLayer("Multiply", "m", "", {"a", "b", "b"})},
+                           Head("m"))));
+  CompareGraph(
+      "Add(a, b(a), a)",
+      GraphModel("4",
+                 Join({GraphDense("a", 5, "x", "tanh"), GraphDense("b", 5, "a"),
+                       GraphLayer("Add", "m", "", {"a", "b", "a"})},
+                      Head("m"))));
+  CompareGraph(
+      "Concatenate first axis, with the model input",
+      GraphModel("2, 4",
+                 Join({GraphDense("a", 4, "x", "tanh"), GraphDense("b", 4, "a"),
+                       GraphLayer("Concatenate", "c", R"("axis": 1)",
+                                  {"a", "b", "x"})},
+                      Head("c"))));
 }
 
 TEST(GpuBackend, PoolingPaddingRescalingAndPermuteMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::pair<std::string, std::string>> layers = {
       {"AveragePooling2D", R"("pool_size": 2)"},
-      {"AveragePooling2D", R"("pool_size": 2, "strides": 1, "padding": "same")"},
-      {"AveragePooling2D", R"("pool_size": 3, "strides": 2, "padding": "same")"},
+      {"AveragePooling2D",
+       R"("pool_size": 2, "strides": 1, "padding": "same")"},
+      {"AveragePooling2D",
+       R"("pool_size": 3, "strides": 2, "padding": "same")"},
       {"GlobalAveragePooling2D", ""},
       {"GlobalMaxPooling2D", ""},
       {"GlobalMaxPooling2D", R"("keepdims": true)"},
@@ -420,29 +423,28 @@ TEST(GpuBackend, PoolingPaddingRescalingAndPermuteMatchTheCpu) {
   }
   for (const char* class_name :
        {"GlobalAveragePooling1D", "GlobalMaxPooling1D"}) {
-    CompareGraph(class_name,
-                 GraphModel("4, 3", Join({GraphDense("pre", 3, "x", "tanh"),
-                                          GraphLayer(class_name, "l", "",
-                                                     {"pre"})},
-                                         Head("l"))));
+    CompareGraph(
+        class_name,
+        GraphModel("4, 3", Join({GraphDense("pre", 3, "x", "tanh"),
+                                 GraphLayer(class_name, "l", "", {"pre"})},
+                                Head("l"))));
   }
   // As images come: Rescaling first, padding, a convolution, average
   // pooling and a global pool.
   CompareGraph(
       "image pipeline",
-      GraphModel("7, 6, 2",
-                 {GraphLayer("Rescaling", "scale", R"("scale": 0.00392156862)",
-                             {"x"}),
-                  GraphLayer("ZeroPadding2D", "pad", R"("padding": 1)",
-                             {"scale"}),
-                  GraphLayer("Conv2D", "conv",
-                             R"("filters": 4, "kernel_size": 3,
+      GraphModel(
+          "7, 6, 2",
+          {GraphLayer("Rescaling", "scale", R"("scale": 0.00392156862)", {"x"}),
+           GraphLayer("ZeroPadding2D", "pad", R"("padding": 1)", {"scale"}),
+           GraphLayer("Conv2D", "conv",
+                      R"("filters": 4, "kernel_size": 3,
                                 "activation": "relu")",
-                             {"pad"}),
-                  GraphLayer("AveragePooling2D", "avg",
-                             R"("pool_size": 2, "padding": "same")", {"conv"}),
-                  GraphLayer("GlobalMaxPooling2D", "gmp", "", {"avg"}),
-                  GraphDense("out", 3, "gmp")}));
+                      {"pad"}),
+           GraphLayer("AveragePooling2D", "avg",
+                      R"("pool_size": 2, "padding": "same")", {"conv"}),
+           GraphLayer("GlobalMaxPooling2D", "gmp", "", {"avg"}),
+           GraphDense("out", 3, "gmp")}));
 }
 
 // The examples the GPU computes (those with BatchNormalization,
@@ -493,15 +495,15 @@ TEST(GpuBackend, LayersTheGpuLacksAreUnimplementedNamingTheLayer) {
 
 TEST(GpuBackend, BadIdsOfASecondInputNameTheInput) {
   SKIP_WITHOUT_GPU();
-  const ModelSpec spec = MustParse(GraphModel(
-      "3",
-      {GraphDense("d", 4, "x", "tanh"),
-       GraphLayer("Embedding", "emb", R"("input_dim": 6, "output_dim": 3)",
-                  {"ids"}),
-       GraphLayer("Flatten", "flat_ids", "", {"emb"}),
-       GraphLayer("Concatenate", "cat", "", {"d", "flat_ids"}),
-       GraphDense("out", 3, "cat")},
-      "2"));
+  const ModelSpec spec = MustParse(
+      GraphModel("3",
+                 {GraphDense("d", 4, "x", "tanh"),
+                  GraphLayer("Embedding", "emb",
+                             R"("input_dim": 6, "output_dim": 3)", {"ids"}),
+                  GraphLayer("Flatten", "flat_ids", "", {"emb"}),
+                  GraphLayer("Concatenate", "cat", "", {"d", "flat_ids"}),
+                  GraphDense("out", 3, "cat")},
+                 "2"));
   Pair pair = MakePair(spec, LossKind::kSparseCrossEntropy);
   ASSERT_NE(pair.gpu, nullptr);
   ModelVariables vars = MakeVariables(spec, Init::kKeras, 3);
@@ -509,8 +511,7 @@ TEST(GpuBackend, BadIdsOfASecondInputNameTheInput) {
   batch.features[2 * 5 + 4] = 6;  // Example 2, second id: one past the table.
   const absl::Status status =
       pair.gpu
-          ->TrainStep(InputOf(batch, 4, 0), vars.weight_map,
-                      &vars.gradient_map)
+          ->TrainStep(InputOf(batch, 4, 0), vars.weight_map, &vars.gradient_map)
           .status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(status.message().find("input 1: "), std::string::npos) << status;

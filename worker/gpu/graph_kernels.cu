@@ -12,13 +12,13 @@ constexpr int64_t kMaxBlocks = 4096;
 
 int Blocks(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks
-                                                                 : blocks));
+  return static_cast<int>(
+      blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
-#define PSTRAIN_GRID_LOOP(i, n)                                   \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; \
-       i < (n); i += int64_t{blockDim.x} * gridDim.x)
+#define PSTRAIN_GRID_LOOP(i, n)                                             \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += int64_t{blockDim.x} * gridDim.x)
 
 constexpr float kSeluAlpha = 1.6732632423543772f;
 constexpr float kSeluScale = 1.0507009873554805f;
@@ -219,8 +219,8 @@ __global__ void MergeBackwardKernel(MergeKind op, MergeInputs in,
   }
 }
 
-__global__ void PermuteKernel(const float* x, int64_t total,
-                              PermuteGeometry g, float* y) {
+__global__ void PermuteKernel(const float* x, int64_t total, PermuteGeometry g,
+                              float* y) {
   PSTRAIN_GRID_LOOP(i, total) {
     const int64_t b = i / g.per_example;
     int64_t rest = i % g.per_example;
@@ -239,7 +239,8 @@ __device__ int64_t WindowCount(const AvgPoolGeometry& g, int64_t oh,
                                int64_t ow) {
   const int64_t h0 = oh * g.stride_h - g.pad_top;
   const int64_t w0 = ow * g.stride_w - g.pad_left;
-  const int64_t h1 = min(h0 + g.pool_h, g.height), w1 = min(w0 + g.pool_w, g.width);
+  const int64_t h1 = min(h0 + g.pool_h, g.height),
+                w1 = min(w0 + g.pool_w, g.width);
   return (h1 - max(h0, int64_t{0})) * (w1 - max(w0, int64_t{0}));
 }
 
@@ -289,9 +290,9 @@ __global__ void AvgPoolBackwardKernel(const float* dy, AvgPoolGeometry g,
     float sum = 0;
     for (int64_t oh = oh0; oh <= oh1; ++oh) {
       for (int64_t ow = ow0; ow <= ow1; ++ow) {
-        sum += dy[((n * g.out_height + oh) * g.out_width + ow) * g.channels +
-                  c] /
-               static_cast<float>(WindowCount(g, oh, ow));
+        sum +=
+            dy[((n * g.out_height + oh) * g.out_width + ow) * g.channels + c] /
+            static_cast<float>(WindowCount(g, oh, ow));
       }
     }
     dx[i] = sum;

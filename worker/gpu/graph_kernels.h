@@ -79,7 +79,14 @@ cudaError_t LaunchAxisSoftmaxBackward(const float* y, const float* dy,
 
 // The merge layers' inputs, passed by value to the kernels.
 constexpr int kMaxMergeInputs = 16;
-enum class MergeKind { kAdd, kSubtract, kMultiply, kAverage, kMaximum, kMinimum };
+enum class MergeKind {
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kAverage,
+  kMaximum,
+  kMinimum
+};
 struct MergeInputs {
   const float* x[kMaxMergeInputs] = {};
   int count = 0;

@@ -65,8 +65,8 @@ class Gpu {
     return p;
   }
   float* Allocate(size_t floats) {
-    absl::StatusOr<DeviceBuffer> buffer = device_->Allocate(
-        std::max<size_t>(floats, 1) * sizeof(float));
+    absl::StatusOr<DeviceBuffer> buffer =
+        device_->Allocate(std::max<size_t>(floats, 1) * sizeof(float));
     EXPECT_TRUE(buffer.ok()) << buffer.status();
     buffers_.push_back(std::move(*buffer));
     return buffers_.back().floats();
@@ -127,11 +127,11 @@ TEST(GraphKernels, MaximumAndMinimumRouteTiesToTheFirstInputAsTheCpu) {
   std::vector<std::vector<float>> x(3, std::vector<float>(n));
   std::mt19937 generator(5);
   for (auto& v : x) {
-    for (float& e : v) e = static_cast<float>(static_cast<int>(generator() % 3) - 1);
+    for (float& e : v)
+      e = static_cast<float>(static_cast<int>(generator() % 3) - 1);
   }
   const std::vector<float> dy = Random(n, 6);
-  for (const auto& [op, kind] :
-       std::vector<std::pair<MergeOp, MergeKind>>{
+  for (const auto& [op, kind] : std::vector<std::pair<MergeOp, MergeKind>>{
            {MergeOp::kMaximum, MergeKind::kMaximum},
            {MergeOp::kMinimum, MergeKind::kMinimum},
            {MergeOp::kMultiply, MergeKind::kMultiply},
@@ -181,7 +181,8 @@ TEST(GraphKernels, GlobalPoolingMatchesTheCpuWithTiedMaxima) {
     shape.batch = batch;
     shape.steps = steps;
     shape.channels = channels;
-    shape.mode = max ? cpu::GlobalPoolMode::kMax : cpu::GlobalPoolMode::kAverage;
+    shape.mode =
+        max ? cpu::GlobalPoolMode::kMax : cpu::GlobalPoolMode::kAverage;
     absl::StatusOr<std::unique_ptr<cpu::GlobalPoolOp>> op =
         cpu::GlobalPoolOp::Create(shape);
     ASSERT_TRUE(op.ok()) << op.status();
@@ -212,15 +213,14 @@ TEST(GraphKernels, AveragePoolingMatchesTheCpuWithAsymmetricSamePadding) {
     int64_t h, w, pool_h, pool_w, stride_h, stride_w;
     cpu::Padding padding;
   };
-  for (const Case& c : std::vector<Case>{
-           {5, 4, 2, 3, 2, 2, cpu::Padding::kSame},
-           {6, 6, 3, 3, 1, 1, cpu::Padding::kSame},
-           {7, 5, 3, 2, 2, 1, cpu::Padding::kSame},
-           {6, 5, 2, 2, 2, 2, cpu::Padding::kValid},
-           {5, 5, 3, 3, 1, 2, cpu::Padding::kValid}}) {
-    SCOPED_TRACE(absl::StrCat(c.h, "x", c.w, " pool ", c.pool_h, "x",
-                              c.pool_w, " stride ", c.stride_h, "x",
-                              c.stride_w));
+  for (const Case& c :
+       std::vector<Case>{{5, 4, 2, 3, 2, 2, cpu::Padding::kSame},
+                         {6, 6, 3, 3, 1, 1, cpu::Padding::kSame},
+                         {7, 5, 3, 2, 2, 1, cpu::Padding::kSame},
+                         {6, 5, 2, 2, 2, 2, cpu::Padding::kValid},
+                         {5, 5, 3, 3, 1, 2, cpu::Padding::kValid}}) {
+    SCOPED_TRACE(absl::StrCat(c.h, "x", c.w, " pool ", c.pool_h, "x", c.pool_w,
+                              " stride ", c.stride_h, "x", c.stride_w));
     cpu::Pool2DShape shape;
     shape.batch = 2;
     shape.height = c.h;
@@ -242,10 +242,10 @@ TEST(GraphKernels, AveragePoolingMatchesTheCpuWithAsymmetricSamePadding) {
     ASSERT_TRUE((*op)->Forward(x.data(), want_y.data()).ok());
     ASSERT_TRUE((*op)->Backward(dy.data(), want_dx.data()).ok());
 
-    const cpu::Window wh = *cpu::KerasWindow(c.h, c.pool_h, c.stride_h,
-                                             c.padding);
-    const cpu::Window ww = *cpu::KerasWindow(c.w, c.pool_w, c.stride_w,
-                                             c.padding);
+    const cpu::Window wh =
+        *cpu::KerasWindow(c.h, c.pool_h, c.stride_h, c.padding);
+    const cpu::Window ww =
+        *cpu::KerasWindow(c.w, c.pool_w, c.stride_w, c.padding);
     AvgPoolGeometry g;
     g.batch = 2;
     g.height = c.h;
@@ -290,7 +290,8 @@ TEST(GraphKernels, SoftmaxAndLogSoftmaxAlongAMiddleAxisMatchTheCpu) {
     std::vector<float> want_y(n), want_dx(n);
     ASSERT_TRUE((*op)->Forward(x.data(), want_y.data()).ok());
     ASSERT_TRUE(
-        (*op)->Backward(x.data(), want_y.data(), dy.data(), want_dx.data())
+        (*op)
+            ->Backward(x.data(), want_y.data(), dy.data(), want_dx.data())
             .ok());
     float* y = gpu.Allocate(n);
     float* dx = gpu.Allocate(n);
@@ -335,8 +336,7 @@ TEST(GraphKernels, EveryPointwiseActivationMatchesTheCpuAtItsKinks) {
     shape.params.max_value = 0.5f;
     shape.params.negative_slope = 0.2f;
     shape.params.threshold = 0.1f;
-    shape.params.alpha =
-        c.cpu == Activation::kHardSigmoid ? 1.0f / 6.0f : 0.7f;
+    shape.params.alpha = c.cpu == Activation::kHardSigmoid ? 1.0f / 6.0f : 0.7f;
     shape.axis = n;
     absl::StatusOr<std::unique_ptr<cpu::ActivationOp>> op =
         cpu::ActivationOp::Create(shape);
@@ -344,7 +344,8 @@ TEST(GraphKernels, EveryPointwiseActivationMatchesTheCpuAtItsKinks) {
     std::vector<float> want_y(n), want_dx(n);
     ASSERT_TRUE((*op)->Forward(x.data(), want_y.data()).ok());
     ASSERT_TRUE(
-        (*op)->Backward(x.data(), want_y.data(), dy.data(), want_dx.data())
+        (*op)
+            ->Backward(x.data(), want_y.data(), dy.data(), want_dx.data())
             .ok());
     PointwiseParams params;
     params.kind = c.gpu;

@@ -99,21 +99,21 @@ absl::Status GraphStage::Supports(const StagePlan& p) {
                                   "with --device=cpu)"));
     case StageKind::kMerge:
       if (p.inputs.size() > static_cast<size_t>(kMaxMergeInputs)) {
-        return InLayer(p.layer, absl::UnimplementedError(absl::StrCat(
-                                    "a merge of ", p.inputs.size(),
-                                    " inputs; the GPU merges at most ",
-                                    kMaxMergeInputs)));
+        return InLayer(
+            p.layer, absl::UnimplementedError(absl::StrCat(
+                         "a merge of ", p.inputs.size(),
+                         " inputs; the GPU merges at most ", kMaxMergeInputs)));
       }
       return absl::OkStatus();
     case StageKind::kPermute:
       if (p.in_shapes.empty() ||
           p.in_shapes[0].size() > static_cast<size_t>(kMaxPermuteRank) ||
           p.permutation.size() != p.in_shapes[0].size()) {
-        return InLayer(p.layer,
-                       absl::UnimplementedError(absl::StrCat(
-                           "Permute of ",
-                           p.in_shapes.empty() ? 0 : p.in_shapes[0].size(),
-                           " axes; the GPU permutes 1 to ", kMaxPermuteRank)));
+        return InLayer(
+            p.layer,
+            absl::UnimplementedError(absl::StrCat(
+                "Permute of ", p.in_shapes.empty() ? 0 : p.in_shapes[0].size(),
+                " axes; the GPU permutes 1 to ", kMaxPermuteRank)));
       }
       return absl::OkStatus();
     default:
@@ -316,12 +316,11 @@ absl::StatusOr<const void*> GraphStage::Forward(
     case StageKind::kActivation: {
       const cpu::ActivationShape& a = p.activation;
       status = CudaStatus(
-          axiswise_
-              ? LaunchAxisSoftmaxForward(
-                    x, a.outer * batch_, a.axis, a.inner,
-                    a.activation == Activation::kLogSoftmax, y, stream)
-              : LaunchPointwiseForward(pointwise_, x, batch_ * p.in_size, y,
-                                       stream),
+          axiswise_ ? LaunchAxisSoftmaxForward(
+                          x, a.outer * batch_, a.axis, a.inner,
+                          a.activation == Activation::kLogSoftmax, y, stream)
+                    : LaunchPointwiseForward(pointwise_, x, batch_ * p.in_size,
+                                             y, stream),
           "activation forward");
       break;
     }
@@ -484,12 +483,11 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
     case StageKind::kActivation: {
       const cpu::ActivationShape& a = p.activation;
       status = CudaStatus(
-          axiswise_
-              ? LaunchAxisSoftmaxBackward(
-                    y, dy, a.outer * batch_, a.axis, a.inner,
-                    a.activation == Activation::kLogSoftmax, dx0, stream)
-              : LaunchPointwiseBackward(pointwise_, x, y, dy,
-                                        batch_ * p.in_size, dx0, stream),
+          axiswise_ ? LaunchAxisSoftmaxBackward(
+                          y, dy, a.outer * batch_, a.axis, a.inner,
+                          a.activation == Activation::kLogSoftmax, dx0, stream)
+                    : LaunchPointwiseBackward(pointwise_, x, y, dy,
+                                              batch_ * p.in_size, dx0, stream),
           "activation backward");
       break;
     }

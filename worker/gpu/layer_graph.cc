@@ -14,9 +14,9 @@ absl::StatusOr<DeviceBuffer> GpuGraphDevice::Allocate(Device* device,
   PSTRAIN_RETURN_IF_ERROR(device->MakeCurrent());
   const int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
   PSTRAIN_ASSIGN_OR_RETURN(DeviceBuffer buffer, device->Allocate(bytes));
-  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-      cudaMemsetAsync(buffer.data(), 0, bytes, device->stream()),
-      "LayerGraph: cudaMemsetAsync"));
+  PSTRAIN_RETURN_IF_ERROR(
+      CudaStatus(cudaMemsetAsync(buffer.data(), 0, bytes, device->stream()),
+                 "LayerGraph: cudaMemsetAsync"));
   return buffer;
 }
 
