@@ -77,7 +77,9 @@ class GpuBackend : public Backend {
                                       const Weights& weights) override;
 
  private:
-  absl::Status CheckInput(const StepInput& input) const;
+  // Also checks every embedding id of the batch, on the host, before any
+  // GPU work (the kernels do not check them).
+  absl::Status CheckInput(const StepInput& input);
   // Copies `weights` to every GPU unless they are the ones there already.
   absl::Status UploadWeights(const Weights& weights, uint64_t version);
   absl::StatusOr<LayerGraph*> GraphFor(Replica& replica, int64_t batch);
@@ -177,13 +179,31 @@ absl::Status GpuBackend::Init() {
   return absl::OkStatus();
 }
 
-absl::Status GpuBackend::CheckInput(const StepInput& input) const {
+absl::Status GpuBackend::CheckInput(const StepInput& input) {
   PSTRAIN_RETURN_IF_ERROR(
       CheckStepInput("GpuBackend", input, options_.max_batch));
   if (input.scores != nullptr) {
     return absl::UnimplementedError(
         "GpuBackend: per-example scores (for AUC) are computed on the CPU "
         "only");
+  }
+  if (input.batch == 0) return absl::OkStatus();
+  const std::vector<const void*> host =
+      SplitModelInputs(columns_, feed_, input.features, input.batch, &split_);
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const InputColumns& c = columns_[k];
+    if (!c.ids) continue;
+    gpu::EmbeddingShape ids;
+    ids.ids = input.batch * c.count;
+    ids.input_dim = c.vocabulary;
+    ids.output_dim = 1;
+    const absl::Status status =
+        gpu::CheckEmbeddingIds(ids, static_cast<const int32_t*>(host[k]));
+    if (!status.ok() && columns_.size() > 1) {
+      return absl::Status(status.code(),
+                          absl::StrCat("input ", k, ": ", status.message()));
+    }
+    PSTRAIN_RETURN_IF_ERROR(status);
   }
   return absl::OkStatus();
 }
@@ -262,22 +282,6 @@ absl::StatusOr<std::vector<const void*>> GpuBackend::UploadInputs(
   std::vector<const void*> device_inputs;
   for (size_t k = 0; k < columns_.size(); ++k) {
     const InputColumns& c = columns_[k];
-    if (c.ids) {
-      // The kernels do not check ids: every one is checked here first.
-      gpu::EmbeddingShape ids;
-      ids.ids = n * c.count;
-      ids.input_dim = c.vocabulary;
-      ids.output_dim = 1;
-      absl::Status status =
-          gpu::CheckEmbeddingIds(ids, static_cast<const int32_t*>(host[k]));
-      if (!status.ok()) {
-        return absl::Status(
-            status.code(),
-            columns_.size() == 1
-                ? status.message()
-                : absl::StrCat("input ", k, ": ", status.message()));
-      }
-    }
     const int64_t bytes = n * c.count * 4;
     PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.inputs[k], bytes));
     PSTRAIN_RETURN_IF_ERROR(
