@@ -47,57 +47,11 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct AttentionShape {
-  int64_t batch = 0;
-  int64_t tq = 0;          // query sequence length
-  int64_t tv = 0;          // key and value sequence length
-  int64_t dq = 0;          // query features
-  int64_t dk = 0;          // key features (dv when key defaults to value)
-  int64_t dv = 0;          // value features
-  int64_t heads = 0;       // num_heads
-  int64_t key_dim = 0;     // per-head size of Q and K
-  int64_t value_dim = 0;   // per-head size of V; 0: key_dim (Keras's default)
-  int64_t output_dim = 0;  // output_shape; 0: dq (Keras's default)
-  bool use_bias = true;
-  bool causal = false;  // use_causal_mask=True
-  double dropout = 0;   // Keras's dropout; only 0 is supported
-};
-
-// The layer's variables, each a pointer to row-major data of its Keras 3
-// shape. The biases are null iff !use_bias.
-struct AttentionWeights {
-  const float* query_kernel = nullptr;   // query/kernel [dq, H, Dk]
-  const float* query_bias = nullptr;     // query/bias [H, Dk]
-  const float* key_kernel = nullptr;     // key/kernel [dk, H, Dk]
-  const float* key_bias = nullptr;       // key/bias [H, Dk]
-  const float* value_kernel = nullptr;   // value/kernel [dv, H, Dv]
-  const float* value_bias = nullptr;     // value/bias [H, Dv]
-  const float* output_kernel = nullptr;  // attention_output/kernel [H, Dv, O]
-  const float* output_bias = nullptr;    // attention_output/bias [O]
-};
-
-// Where Backward writes, overwriting: the variables' gradients (shaped as in
-// AttentionWeights; the biases' null iff !use_bias) and the inputs'
-// gradients, each null when not wanted. Input gradient buffers are either
-// the same buffer or disjoint; the same buffer receives their sum.
-struct AttentionGradients {
-  float* query_kernel = nullptr;
-  float* query_bias = nullptr;
-  float* key_kernel = nullptr;
-  float* key_bias = nullptr;
-  float* value_kernel = nullptr;
-  float* value_bias = nullptr;
-  float* output_kernel = nullptr;
-  float* output_bias = nullptr;
-  float* query = nullptr;  // [B, Tq, dq]
-  float* key = nullptr;    // [B, Tv, dk]
-  float* value = nullptr;  // [B, Tv, dv]
-};
 
 // A variable's name within the layer (Keras 3's path below the layer's
 // name) and its shape.

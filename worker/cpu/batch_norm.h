@@ -61,18 +61,11 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct BatchNormShape {
-  int64_t rows = 0;  // Batch times spatial positions (all axes but the last).
-  int64_t channels = 0;   // The last axis.
-  float epsilon = 1e-3f;  // Keras's default.
-  bool center = true;     // Keras center: add beta [channels].
-  bool scale = true;      // Keras scale: multiply by gamma [channels].
-};
 
 class BatchNormOp {
  public:

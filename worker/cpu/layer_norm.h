@@ -46,18 +46,11 @@
 #include "absl/status/statusor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "worker/cpu/engine.h"
+#include "worker/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-
-struct LayerNormShape {
-  int64_t rows = 0;       // Product of all axes but the last, batch included.
-  int64_t width = 0;      // The normalized (last) axis.
-  float epsilon = 1e-3f;  // Keras's default.
-  bool center = true;     // Keras center: add beta [width].
-  bool scale = true;      // Keras scale: multiply by gamma [width].
-};
 
 class LayerNormOp {
  public:

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "worker/cpu/losses.h"
 #include "worker/gpu/kernels.h"
+#include "worker/gpu/loss_kernels.h"
 
 namespace pstrain {
 namespace worker {
@@ -14,6 +15,9 @@ namespace gpu {
 namespace {
 
 constexpr unsigned long long kNoBadRow = ~0ull;
+// Keras clips in the tensor's dtype: float32 bounds, as the CPU's losses.
+constexpr float kLow = cpu::kKerasEpsilon;
+constexpr float kHigh = 1.0f - cpu::kKerasEpsilon;
 
 void FreeHost(void* p) {
   if (p == nullptr) return;
@@ -85,7 +89,8 @@ absl::Status Losses::ResetBadRow(const char* loss) {
 }
 
 absl::StatusOr<double> Losses::Finish(const char* loss, const int32_t* labels,
-                                      int64_t batch, int64_t classes) {
+                                      int64_t batch, int64_t classes,
+                                      bool binary) {
   cudaStream_t stream = device_->stream();
   PSTRAIN_RETURN_IF_ERROR(CudaStatus(
       cudaMemcpyAsync(host_rows_, row_out_.data(), batch * sizeof(double),
@@ -103,6 +108,11 @@ absl::StatusOr<double> Losses::Finish(const char* loss, const int32_t* labels,
     int32_t label = 0;
     PSTRAIN_RETURN_IF_ERROR(
         device_->CopyToHost(labels + row, sizeof(label), &label));
+    if (binary) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          loss, ": label ", label, " of example ", row,
+          " is not 0 or 1 (binary cross-entropy takes labels 0 and 1)"));
+    }
     return absl::InvalidArgumentError(
         absl::StrCat(loss, ": label ", label, " of example ", row,
                      " is outside [0, ", classes, ")"));
@@ -132,9 +142,6 @@ absl::StatusOr<double> Losses::SparseCrossEntropyFromProbabilities(
   constexpr char kLoss[] = "SparseCrossEntropyFromProbabilities";
   PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, probs, labels, batch, classes));
   PSTRAIN_RETURN_IF_ERROR(ResetBadRow(kLoss));
-  // Keras clips in the tensor's dtype: float32 bounds, as the CPU op.
-  constexpr float kLow = cpu::kKerasEpsilon;
-  constexpr float kHigh = 1.0f - cpu::kKerasEpsilon;
   PSTRAIN_RETURN_IF_ERROR(CudaStatus(
       LaunchCrossEntropyFromProbabilities(probs, labels, batch, classes, kLow,
                                           kHigh, dprobs, row_out_.as<double>(),
@@ -174,6 +181,116 @@ absl::StatusOr<int64_t> Losses::CountCorrect(const float* scores,
       kLoss));
   PSTRAIN_ASSIGN_OR_RETURN(const double correct,
                            Finish(kLoss, labels, batch, classes));
+  return static_cast<int64_t>(correct);
+}
+
+absl::StatusOr<double> Losses::SoftmaxCrossEntropyFromLogits(
+    const float* logits, const float* targets, int64_t batch, int64_t classes,
+    float* dlogits) {
+  constexpr char kLoss[] = "SoftmaxCrossEntropyFromLogits";
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, logits, targets, batch, classes));
+  PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
+  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+      LaunchCategoricalCrossEntropyFromLogits(logits, targets, batch, classes,
+                                              dlogits, row_out_.as<double>(),
+                                              device_->stream()),
+      kLoss));
+  return Finish(kLoss, nullptr, batch, classes);
+}
+
+absl::StatusOr<double> Losses::CategoricalCrossEntropyFromProbabilities(
+    const float* probs, const float* targets, int64_t batch, int64_t classes,
+    float* dprobs) {
+  constexpr char kLoss[] = "CategoricalCrossEntropyFromProbabilities";
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, probs, targets, batch, classes));
+  PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
+  PSTRAIN_RETURN_IF_ERROR(
+      CudaStatus(LaunchCategoricalCrossEntropyFromProbabilities(
+                     probs, targets, batch, classes, kLow, kHigh, dprobs,
+                     row_out_.as<double>(), device_->stream()),
+                 kLoss));
+  return Finish(kLoss, nullptr, batch, classes);
+}
+
+absl::StatusOr<double> Losses::SigmoidCrossEntropyFromLogits(
+    const float* logits, const int32_t* labels, int64_t batch, float* dlogits) {
+  constexpr char kLoss[] = "SigmoidCrossEntropyFromLogits";
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, logits, labels, batch, 1));
+  PSTRAIN_RETURN_IF_ERROR(ResetBadRow(kLoss));
+  PSTRAIN_RETURN_IF_ERROR(
+      CudaStatus(LaunchSigmoidCrossEntropy(
+                     logits, labels, batch, dlogits, row_out_.as<double>(),
+                     bad_row_.as<unsigned long long>(), device_->stream()),
+                 kLoss));
+  return Finish(kLoss, labels, batch, 2, /*binary=*/true);
+}
+
+absl::StatusOr<double> Losses::BinaryCrossEntropyFromProbabilities(
+    const float* probs, const int32_t* labels, int64_t batch, float* dprobs) {
+  constexpr char kLoss[] = "BinaryCrossEntropyFromProbabilities";
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, probs, labels, batch, 1));
+  PSTRAIN_RETURN_IF_ERROR(ResetBadRow(kLoss));
+  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+      LaunchBinaryCrossEntropyFromProbabilities(
+          probs, labels, batch, kLow, kHigh, dprobs, row_out_.as<double>(),
+          bad_row_.as<unsigned long long>(), device_->stream()),
+      kLoss));
+  return Finish(kLoss, labels, batch, 2, /*binary=*/true);
+}
+
+absl::StatusOr<double> Losses::MeanAbsoluteErrorSum(const float* predictions,
+                                                    const float* targets,
+                                                    int64_t batch,
+                                                    int64_t outputs,
+                                                    float* dpredictions) {
+  constexpr char kLoss[] = "MeanAbsoluteErrorSum";
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckArgs(kLoss, predictions, targets, batch, outputs));
+  PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
+  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+      LaunchAbsoluteError(predictions, targets, batch, outputs, dpredictions,
+                          row_out_.as<double>(), device_->stream()),
+      kLoss));
+  PSTRAIN_ASSIGN_OR_RETURN(const double total,
+                           Finish(kLoss, nullptr, batch, outputs));
+  return total / outputs;
+}
+
+absl::StatusOr<double> Losses::HuberSum(const float* predictions,
+                                        const float* targets, int64_t batch,
+                                        int64_t outputs, float delta,
+                                        float* dpredictions) {
+  constexpr char kLoss[] = "HuberSum";
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckArgs(kLoss, predictions, targets, batch, outputs));
+  if (!(delta > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kLoss, ": delta must be > 0, got ", delta));
+  }
+  PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
+  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+      LaunchHuber(predictions, targets, batch, outputs, delta, dpredictions,
+                  row_out_.as<double>(), device_->stream()),
+      kLoss));
+  PSTRAIN_ASSIGN_OR_RETURN(const double total,
+                           Finish(kLoss, nullptr, batch, outputs));
+  return total / outputs;
+}
+
+absl::StatusOr<int64_t> Losses::CountBinaryCorrect(const float* scores,
+                                                   bool logits,
+                                                   const int32_t* labels,
+                                                   int64_t batch) {
+  constexpr char kLoss[] = "CountBinaryCorrect";
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(kLoss, scores, labels, batch, 1));
+  PSTRAIN_RETURN_IF_ERROR(ResetBadRow(kLoss));
+  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+      LaunchCountBinaryCorrect(
+          scores, logits ? 0.0f : 0.5f, labels, batch, row_out_.as<double>(),
+          bad_row_.as<unsigned long long>(), device_->stream()),
+      kLoss));
+  PSTRAIN_ASSIGN_OR_RETURN(const double correct,
+                           Finish(kLoss, labels, batch, 2, /*binary=*/true));
   return static_cast<int64_t>(correct);
 }
 
