@@ -454,13 +454,16 @@ TEST(GpuBackend, PoolingPaddingRescalingAndPermuteMatchTheCpu) {
       /*mse=*/true);
 }
 
-// The examples the GPU computes (those with BatchNormalization,
-// LayerNormalization or attention are refused, below).
+// Every example: a Functional MLP (both JSON forms), a ResNet with
+// BatchNormalization, a Transformer encoder (LayerNormalization,
+// MultiHeadAttention), two-input models.
 TEST(GpuBackend, ExamplesMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   for (const char* example :
        {"examples/seed000_mlp.keras3.json", "examples/seed000_mlp.keras2.json",
-        "examples/two_input.keras3.json", "examples/wide_deep.keras3.json"}) {
+        "examples/two_input.keras3.json", "examples/wide_deep.keras3.json",
+        "examples/resnet_small.keras3.json",
+        "examples/transformer.keras3.json"}) {
     absl::StatusOr<ModelSpec> spec = LoadModel(example, 42);
     ASSERT_TRUE(spec.ok()) << spec.status();
     const LossKind loss = spec->output_shape[0] == 1
@@ -470,34 +473,82 @@ TEST(GpuBackend, ExamplesMatchTheCpu) {
   }
 }
 
-TEST(GpuBackend, LayersTheGpuLacksAreUnimplementedNamingTheLayer) {
-  // Refused before any GPU is touched: this runs without one too.
-  for (const auto& [example, layer] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"examples/resnet_small.keras3.json", "stem_bn"},
-           {"examples/transformer.keras3.json", ""}}) {
-    absl::StatusOr<ModelSpec> spec = LoadModel(example, 42);
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    const absl::Status status =
-        CreateGpuBackend(*spec, GpuBackendOptions()).status();
-    EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
-    EXPECT_NE(status.message().find(": not computed on GPU yet (train this "
-                                    "model with --device=cpu)"),
-              std::string::npos)
-        << status;
-    if (!layer.empty()) {
-      EXPECT_NE(status.message().find(absl::StrCat("layer '", layer, "'")),
-                std::string::npos)
-          << status;
-    }
+// BatchNormalization (its moving statistics' "gradients" are the batch's
+// statistics times the batch), LayerNormalization in each of its forms,
+// and MultiHeadAttention: self-attention (causal or not), cross-attention
+// with a key, a LayerNormalization shared by two branches.
+TEST(GpuBackend, NormalizationAndAttentionMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* fields :
+       {R"("epsilon": 0.001)", R"("center": false)", R"("scale": false)",
+        R"("center": false, "scale": false)"}) {
+    CompareGraph(absl::StrCat("LayerNormalization ", fields),
+                 GraphModel("2, 4", Join({GraphDense("pre", 5, "x"),
+                                          GraphLayer("LayerNormalization", "ln",
+                                                     fields, {"pre"})},
+                                         Head("ln"))));
+    CompareGraph(absl::StrCat("BatchNormalization ", fields),
+                 GraphModel("2, 4", Join({GraphDense("pre", 5, "x"),
+                                          GraphLayer("BatchNormalization", "bn",
+                                                     fields, {"pre"})},
+                                         Head("bn"))));
   }
+  CompareGraph(
+      "BatchNormalization on the input",
+      GraphModel("3", {GraphLayer("BatchNormalization", "bn", "", {"x"}),
+                       GraphDense("out", 3, "bn")}),
+      /*mse=*/true);
+  const std::string mha = R"("num_heads": 2, "key_dim": 3)";
+  const auto attention = [&](const std::string& name, const std::string& node) {
+    return absl::StrCat(R"({"class_name": "MultiHeadAttention", "name": ")",
+                        name, R"(", "config": {"name": ")", name, "\", ", mha,
+                        R"(}, "inbound_nodes": [[)", node, "]]}");
+  };
+  for (const char* causal : {"false", "true"}) {
+    CompareGraph(
+        absl::StrCat("self-attention, causal ", causal),
+        GraphModel(
+            "4, 3",
+            Join({GraphDense("pre", 5, "x", "tanh"),
+                  attention("att", absl::StrCat(R"(["pre", 0, 0, {"value": )",
+                                                R"(["pre", 0, 0], )",
+                                                R"("use_causal_mask": )",
+                                                causal, "}]"))},
+                 Head("att"))));
+  }
+  CompareGraph(
+      "cross-attention with a key, residual",
+      GraphModel("4, 3",
+                 Join({GraphDense("q", 5, "x", "tanh"), GraphDense("v", 4, "x"),
+                       GraphDense("k", 6, "x", "tanh"),
+                       attention("att", R"(["q", 0, 0, {}], ["v", 0, 0, {}], )"
+                                        R"(["k", 0, 0, {}])"),
+                       GraphLayer("Add", "res", "", {"att", "q"})},
+                      Head("res"))),
+      /*mse=*/true);
+  const std::string ln = R"({"class_name": "LayerNormalization", "name": "ln",
+      "config": {"name": "ln"}, "inbound_nodes": [[["a", 0, 0, {}]],
+      [["b", 0, 0, {}]]]})";
+  const std::string add = R"({"class_name": "Add", "name": "sum",
+      "config": {"name": "sum"}, "inbound_nodes": [[["ln", 0, 0, {}],
+      ["ln", 1, 0, {}]]]})";
+  CompareGraph("LayerNormalization on two branches",
+               GraphModel("2, 4", Join({GraphDense("a", 3, "x", "tanh"),
+                                        GraphDense("b", 3, "x"), ln, add},
+                                       Head("sum"))));
+}
+
+TEST(GpuBackend, WhatTheGpuLacksIsUnimplementedNamingTheLayer) {
+  // Refused before any GPU is touched: this runs without one too.
+  std::vector<std::string> reads(17, "a");
   const ModelSpec spec = MustParse(GraphModel(
-      "2, 4", Join({GraphDense("pre", 5, "x"),
-                    GraphLayer("LayerNormalization", "ln", "", {"pre"})},
-                   Head("ln"))));
-  EXPECT_EQ(CreateGpuBackend(spec, GpuBackendOptions()).status().message(),
-            "layer 'ln': not computed on GPU yet (train this model with "
-            "--device=cpu)");
+      "4", Join({GraphDense("a", 3, "x"), GraphLayer("Add", "m", "", reads)},
+                Head("m"))));
+  const absl::Status status =
+      CreateGpuBackend(spec, GpuBackendOptions()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+  EXPECT_EQ(status.message(),
+            "layer 'm': a merge of 17 inputs; the GPU merges at most 16");
 }
 
 TEST(GpuBackend, BadIdsOfASecondInputNameTheInput) {

@@ -85,18 +85,37 @@ PermuteGeometry Transpose(const std::vector<int64_t>& from_dims,
   return g;
 }
 
+// The attention layer's variables (StagePlan::attention_variables' order)
+// among `values`, one buffer per variable of the model.
+template <typename Pointer>
+std::vector<Pointer> AttentionBuffers(const StagePlan& p,
+                                      absl::Span<Pointer const> values) {
+  std::vector<Pointer> out;
+  for (const int index : p.attention_variables) {
+    out.push_back(index >= 0 ? values[index] : nullptr);
+  }
+  return out;
+}
+
+AttentionWeights AttentionWeightsOf(const StagePlan& p,
+                                    absl::Span<const float* const> weights) {
+  const std::vector<const float*> w = AttentionBuffers(p, weights);
+  AttentionWeights a;
+  a.query_kernel = w[0];
+  a.query_bias = w[1];
+  a.key_kernel = w[2];
+  a.key_bias = w[3];
+  a.value_kernel = w[4];
+  a.value_bias = w[5];
+  a.output_kernel = w[6];
+  a.output_bias = w[7];
+  return a;
+}
+
 }  // namespace
 
 absl::Status GraphStage::Supports(const StagePlan& p) {
   switch (p.kind) {
-    // Their GPU ops come separately (batch_norm.h, layer_norm.h,
-    // attention.h): each becomes one case in Create, Forward and Backward.
-    case StageKind::kBatchNormalization:
-    case StageKind::kLayerNormalization:
-    case StageKind::kMultiHeadAttention:
-      return InLayer(p.layer, absl::UnimplementedError(
-                                  "not computed on GPU yet (train this model "
-                                  "with --device=cpu)"));
     case StageKind::kMerge:
       if (p.inputs.size() > static_cast<size_t>(kMaxMergeInputs)) {
         return InLayer(
@@ -184,11 +203,51 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kGlobalPooling:
       status = InLayer(layer, s.InitKernelStage());
       break;
-    case StageKind::kBatchNormalization:
-    case StageKind::kLayerNormalization:
-    case StageKind::kMultiHeadAttention:
-      status = absl::InternalError("a stage Supports refuses");
+    case StageKind::kBatchNormalization: {
+      BatchNormShape shape;
+      shape.channels = p.in_shapes[0].back();
+      shape.rows = batch * (p.in_size / shape.channels);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      status =
+          TakeOp(layer, BatchNormOp::Create(shape, device), &s.batch_norm_);
       break;
+    }
+    case StageKind::kLayerNormalization: {
+      LayerNormShape shape;
+      shape.width = p.in_shapes[0].back();
+      shape.rows = batch * (p.in_size / shape.width);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      status =
+          TakeOp(layer, LayerNormOp::Create(shape, device), &s.layer_norm_);
+      break;
+    }
+    case StageKind::kMultiHeadAttention: {
+      // Inputs query, value and maybe key (default: the value), each
+      // [sequence, features].
+      const std::vector<int64_t>& q = p.in_shapes[0];
+      const std::vector<int64_t>& v = p.in_shapes[1];
+      const std::vector<int64_t>& k =
+          p.in_shapes.size() > 2 ? p.in_shapes[2] : v;
+      AttentionShape shape;
+      shape.batch = batch;
+      shape.tq = q[0];
+      shape.dq = q[1];
+      shape.tv = v[0];
+      shape.dv = v[1];
+      shape.dk = k[1];
+      shape.heads = p.heads;
+      shape.key_dim = p.key_dim;
+      shape.value_dim = p.value_dim;
+      shape.output_dim = p.output_dim;
+      shape.use_bias = p.use_bias;
+      shape.causal = p.causal;
+      status = TakeOp(layer, AttentionOp::Create(shape, device), &s.attention_);
+      break;
+    }
   }
   PSTRAIN_RETURN_IF_ERROR(status);
   return stage;
@@ -352,10 +411,26 @@ absl::StatusOr<const void*> GraphStage::Forward(
           "global pooling forward");
       break;
     case StageKind::kBatchNormalization:
-    case StageKind::kLayerNormalization:
-    case StageKind::kMultiHeadAttention:
-      status = absl::InternalError("a stage Supports refuses");
+      if (dropout != nullptr) {  // Training: the batch's statistics.
+        status = batch_norm_->ForwardTraining(
+            x, weight(p.kernel), weight(p.bias), y, nullptr, nullptr);
+      } else {
+        status = batch_norm_->ForwardInference(
+            x, weight(p.kernel), weight(p.bias), weight(p.moving_mean),
+            weight(p.moving_variance), y);
+      }
       break;
+    case StageKind::kLayerNormalization:
+      status = layer_norm_->Forward(x, weight(p.kernel), weight(p.bias), y);
+      break;
+    case StageKind::kMultiHeadAttention: {
+      const float* value = static_cast<const float*>(inputs[1]);
+      const float* key =
+          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
+      status =
+          attention_->Forward(x, key, value, AttentionWeightsOf(p, weights), y);
+      break;
+    }
   }
   if (!status.ok()) return InLayer(p.layer, status);
   return y;
@@ -459,6 +534,43 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
       status = dense_->Backward(x, weight(p.kernel), dy, dx0,
                                 gradient(p.kernel), gradient(p.bias));
       break;
+    case StageKind::kBatchNormalization:
+      status = batch_norm_->Backward(x, weight(p.kernel), dy, dx0,
+                                     gradient(p.kernel), gradient(p.bias));
+      // The moving statistics take the batch's, summed over its examples
+      // as gradients are (the ps averages them over the step's).
+      if (status.ok()) {
+        status = batch_norm_->ScaledStatistics(static_cast<float>(batch_),
+                                               gradient(p.moving_mean),
+                                               gradient(p.moving_variance));
+      }
+      break;
+    case StageKind::kLayerNormalization:
+      status = layer_norm_->Backward(x, weight(p.kernel), dy, dx0,
+                                     gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kMultiHeadAttention: {
+      const std::vector<float*> dw = AttentionBuffers(p, gradients);
+      AttentionGradients grads;
+      grads.query_kernel = dw[0];
+      grads.query_bias = dw[1];
+      grads.key_kernel = dw[2];
+      grads.key_bias = dw[3];
+      grads.value_kernel = dw[4];
+      grads.value_bias = dw[5];
+      grads.output_kernel = dw[6];
+      grads.output_bias = dw[7];
+      grads.query = dx[0];
+      grads.value = dx[1];
+      // Keras's key defaults to the value: the op sums its gradient there.
+      grads.key = dx.size() > 2 ? dx[2] : dx[1];
+      const float* value = static_cast<const float*>(inputs[1]);
+      const float* key =
+          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
+      status = attention_->Backward(x, key, value,
+                                    AttentionWeightsOf(p, weights), dy, grads);
+      break;
+    }
     default:
       if (no_dx) return absl::OkStatus();
       break;
@@ -467,6 +579,9 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
     case StageKind::kEmbedding:
     case StageKind::kConv2D:
     case StageKind::kDense:
+    case StageKind::kBatchNormalization:
+    case StageKind::kLayerNormalization:
+    case StageKind::kMultiHeadAttention:
       break;
     case StageKind::kMaxPool2D:
       status = pool_->Backward(dy, dx0);
@@ -518,11 +633,6 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
           LaunchGlobalPoolBackward(x, y, dy, batch_, global_steps_,
                                    global_channels_, p.global_max, dx0, stream),
           "global pooling backward");
-      break;
-    case StageKind::kBatchNormalization:
-    case StageKind::kLayerNormalization:
-    case StageKind::kMultiHeadAttention:
-      status = absl::InternalError("a stage Supports refuses");
       break;
   }
   return InLayer(p.layer, status);

@@ -23,9 +23,11 @@
 // (cudaMemcpy2DAsync). A Conv2D's ReLU is a ReLU stage of its own, run in
 // place (cuDNN's fused forward has no fused backward to pair with).
 //
-// BatchNormalization, LayerNormalization and MultiHeadAttention are
-// UNIMPLEMENTED here yet, naming the layer (their GPU ops come separately:
-// each is one case in Create, Forward and Backward).
+// BatchNormalization, LayerNormalization and MultiHeadAttention run their
+// GPU ops (batch_norm.h, layer_norm.h, attention.h), with the CPU stage's
+// conventions: BatchNormalization normalizes with the batch's statistics in
+// training and hands them on, times the batch, as its moving statistics'
+// "gradients"; attention's key defaults to its value.
 //
 // Embedding ids are not checked here (see embedding.h): the caller checks
 // them on the host before copying them to the device.
@@ -42,6 +44,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "worker/gpu/attention.h"
+#include "worker/gpu/batch_norm.h"
 #include "worker/gpu/conv2d.h"
 #include "worker/gpu/dense.h"
 #include "worker/gpu/device.h"
@@ -49,6 +53,7 @@
 #include "worker/gpu/embedding.h"
 #include "worker/gpu/graph_kernels.h"
 #include "worker/gpu/kernel_math.h"
+#include "worker/gpu/layer_norm.h"
 #include "worker/gpu/max_pool2d.h"
 #include "worker/gpu/relu.h"
 #include "worker/gpu/softmax.h"
@@ -110,6 +115,9 @@ class GraphStage {
   std::unique_ptr<ReluOp> relu_;
   std::unique_ptr<SoftmaxOp> softmax_;
   std::unique_ptr<DropoutOp> dropout_;
+  std::unique_ptr<BatchNormOp> batch_norm_;
+  std::unique_ptr<LayerNormOp> layer_norm_;
+  std::unique_ptr<AttentionOp> attention_;
   // kActivation: elementwise, or softmax / log_softmax along an axis.
   bool axiswise_ = false;
   PointwiseParams pointwise_;
