@@ -91,7 +91,7 @@ absl::Status CheckGpuSupportsLoss(const ModelSpec& spec, LossKind loss,
         "are): run the worker with --device=cpu"));
   }
   if (loss != LossKind::kSparseCrossEntropy) return absl::OkStatus();
-  // The GPU chain reads the logits behind a final softmax, or the output
+  // The GPU graph reads the logits behind a final softmax, or the output
   // itself as logits.
   const LossPlan plan = PlanLoss(spec, loss, input);
   const bool ends_in_softmax =

@@ -18,43 +18,6 @@ int64_t Product(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Every layer reads the one before (the first, the model's input), the
-// last is the output, and no layer is called twice: what an executor of
-// chains (LayerPlanOptions::chain_only) runs. Refused naming the first
-// layer that breaks the chain.
-absl::Status ExpectChain(const ModelSpec& spec) {
-  constexpr absl::string_view kOnly =
-      "this device computes only chains of layers yet (no branches, merges, "
-      "several inputs or shared layers)";
-  if (spec.inputs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model has ", spec.inputs.size(), " inputs: ", kOnly));
-  }
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    const TensorRef previous =
-        i == 0 ? TensorRef{true, 0} : TensorRef{false, static_cast<int>(i) - 1};
-    if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer '", layer.name, "' does not read ",
-          i == 0 ? "the model's input"
-                 : absl::StrCat("layer '", spec.layers[i - 1].name, "'"),
-          ": ", kOnly));
-    }
-    if (layer.shares >= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("layer '", layer.name,
-                       "' is called again (shared weights): ", kOnly));
-    }
-  }
-  if (spec.outputs.size() != 1 ||
-      spec.outputs[0] + 1 != static_cast<int>(spec.layers.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model's output is not its last layer: ", kOnly));
-  }
-  return absl::OkStatus();
-}
-
 class Planner {
  public:
   Planner(const ModelSpec& spec, const LayerPlanOptions& options,
@@ -355,7 +318,6 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
 }
 
 absl::StatusOr<LayerPlan> Planner::Plan() {
-  if (options_.chain_only) PSTRAIN_RETURN_IF_ERROR(ExpectChain(spec_));
   if (spec_.outputs.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the model has ", spec_.outputs.size(), " outputs; one is supported"));

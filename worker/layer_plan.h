@@ -1,7 +1,7 @@
-// How a model's layer graph maps onto ops: the stages that the CPU
-// LayerGraph (worker/cpu/layer_graph.h) and the GPU LayerChain
-// (worker/gpu/layer_chain.h) each turn into their own ops, so that both
-// compute the same model the same way.
+// How a model's layer graph maps onto ops: the stages that the layer-graph
+// executor (worker/layer_graph.h) turns into ops of the CPU
+// (worker/cpu/graph_stage.h) or of a GPU (worker/gpu/graph_stage.h), so
+// that both compute the same model the same way.
 //
 //   LayerPlanOptions options;
 //   options.drop_final_softmax = true;  // A loss from logits.
@@ -152,16 +152,12 @@ struct LayerPlan {
 struct LayerPlanOptions {
   bool drop_final_softmax = true;
   bool fuse_conv_relu = false;
-  // Refuse graphs other than one chain of layers from one input (an
-  // executor that runs chains only).
-  bool chain_only = false;
 };
 
 // INVALID_ARGUMENT naming the layer for what no stage can compute (an
 // Embedding that does not read a model input, a Conv2D or MaxPooling2D on
 // an input that is not rank 3, a variable the spec lacks, a layer that does
-// not lead to the output), and with chain_only for a graph that is not a
-// chain.
+// not lead to the output).
 absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
                                      const LayerPlanOptions& options,
                                      const RngTracker& rng);
@@ -170,7 +166,7 @@ absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
 absl::Status InLayer(const std::string& layer, const absl::Status& status);
 
 // Moves the op an op factory made into *into, or returns its error with the
-// layer named: what both LayerChains do for each stage's op.
+// layer named: what both devices' GraphStages do for each stage's op.
 template <typename Op>
 absl::Status TakeOp(const std::string& layer,
                     absl::StatusOr<std::unique_ptr<Op>> op,

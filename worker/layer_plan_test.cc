@@ -171,30 +171,9 @@ TEST(LayerPlan, PlansAGraphWithABranchAndAMerge) {
   EXPECT_EQ(plan->output_size, 4);
 }
 
-// With chain_only (the GPU's executor), a model that is not one chain is
-// refused naming the layer where the chain breaks.
-TEST(LayerPlan, ChainOnlyRefusesGraphsThatAreNotAChain) {
+// A layer nothing reads is refused, naming it.
+TEST(LayerPlan, RefusesALayerThatDoesNotLeadToTheOutput) {
   const RngTracker rng(1, 0);
-  LayerPlanOptions options;
-  options.chain_only = true;
-  const auto refusal = [&](const std::string& json) {
-    absl::StatusOr<LayerPlan> plan = PlanLayers(Parse(json), options, rng);
-    EXPECT_FALSE(plan.ok());
-    return std::string(plan.status().message());
-  };
-  constexpr char kOnly[] =
-      ": this device computes only chains of layers yet (no branches, "
-      "merges, several inputs or shared layers)";
-  EXPECT_EQ(refusal(Functional({InputLayer("x"), Dense("a", "x"),
-                                Dense("b", "x"), Dense("c", "b")},
-                               R"(["x", 0, 0])")),
-            std::string("layer 'b' does not read layer 'a'") + kOnly);
-  EXPECT_EQ(refusal(Functional({InputLayer("x"), InputLayer("y"),
-                                Dense("a", "x"), Dense("c", "y")},
-                               R"(["x", 0, 0], ["y", 0, 0])")),
-            std::string("the model has 2 inputs") + kOnly);
-  // Without chain_only the graph plans, but a layer nothing reads is
-  // refused.
   EXPECT_EQ(PlanLayers(Parse(Functional({InputLayer("x"), InputLayer("y"),
                                          Dense("a", "x"), Dense("c", "y")},
                                         R"(["x", 0, 0], ["y", 0, 0])")),

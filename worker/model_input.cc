@@ -98,5 +98,38 @@ absl::Status FitDatasetToModel(const ModelSpec& spec, data::Dataset* dataset) {
   return absl::OkStatus();
 }
 
+std::vector<const void*> SplitModelInputs(
+    const std::vector<InputColumns>& columns, DataType feed,
+    const void* features, int64_t batch,
+    std::vector<std::vector<float>>* buffers) {
+  if (columns.size() == 1) return {features};
+  const InputColumns& last = columns.back();
+  const int64_t row = last.begin + last.count;
+  buffers->resize(columns.size());
+  std::vector<const void*> inputs;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    const InputColumns& c = columns[k];
+    std::vector<float>& buffer = (*buffers)[k];
+    buffer.resize(batch * c.count);
+    int32_t* ids = reinterpret_cast<int32_t*>(buffer.data());
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t j = 0; j < c.count; ++j) {
+        const int64_t from = b * row + c.begin + j;
+        const int64_t to = b * c.count + j;
+        if (feed == DT_INT32) {
+          ids[to] = static_cast<const int32_t*>(features)[from];
+        } else if (c.ids) {
+          ids[to] =
+              static_cast<int32_t>(static_cast<const float*>(features)[from]);
+        } else {
+          buffer[to] = static_cast<const float*>(features)[from];
+        }
+      }
+    }
+    inputs.push_back(buffer.data());
+  }
+  return inputs;
+}
+
 }  // namespace worker
 }  // namespace pstrain

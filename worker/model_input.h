@@ -41,6 +41,16 @@ std::vector<InputColumns> ModelInputColumns(const ModelSpec& spec);
 // input takes ids, else DT_FLOAT (ids of a mixed row stay exact floats).
 DataType ModelFeedDtype(const ModelSpec& spec);
 
+// The model inputs' buffers for `batch` rows of `features` (laid out as
+// `columns` say, in `feed`, ModelFeedDtype's dtype): a model of one input
+// reads the rows as they are; one of several inputs gets its columns
+// copied into (*buffers)[k] (resized to one per input), as int32 for ids.
+// What the backends hand their layer graphs (on the host).
+std::vector<const void*> SplitModelInputs(
+    const std::vector<InputColumns>& columns, DataType feed,
+    const void* features, int64_t batch,
+    std::vector<std::vector<float>>* buffers);
+
 // INVALID_ARGUMENT (naming the dataset's file, or the feature's line and
 // column) when the examples do not have the model's number of input
 // elements, when a model of float inputs is given int32 ids, or when an

@@ -103,7 +103,6 @@ class CpuBackend : public Backend {
 absl::Status CpuBackend::Init() {
   columns_ = ModelInputColumns(spec_);
   feed_ = ModelFeedDtype(spec_);
-  split_.resize(columns_.size());
   // What the planner refuses, refused now rather than at the first batch.
   PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, LayerPlanOptions(), rng_).status());
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
@@ -186,32 +185,8 @@ absl::StatusOr<LayerGraph*> CpuBackend::GraphFor(int64_t batch) {
 }
 
 std::vector<const void*> CpuBackend::SplitInputs(const StepInput& input) {
-  if (columns_.size() == 1) return {input.features};
-  const InputColumns& last = columns_.back();
-  const int64_t row = last.begin + last.count;
-  std::vector<const void*> inputs;
-  for (size_t k = 0; k < columns_.size(); ++k) {
-    const InputColumns& c = columns_[k];
-    std::vector<float>& buffer = split_[k];
-    buffer.resize(input.batch * c.count);
-    int32_t* ids = reinterpret_cast<int32_t*>(buffer.data());
-    for (int64_t b = 0; b < input.batch; ++b) {
-      for (int64_t j = 0; j < c.count; ++j) {
-        const int64_t from = b * row + c.begin + j;
-        const int64_t to = b * c.count + j;
-        if (feed_ == DT_INT32) {
-          ids[to] = static_cast<const int32_t*>(input.features)[from];
-        } else if (c.ids) {
-          ids[to] = static_cast<int32_t>(
-              static_cast<const float*>(input.features)[from]);
-        } else {
-          buffer[to] = static_cast<const float*>(input.features)[from];
-        }
-      }
-    }
-    inputs.push_back(buffer.data());
-  }
-  return inputs;
+  return SplitModelInputs(columns_, feed_, input.features, input.batch,
+                          &split_);
 }
 
 absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,

@@ -37,52 +37,21 @@ constexpr double kStep = 1e-3;
 constexpr double kRelative = 1e-2;
 constexpr double kAbsolute = 2e-3;
 
-std::string InputLayer(const std::string& name, const std::string& dims) {
-  return absl::StrCat(R"({"class_name": "InputLayer", "name": ")", name,
-                      R"(", "inbound_nodes": [], "config": {"name": ")", name,
-                      R"(", "batch_input_shape": [null, )", dims, "]}}");
-}
-
-// A tf.keras 2.x Functional model: an input "x" of `dims` (and "ids" of
-// `id_dims` when given), then `layers` (JSON entries, see Layer), the
+// Functional models (model_test_util.h): an input "x" (and "ids"), the
 // output "out".
 std::string Model(const std::string& dims,
                   const std::vector<std::string>& layers,
                   const std::string& id_dims = "") {
-  std::string inputs = InputLayer("x", dims);
-  std::string input_layers = R"(["x", 0, 0])";
-  if (!id_dims.empty()) {
-    absl::StrAppend(&inputs, ", ", InputLayer("ids", id_dims));
-    absl::StrAppend(&input_layers, R"(, ["ids", 0, 0])");
-  }
-  return absl::StrCat(
-      R"({"class_name": "Model", "config": {"name": "m", "layers": [)", inputs,
-      ", ", absl::StrJoin(layers, ", "), R"(], "input_layers": [)",
-      input_layers, R"(], "output_layers": [["out", 0, 0]]}})");
+  return GraphModel(dims, layers, id_dims);
 }
-
-// Layer `name` of `class_name` with config fields `fields` (JSON members,
-// may be empty), called once on `reads`.
 std::string Layer(const std::string& class_name, const std::string& name,
                   const std::string& fields,
                   const std::vector<std::string>& reads) {
-  std::vector<std::string> node;
-  for (const std::string& r : reads) {
-    node.push_back(absl::StrCat("[\"", r, "\", 0, 0, {}]"));
-  }
-  return absl::StrCat(R"({"class_name": ")", class_name, R"(", "name": ")",
-                      name, R"(", "config": {"name": ")", name, "\"",
-                      fields.empty() ? "" : ", ", fields,
-                      R"(}, "inbound_nodes": [[)", absl::StrJoin(node, ", "),
-                      "]]}");
+  return GraphLayer(class_name, name, fields, reads);
 }
-
 std::string Dense(const std::string& name, int units, const std::string& reads,
                   const std::string& activation = "linear") {
-  return Layer("Dense", name,
-               absl::StrCat(R"("units": )", units, R"(, "activation": ")",
-                            activation, "\""),
-               {reads});
+  return GraphDense(name, units, reads, activation);
 }
 
 // The logits head: Flatten `reads`, then Dense "out".

@@ -36,18 +36,14 @@
 #include "worker/cpu/relu.h"
 #include "worker/cpu/softmax.h"
 #include "worker/cpu/zero_padding2d.h"
+#include "worker/layer_graph.h"
 #include "worker/layer_plan.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-// What keys a training forward pass's dropout masks (see backend.h's
-// StepInput).
-struct DropoutStep {
-  int64_t step = 0;
-  int64_t example_offset = 0;
-};
+using ::pstrain::worker::DropoutStep;  // worker/layer_graph.h.
 
 class GraphStage {
  public:

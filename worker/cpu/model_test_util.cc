@@ -68,6 +68,53 @@ std::string KerasLayer(const std::string& class_name,
                       fields, "}}");
 }
 
+namespace {
+
+std::string GraphInput(const std::string& name, const std::string& dims) {
+  return absl::StrCat(R"({"class_name": "InputLayer", "name": ")", name,
+                      R"(", "inbound_nodes": [], "config": {"name": ")", name,
+                      R"(", "batch_input_shape": [null, )", dims, "]}}");
+}
+
+}  // namespace
+
+std::string GraphModel(const std::string& dims,
+                       const std::vector<std::string>& layers,
+                       const std::string& id_dims) {
+  std::string inputs = GraphInput("x", dims);
+  std::string input_layers = R"(["x", 0, 0])";
+  if (!id_dims.empty()) {
+    absl::StrAppend(&inputs, ", ", GraphInput("ids", id_dims));
+    absl::StrAppend(&input_layers, R"(, ["ids", 0, 0])");
+  }
+  return absl::StrCat(
+      R"({"class_name": "Model", "config": {"name": "m", "layers": [)", inputs,
+      ", ", absl::StrJoin(layers, ", "), R"(], "input_layers": [)",
+      input_layers, R"(], "output_layers": [["out", 0, 0]]}})");
+}
+
+std::string GraphLayer(const std::string& class_name, const std::string& name,
+                       const std::string& fields,
+                       const std::vector<std::string>& reads) {
+  std::vector<std::string> node;
+  for (const std::string& r : reads) {
+    node.push_back(absl::StrCat("[\"", r, "\", 0, 0, {}]"));
+  }
+  return absl::StrCat(
+      R"({"class_name": ")", class_name, R"(", "name": ")", name,
+      R"(", "config": {"name": ")", name, "\"", fields.empty() ? "" : ", ",
+      fields, R"(}, "inbound_nodes": [[)", absl::StrJoin(node, ", "), "]]}");
+}
+
+std::string GraphDense(const std::string& name, int units,
+                       const std::string& reads,
+                       const std::string& activation) {
+  return GraphLayer("Dense", name,
+                    absl::StrCat(R"("units": )", units, R"(, "activation": ")",
+                                 activation, "\""),
+                    {reads});
+}
+
 }  // namespace cpu
 }  // namespace worker
 }  // namespace pstrain

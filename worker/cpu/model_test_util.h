@@ -45,6 +45,22 @@ std::string KerasModel(const std::string& dims,
                        const std::vector<std::string>& layers);
 std::string KerasLayer(const std::string& class_name,
                        const std::string& fields);
+// Keras JSON for tests of graphs: a tf.keras 2.x Functional model with an
+// input "x" of [null, dims] (and "ids" of [null, id_dims] when given),
+// then `layers` (entries of GraphLayer), the output the layer "out".
+std::string GraphModel(const std::string& dims,
+                       const std::vector<std::string>& layers,
+                       const std::string& id_dims = "");
+// Layer `name` of `class_name` with config fields `fields` (JSON members,
+// may be empty), called once on the layers or inputs `reads`.
+std::string GraphLayer(const std::string& class_name, const std::string& name,
+                       const std::string& fields,
+                       const std::vector<std::string>& reads);
+// A Dense layer of `units` with `activation`, called on `reads`.
+std::string GraphDense(const std::string& name, int units,
+                       const std::string& reads,
+                       const std::string& activation = "linear");
+
 // A Dense or Conv2D field: an L2 kernel regularizer of 0.01.
 inline constexpr char kL2Field[] =
     R"("kernel_regularizer": {"class_name": "L2", "config": {"l2": 0.01}})";

@@ -14,11 +14,13 @@
 #include "worker/gpu/batch_split.h"
 #include "worker/gpu/device.h"
 #include "worker/gpu/embedding.h"
+#include "worker/gpu/graph_stage.h"
 #include "worker/gpu/l2.h"
-#include "worker/gpu/layer_chain.h"
+#include "worker/gpu/layer_graph.h"
 #include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
 #include "worker/layer_plan.h"
+#include "worker/model_input.h"
 #include "worker/rng_tracker.h"
 
 namespace pstrain {
@@ -29,10 +31,10 @@ using gpu::BatchSlice;
 using gpu::Device;
 using gpu::DeviceBuffer;
 using gpu::DropoutStep;
-using gpu::LayerChain;
+using gpu::LayerGraph;
 
-// Batch sizes whose chains are kept per GPU, as on the CPU.
-constexpr size_t kMaxCachedChains = 4;
+// Batch sizes whose graphs are kept per GPU, as on the CPU.
+constexpr size_t kMaxCachedGraphs = 4;
 // Variables start at multiples of this many floats in the weight and
 // gradient buffers (256 bytes: what cuBLAS and cuDNN like best).
 constexpr int64_t kAlignFloats = 64;
@@ -50,12 +52,12 @@ struct Replica {
   DeviceBuffer gradients;  // Likewise.
   std::vector<const float*> weight_ptrs;
   std::vector<float*> gradient_ptrs;
-  DeviceBuffer features;  // The slice's input, grown as needed.
+  std::vector<DeviceBuffer> inputs;  // The slice's model inputs, grown.
   DeviceBuffer labels;
   DeviceBuffer targets;  // MSE targets.
   std::unique_ptr<gpu::Losses> losses;
-  std::vector<std::pair<int64_t, std::unique_ptr<LayerChain>>> chains;
-  std::vector<uint64_t> chain_last_use;
+  std::vector<std::pair<int64_t, std::unique_ptr<LayerGraph>>> graphs;
+  std::vector<uint64_t> graph_last_use;
 };
 
 class GpuBackend : public Backend {
@@ -75,10 +77,16 @@ class GpuBackend : public Backend {
                                       const Weights& weights) override;
 
  private:
-  absl::Status CheckInput(const StepInput& input) const;
+  // Also checks every embedding id of the batch, on the host, before any
+  // GPU work (the kernels do not check them).
+  absl::Status CheckInput(const StepInput& input);
   // Copies `weights` to every GPU unless they are the ones there already.
   absl::Status UploadWeights(const Weights& weights, uint64_t version);
-  absl::StatusOr<LayerChain*> ChainFor(Replica& replica, int64_t batch);
+  absl::StatusOr<LayerGraph*> GraphFor(Replica& replica, int64_t batch);
+  // Copies the model inputs of `slice` to `replica`'s GPU; returns their
+  // device buffers, one per model input.
+  absl::StatusOr<std::vector<const void*>> UploadInputs(
+      Replica& replica, const StepInput& input, const BatchSlice& slice);
   // Forward (and, with `train`, loss gradient and backward) of one GPU's
   // slice of the batch.
   absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
@@ -92,10 +100,11 @@ class GpuBackend : public Backend {
   const ModelSpec spec_;
   const GpuBackendOptions options_;
   const RngTracker rng_;
-  int64_t outputs_ = 0;            // Floats per example of the model's output.
-  int64_t input_elements_ = 0;     // Elements per example of the input.
-  bool ids_input_ = false;         // The model starts with an Embedding.
-  gpu::EmbeddingShape embedding_;  // Its shape, per example (ids = length).
+  int64_t outputs_ = 0;  // Floats per example of the model's output.
+  std::vector<InputColumns> columns_;      // Per model input.
+  DataType feed_ = DT_FLOAT;               // The rows' dtype.
+  int64_t row_elements_ = 0;               // Elements per example's row.
+  std::vector<std::vector<float>> split_;  // Per input (int32 bits for ids).
   std::vector<int64_t> variable_sizes_;
   std::vector<int64_t> variable_offsets_;
   int64_t total_floats_ = 0;
@@ -115,27 +124,23 @@ class GpuBackend : public Backend {
 };
 
 absl::Status GpuBackend::Init() {
-  // What the GPU chain refuses (a graph that is not one chain of layers),
-  // refused now rather than at the first batch.
-  LayerPlanOptions chain;
-  chain.chain_only = true;
-  PSTRAIN_RETURN_IF_ERROR(PlanLayers(spec_, chain, rng_).status());
+  // What the planner or the GPU's stages refuse, refused now rather than
+  // at the first batch.
+  PSTRAIN_ASSIGN_OR_RETURN(const LayerPlan plan,
+                           PlanLayers(spec_, LayerPlanOptions(), rng_));
+  for (const StagePlan& stage : plan.stages) {
+    PSTRAIN_RETURN_IF_ERROR(gpu::GraphStage::Supports(stage));
+  }
   if (spec_.output_shape.size() != 1 || spec_.output_shape[0] <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GpuBackend: the model's output ", ShapeString(spec_.output_shape),
         " must be one vector per example (end the model with a Dense layer)"));
   }
   outputs_ = spec_.output_shape[0];
-  if (!spec_.layers.empty()) {
-    const LayerSpec& first = spec_.layers.front();
-    input_elements_ = 1;
-    for (int64_t d : first.input_shape) input_elements_ *= d;
-    if (first.kind == LayerKind::kEmbedding) {
-      ids_input_ = true;
-      embedding_.ids = input_elements_;
-      embedding_.input_dim = first.input_dim;
-      embedding_.output_dim = first.output_dim;
-    }
+  columns_ = ModelInputColumns(spec_);
+  feed_ = ModelFeedDtype(spec_);
+  if (!columns_.empty()) {
+    row_elements_ = columns_.back().begin + columns_.back().count;
   }
   for (const VariableDef& def : spec_.variables) {
     int64_t size = 1;
@@ -164,6 +169,7 @@ absl::Status GpuBackend::Init() {
       replica.weight_ptrs.push_back(replica.weights.floats() + offset);
       replica.gradient_ptrs.push_back(replica.gradients.floats() + offset);
     }
+    replica.inputs.resize(columns_.size());
     devices.push_back(replica.device.get());
     replicas_.push_back(std::move(replica));
   }
@@ -173,7 +179,7 @@ absl::Status GpuBackend::Init() {
   return absl::OkStatus();
 }
 
-absl::Status GpuBackend::CheckInput(const StepInput& input) const {
+absl::Status GpuBackend::CheckInput(const StepInput& input) {
   PSTRAIN_RETURN_IF_ERROR(
       CheckStepInput("GpuBackend", input, options_.max_batch));
   if (input.scores != nullptr) {
@@ -181,11 +187,23 @@ absl::Status GpuBackend::CheckInput(const StepInput& input) const {
         "GpuBackend: per-example scores (for AUC) are computed on the CPU "
         "only");
   }
-  if (ids_input_ && input.batch > 0) {
-    gpu::EmbeddingShape all = embedding_;
-    all.ids = embedding_.ids * input.batch;
-    PSTRAIN_RETURN_IF_ERROR(gpu::CheckEmbeddingIds(
-        all, static_cast<const int32_t*>(input.features)));
+  if (input.batch == 0) return absl::OkStatus();
+  const std::vector<const void*> host =
+      SplitModelInputs(columns_, feed_, input.features, input.batch, &split_);
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const InputColumns& c = columns_[k];
+    if (!c.ids) continue;
+    gpu::EmbeddingShape ids;
+    ids.ids = input.batch * c.count;
+    ids.input_dim = c.vocabulary;
+    ids.output_dim = 1;
+    const absl::Status status =
+        gpu::CheckEmbeddingIds(ids, static_cast<const int32_t*>(host[k]));
+    if (!status.ok() && columns_.size() > 1) {
+      return absl::Status(status.code(),
+                          absl::StrCat("input ", k, ": ", status.message()));
+    }
+    PSTRAIN_RETURN_IF_ERROR(status);
   }
   return absl::OkStatus();
 }
@@ -226,31 +244,51 @@ absl::Status GpuBackend::Reserve(Replica& replica, DeviceBuffer& buffer,
   return absl::OkStatus();
 }
 
-absl::StatusOr<LayerChain*> GpuBackend::ChainFor(Replica& replica,
+absl::StatusOr<LayerGraph*> GpuBackend::GraphFor(Replica& replica,
                                                  int64_t batch) {
   ++use_counter_;
-  for (size_t i = 0; i < replica.chains.size(); ++i) {
-    if (replica.chains[i].first == batch) {
-      replica.chain_last_use[i] = use_counter_;
-      return replica.chains[i].second.get();
+  for (size_t i = 0; i < replica.graphs.size(); ++i) {
+    if (replica.graphs[i].first == batch) {
+      replica.graph_last_use[i] = use_counter_;
+      return replica.graphs[i].second.get();
     }
   }
-  if (replica.chains.size() >= kMaxCachedChains) {
-    const size_t oldest = std::min_element(replica.chain_last_use.begin(),
-                                           replica.chain_last_use.end()) -
-                          replica.chain_last_use.begin();
-    replica.chains.erase(replica.chains.begin() + oldest);
-    replica.chain_last_use.erase(replica.chain_last_use.begin() + oldest);
+  if (replica.graphs.size() >= kMaxCachedGraphs) {
+    const size_t oldest = std::min_element(replica.graph_last_use.begin(),
+                                           replica.graph_last_use.end()) -
+                          replica.graph_last_use.begin();
+    replica.graphs.erase(replica.graphs.begin() + oldest);
+    replica.graph_last_use.erase(replica.graph_last_use.begin() + oldest);
   }
-  gpu::LayerChainOptions options;
+  gpu::LayerGraphOptions options;
   options.batch = batch;
   options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
   PSTRAIN_ASSIGN_OR_RETURN(
-      std::unique_ptr<LayerChain> chain,
-      LayerChain::Create(spec_, options, rng_, replica.device.get()));
-  replica.chains.emplace_back(batch, std::move(chain));
-  replica.chain_last_use.push_back(use_counter_);
-  return replica.chains.back().second.get();
+      std::unique_ptr<LayerGraph> graph,
+      LayerGraph::Create(spec_, options, rng_, replica.device.get()));
+  replica.graphs.emplace_back(batch, std::move(graph));
+  replica.graph_last_use.push_back(use_counter_);
+  return replica.graphs.back().second.get();
+}
+
+absl::StatusOr<std::vector<const void*>> GpuBackend::UploadInputs(
+    Replica& replica, const StepInput& input, const BatchSlice& slice) {
+  const int64_t n = slice.size;
+  // Every element is 4 bytes, float32 or int32 ids alike.
+  const void* rows = static_cast<const char*>(input.features) +
+                     slice.offset * row_elements_ * 4;
+  const std::vector<const void*> host =
+      SplitModelInputs(columns_, feed_, rows, n, &split_);
+  std::vector<const void*> device_inputs;
+  for (size_t k = 0; k < columns_.size(); ++k) {
+    const InputColumns& c = columns_[k];
+    const int64_t bytes = n * c.count * 4;
+    PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.inputs[k], bytes));
+    PSTRAIN_RETURN_IF_ERROR(
+        replica.device->CopyToDevice(host[k], bytes, replica.inputs[k].data()));
+    device_inputs.push_back(replica.inputs[k].data());
+  }
+  return device_inputs;
 }
 
 absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
@@ -271,16 +309,11 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
     return result;
   }
   Device& device = *replica.device;
-  // Features are 4 bytes per element, float32 or int32 ids alike.
-  const int64_t feature_bytes = n * input_elements_ * 4;
-  const char* features = static_cast<const char*>(input.features) +
-                         slice.offset * input_elements_ * 4;
   const int32_t* labels = input.labels + slice.offset;
-  PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.features, feature_bytes));
+  PSTRAIN_ASSIGN_OR_RETURN(const std::vector<const void*> inputs,
+                           UploadInputs(replica, input, slice));
   PSTRAIN_RETURN_IF_ERROR(
       Reserve(replica, replica.labels, n * sizeof(int32_t)));
-  PSTRAIN_RETURN_IF_ERROR(
-      device.CopyToDevice(features, feature_bytes, replica.features.data()));
   PSTRAIN_RETURN_IF_ERROR(
       device.CopyToDevice(labels, n * sizeof(int32_t), replica.labels.data()));
   if (replica.losses == nullptr || replica.losses->max_batch() < n) {
@@ -288,15 +321,15 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
     PSTRAIN_ASSIGN_OR_RETURN(replica.losses, gpu::Losses::Create(n, &device));
   }
 
-  PSTRAIN_ASSIGN_OR_RETURN(LayerChain * chain, ChainFor(replica, n));
+  PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(replica, n));
   DropoutStep key;
   key.step = input.step;
   key.example_offset = input.example_offset + slice.offset;
-  PSTRAIN_RETURN_IF_ERROR(
-      chain->Forward(replica.features.data(), replica.weight_ptrs,
-                     input.weights_version, train ? &key : nullptr));
-  const float* output = chain->output();
-  float* doutput = train ? chain->output_gradient() : nullptr;
+  PSTRAIN_RETURN_IF_ERROR(graph->Forward(inputs, replica.weight_ptrs,
+                                         input.weights_version,
+                                         train ? &key : nullptr));
+  const float* output = graph->output();
+  float* doutput = train ? graph->output_gradient() : nullptr;
   const int32_t* device_labels = replica.labels.as<int32_t>();
   if (options_.loss == LossKind::kSparseCrossEntropy) {
     PSTRAIN_ASSIGN_OR_RETURN(
@@ -339,7 +372,7 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
         replica.losses->CountCorrect(output, device_labels, n, outputs_));
   }
   if (train) {
-    PSTRAIN_RETURN_IF_ERROR(chain->Backward(
+    PSTRAIN_RETURN_IF_ERROR(graph->Backward(
         replica.weight_ptrs, input.weights_version, replica.gradient_ptrs));
   }
   return result;

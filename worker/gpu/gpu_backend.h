@@ -1,4 +1,5 @@
-// The Backend (worker/backend.h) that trains a Keras Sequential model on one
+// The Backend (worker/backend.h) that trains a Keras model (any graph the
+// planner takes: several inputs, branches, merges, shared layers) on one
 // or more local GPUs with cuDNN, cuBLAS and pstrain's kernels: the GPU twin
 // of worker/cpu/cpu_backend.h, with the same inputs, losses, gradient
 // convention and dropout masks (see that header), so that a worker's pushes
@@ -15,19 +16,22 @@
 // step copies the weights to every GPU (skipped while weights_version and
 // the weights' addresses stay the same, as in an evaluation), splits the
 // batch into contiguous slices, one per GPU (batch_split.h), copies each
-// slice's features and labels to its GPU, and runs forward, loss and
-// backward there. Dropout masks are keyed by each example's index in the
-// global batch, so any split gives the CPU's masks. The gradients are summed
-// across GPUs by an NCCL all-reduce on the devices (with one GPU there is
-// nothing to reduce), and the sum is copied back once. The L2 penalty's
-// gradient is added on the first GPU only, so it counts once.
+// slice's model inputs (split from the rows on the host as the CPU does,
+// model_input.h) and labels to its GPU, and runs forward, loss and backward
+// there through the GPU's LayerGraph (layer_graph.h). Dropout masks are keyed
+// by each example's index in the global batch, so any split gives the CPU's
+// masks. The gradients are summed across GPUs by an NCCL all-reduce on the
+// devices (with one GPU there is nothing to reduce), and the sum is copied back
+// once. The L2 penalty's gradient is added on the first GPU only, so it counts
+// once.
 //
 // Device memory: per GPU, the weights and gradients (one buffer each, all
-// variables), input buffers, and a chain of ops with its activations per
+// variables), input buffers, and a layer graph with its activations per
 // batch size (a few sizes kept, least recently used dropped).
 //
 // Embedding ids are checked on the host before they reach a GPU
-// (INVALID_ARGUMENT naming the id and its position). Labels outside the
+// (INVALID_ARGUMENT naming the id and its position, and the input when the
+// model has several). Labels outside the
 // classes are INVALID_ARGUMENT naming the example, as on the CPU.
 //
 // The GPUs of a step run one after another from the calling thread (each
@@ -62,11 +66,12 @@ struct GpuBackendOptions {
 
 // INVALID_ARGUMENT for options out of range (no devices, a repeated one, a
 // negative limit) or a model this backend cannot train (an output that is
-// not one vector per example); FAILED_PRECONDITION with the CUDA runtime's
-// reason when the machine has no usable GPU; an index beyond the GPUs
-// present is INVALID_ARGUMENT. Otherwise the backend, its devices, NCCL
-// communicators and weight buffers set up (ops come with the first batch of
-// each size).
+// not one vector per example); UNIMPLEMENTED naming the layer for one the
+// GPU does not compute yet (gpu::GraphStage::Supports); FAILED_PRECONDITION
+// with the CUDA runtime's reason when the machine has no usable GPU; an index
+// beyond the GPUs present is INVALID_ARGUMENT. Otherwise the backend, its
+// devices, NCCL communicators and weight buffers set up (ops come with the
+// first batch of each size).
 absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
     const ModelSpec& spec, const GpuBackendOptions& options);
 
