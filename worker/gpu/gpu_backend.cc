@@ -11,6 +11,7 @@
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
+#include "worker/cpu/losses.h"
 #include "worker/gpu/batch_split.h"
 #include "worker/gpu/device.h"
 #include "worker/gpu/embedding.h"
@@ -20,6 +21,7 @@
 #include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
 #include "worker/layer_plan.h"
+#include "worker/loss_config.h"
 #include "worker/model_input.h"
 #include "worker/rng_tracker.h"
 
@@ -62,9 +64,14 @@ struct Replica {
 
 class GpuBackend : public Backend {
  public:
-  GpuBackend(const ModelSpec& spec, const GpuBackendOptions& options)
+  // `spec` has its final activation left out where the loss reads the
+  // logits behind it (CreateGpuBackend); `output_is_logits` says how the
+  // cross-entropies read its output.
+  GpuBackend(const ModelSpec& spec, const GpuBackendOptions& options,
+             bool output_is_logits)
       : spec_(spec),
         options_(options),
+        output_is_logits_(output_is_logits),
         rng_(options.run_seed, options.replica) {}
 
   absl::Status Init();
@@ -91,6 +98,23 @@ class GpuBackend : public Backend {
   // slice of the batch.
   absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
                                       const BatchSlice& slice, bool train);
+  // The loss (options_.loss, the output read as logits when
+  // output_is_logits_) of `n` examples on `replica`, its gradient into
+  // doutput (null: none), as cpu::LabelLoss computes it; `labels` on the
+  // host (their device copy in replica.labels).
+  absl::StatusOr<double> LossSum(Replica& replica, const float* output,
+                                 const int32_t* labels, int64_t n,
+                                 int64_t first_example, float* doutput);
+  // replica.targets = the labels' one-hot rows (or the labels themselves
+  // for one output and `one_output_is_value`).
+  // `first_example`: the index of labels[0] in the step's batch (for
+  // errors).
+  absl::Status UploadTargets(Replica& replica, const int32_t* labels, int64_t n,
+                             int64_t first_example, bool one_output_is_value);
+  // The metric of cpu::LabelLoss: argmax, binary accuracy, or a one-unit
+  // output rounded, equal to the label.
+  absl::StatusOr<int64_t> CountCorrect(Replica& replica, const float* output,
+                                       const int32_t* labels, int64_t n);
   // The L2 penalty; with gradient_batch > 0 adds gradient_batch times its
   // gradient to the first GPU's gradients.
   absl::StatusOr<double> L2Penalty(int64_t gradient_batch);
@@ -99,6 +123,7 @@ class GpuBackend : public Backend {
 
   const ModelSpec spec_;
   const GpuBackendOptions options_;
+  const bool output_is_logits_;
   const RngTracker rng_;
   int64_t outputs_ = 0;  // Floats per example of the model's output.
   std::vector<InputColumns> columns_;      // Per model input.
@@ -182,10 +207,16 @@ absl::Status GpuBackend::Init() {
 absl::Status GpuBackend::CheckInput(const StepInput& input) {
   PSTRAIN_RETURN_IF_ERROR(
       CheckStepInput("GpuBackend", input, options_.max_batch));
-  if (input.scores != nullptr) {
-    return absl::UnimplementedError(
-        "GpuBackend: per-example scores (for AUC) are computed on the CPU "
-        "only");
+  if (input.scores != nullptr && outputs_ != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GpuBackend: per-example scores need a model with one output unit, "
+        "not ",
+        outputs_));
+  }
+  if (input.probabilities != nullptr &&
+      options_.loss != LossKind::kBinaryCrossEntropy) {
+    return absl::InvalidArgumentError(
+        "GpuBackend: probabilities need binary_crossentropy");
   }
   if (input.batch == 0) return absl::OkStatus();
   const std::vector<const void*> host =
@@ -262,7 +293,8 @@ absl::StatusOr<LayerGraph*> GpuBackend::GraphFor(Replica& replica,
   }
   gpu::LayerGraphOptions options;
   options.batch = batch;
-  options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
+  // A final activation the loss reads behind is already out of spec_.
+  options.drop_final_softmax = false;
   PSTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<LayerGraph> graph,
       LayerGraph::Create(spec_, options, rng_, replica.device.get()));
@@ -330,52 +362,126 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
                                          train ? &key : nullptr));
   const float* output = graph->output();
   float* doutput = train ? graph->output_gradient() : nullptr;
-  const int32_t* device_labels = replica.labels.as<int32_t>();
-  if (options_.loss == LossKind::kSparseCrossEntropy) {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum, replica.losses->SparseSoftmaxCrossEntropyFromLogits(
-                             output, device_labels, n, outputs_, doutput));
-  } else {
-    host_targets_.assign(n * outputs_, 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t label = labels[i];
-      if (outputs_ == 1) {
-        host_targets_[i] = static_cast<float>(label);
-      } else if (label >= 0 && label < outputs_) {
-        host_targets_[i * outputs_ + label] = 1.0f;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("GpuBackend: label ", label, " of example ",
-                         slice.offset + i, " is outside [0, ", outputs_, ")"));
-      }
-    }
-    const int64_t bytes = n * outputs_ * sizeof(float);
-    PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
-    PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(host_targets_.data(), bytes,
-                                                replica.targets.data()));
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum,
-        replica.losses->MeanSquaredErrorSum(output, replica.targets.floats(), n,
-                                            outputs_, doutput));
-  }
-  if (outputs_ == 1) {
-    // One output: correct when it rounds to the label, as on the CPU.
+  PSTRAIN_ASSIGN_OR_RETURN(result.loss_sum, LossSum(replica, output, labels, n,
+                                                    slice.offset, doutput));
+  PSTRAIN_ASSIGN_OR_RETURN(result.correct,
+                           CountCorrect(replica, output, labels, n));
+  if (input.scores != nullptr || input.probabilities != nullptr) {
+    // One output per example (checked in CheckInput), read back.
     host_outputs_.resize(n);
     PSTRAIN_RETURN_IF_ERROR(
         device.CopyToHost(output, n * sizeof(float), host_outputs_.data()));
     for (int64_t i = 0; i < n; ++i) {
-      if (std::lround(host_outputs_[i]) == labels[i]) ++result.correct;
+      const float o = host_outputs_[i];
+      if (input.scores != nullptr) input.scores[slice.offset + i] = o;
+      if (input.probabilities != nullptr) {
+        input.probabilities[slice.offset + i] =
+            output_is_logits_
+                ? static_cast<float>(1.0 / (1.0 + std::exp(-double{o})))
+                : std::clamp(o, cpu::kKerasEpsilon, 1.0f - cpu::kKerasEpsilon);
+      }
     }
-  } else {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.correct,
-        replica.losses->CountCorrect(output, device_labels, n, outputs_));
   }
   if (train) {
     PSTRAIN_RETURN_IF_ERROR(graph->Backward(
         replica.weight_ptrs, input.weights_version, replica.gradient_ptrs));
   }
   return result;
+}
+
+absl::Status GpuBackend::UploadTargets(Replica& replica, const int32_t* labels,
+                                       int64_t n, int64_t first_example,
+                                       bool one_output_is_value) {
+  host_targets_.assign(n * outputs_, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t label = labels[i];
+    if (outputs_ == 1 && one_output_is_value) {
+      host_targets_[i] = static_cast<float>(label);
+    } else if (label >= 0 && label < outputs_) {
+      host_targets_[i * outputs_ + label] = 1.0f;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GpuBackend: ", LossKindName(options_.loss), ": label ",
+                       label, " of example ", first_example + i,
+                       " is outside [0, ", outputs_, ")"));
+    }
+  }
+  const int64_t bytes = n * outputs_ * sizeof(float);
+  PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
+  return replica.device->CopyToDevice(host_targets_.data(), bytes,
+                                      replica.targets.data());
+}
+
+absl::StatusOr<double> GpuBackend::LossSum(Replica& replica,
+                                           const float* output,
+                                           const int32_t* labels, int64_t n,
+                                           int64_t first_example,
+                                           float* doutput) {
+  gpu::Losses& losses = *replica.losses;
+  const int32_t* device_labels = replica.labels.as<int32_t>();
+  const float* targets = replica.targets.floats();
+  switch (options_.loss) {
+    case LossKind::kSparseCrossEntropy:
+      return output_is_logits_
+                 ? losses.SparseSoftmaxCrossEntropyFromLogits(
+                       output, device_labels, n, outputs_, doutput)
+                 : losses.SparseCrossEntropyFromProbabilities(
+                       output, device_labels, n, outputs_, doutput);
+    case LossKind::kCategoricalCrossEntropy:
+      PSTRAIN_RETURN_IF_ERROR(
+          UploadTargets(replica, labels, n, first_example, false));
+      targets = replica.targets.floats();
+      return output_is_logits_
+                 ? losses.SoftmaxCrossEntropyFromLogits(output, targets, n,
+                                                        outputs_, doutput)
+                 : losses.CategoricalCrossEntropyFromProbabilities(
+                       output, targets, n, outputs_, doutput);
+    case LossKind::kBinaryCrossEntropy:
+      return output_is_logits_ ? losses.SigmoidCrossEntropyFromLogits(
+                                     output, device_labels, n, doutput)
+                               : losses.BinaryCrossEntropyFromProbabilities(
+                                     output, device_labels, n, doutput);
+    case LossKind::kMeanSquaredError:
+    case LossKind::kMeanAbsoluteError:
+    case LossKind::kHuber:
+      PSTRAIN_RETURN_IF_ERROR(
+          UploadTargets(replica, labels, n, first_example, true));
+      targets = replica.targets.floats();
+      if (options_.loss == LossKind::kMeanSquaredError) {
+        return losses.MeanSquaredErrorSum(output, targets, n, outputs_,
+                                          doutput);
+      }
+      if (options_.loss == LossKind::kMeanAbsoluteError) {
+        return losses.MeanAbsoluteErrorSum(output, targets, n, outputs_,
+                                           doutput);
+      }
+      return losses.HuberSum(output, targets, n, outputs_, cpu::kHuberDelta,
+                             doutput);
+  }
+  return absl::InvalidArgumentError("GpuBackend: unknown loss");
+}
+
+absl::StatusOr<int64_t> GpuBackend::CountCorrect(Replica& replica,
+                                                 const float* output,
+                                                 const int32_t* labels,
+                                                 int64_t n) {
+  if (options_.loss == LossKind::kBinaryCrossEntropy) {
+    return replica.losses->CountBinaryCorrect(output, output_is_logits_,
+                                              replica.labels.as<int32_t>(), n);
+  }
+  if (outputs_ > 1) {
+    return replica.losses->CountCorrect(output, replica.labels.as<int32_t>(), n,
+                                        outputs_);
+  }
+  // One output: correct when it rounds to the label, as on the CPU.
+  host_outputs_.resize(n);
+  PSTRAIN_RETURN_IF_ERROR(replica.device->CopyToHost(output, n * sizeof(float),
+                                                     host_outputs_.data()));
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::lround(host_outputs_[i]) == labels[i]) ++correct;
+  }
+  return correct;
 }
 
 absl::StatusOr<double> GpuBackend::L2Penalty(int64_t gradient_batch) {
@@ -477,13 +583,6 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
         "GpuBackend: at least one device is required, and max_batch and "
         "replica must be >= 0");
   }
-  if (options.loss != LossKind::kSparseCrossEntropy &&
-      options.loss != LossKind::kMeanSquaredError) {
-    return absl::UnimplementedError(absl::StrCat(
-        "GpuBackend: loss ", LossKindName(options.loss),
-        " is not implemented on GPU (sparse_categorical_crossentropy and mse "
-        "are): run the worker with --device=cpu"));
-  }
   std::set<int> seen;
   for (int index : options.devices) {
     if (!seen.insert(index).second) {
@@ -491,7 +590,15 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
           absl::StrCat("GpuBackend: GPU ", index, " is listed twice"));
     }
   }
-  auto backend = std::make_unique<GpuBackend>(spec, options);
+  // Where the loss reads the logits behind a final softmax (sigmoid), the
+  // backend computes the model without it, as the CPU's.
+  const LossPlan plan = PlanLoss(spec, options.loss, options.loss_input);
+  ModelSpec computed = spec;
+  if (plan.strip_final_activation) {
+    computed.layers[computed.outputs[0]].activation = Activation::kLinear;
+  }
+  auto backend =
+      std::make_unique<GpuBackend>(computed, options, plan.output_is_logits);
   PSTRAIN_RETURN_IF_ERROR(backend->Init());
   return std::unique_ptr<Backend>(std::move(backend));
 }

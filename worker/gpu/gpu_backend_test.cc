@@ -120,7 +120,8 @@ Batch RandomBatch(const ModelSpec& spec, int64_t n, uint32_t seed) {
   }
   const int64_t classes = spec.output_shape[0];
   for (int64_t i = 0; i < n; ++i) {
-    batch.labels.push_back(classes == 1 ? generator() % 3
+    // One output: 0 or 1 (binary cross-entropy's labels, values for mse).
+    batch.labels.push_back(classes == 1 ? generator() % 2
                                         : generator() % classes);
   }
   return batch;
@@ -177,17 +178,20 @@ struct Pair {
   std::unique_ptr<Backend> gpu;
 };
 
-Pair MakePair(const ModelSpec& spec, LossKind loss) {
+Pair MakePair(const ModelSpec& spec, LossKind loss,
+              LossInput input = LossInput::kLogits) {
   CpuBackendOptions cpu_options;
   cpu_options.num_threads = 1;
   cpu_options.run_seed = 7;
   cpu_options.replica = 1;
   cpu_options.loss = loss;
+  cpu_options.loss_input = input;
   GpuBackendOptions gpu_options;
   gpu_options.devices = {0};
   gpu_options.run_seed = 7;
   gpu_options.replica = 1;
   gpu_options.loss = loss;
+  gpu_options.loss_input = input;
   Pair pair;
   absl::StatusOr<std::unique_ptr<Backend>> cpu =
       CreateCpuBackend(spec, cpu_options);
@@ -206,9 +210,9 @@ Pair MakePair(const ModelSpec& spec, LossKind loss) {
 // later steps see new weights (and a new weights_version).
 void CompareTraining(const std::string& what, const ModelSpec& spec,
                      LossKind loss, const std::vector<int64_t>& sizes,
-                     int steps) {
+                     int steps, LossInput loss_input = LossInput::kLogits) {
   SCOPED_TRACE(what);
-  Pair pair = MakePair(spec, loss);
+  Pair pair = MakePair(spec, loss, loss_input);
   ASSERT_NE(pair.cpu, nullptr);
   ASSERT_NE(pair.gpu, nullptr);
   ModelVariables cpu_vars = MakeVariables(spec, Init::kKeras, 3);
@@ -626,18 +630,81 @@ TEST(GpuBackend, BadOptionsAreInvalidArgument) {
   }
 }
 
-TEST(GpuBackend, OtherLossesAreUnimplementedNamingTheLossAndTheCpu) {
-  // Refused before any GPU is touched: this runs without one too.
-  const ModelSpec spec = MustParse(SmallMse(4));
-  GpuBackendOptions options;
-  options.devices = {0};
-  options.loss = LossKind::kHuber;
-  const absl::Status status = CreateGpuBackend(spec, options).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(status.message(),
-            "GpuBackend: loss huber is not implemented on GPU "
-            "(sparse_categorical_crossentropy and mse are): run the worker "
-            "with --device=cpu");
+// Dense -> Dense of `outputs` with `activation`: a softmax or sigmoid is
+// read behind by the cross-entropies (logits); hard_sigmoid's output is
+// read as probabilities (clipped) with from_logits=false.
+std::string Head(int outputs, const std::string& activation) {
+  return KerasModel(
+      "5", {KerasLayer("Dense", R"("name": "dense", "units": 6,
+                         "activation": "tanh")"),
+            KerasLayer("Dense", absl::StrCat(R"("name": "out", "units": )",
+                                             outputs, R"(, "activation": ")",
+                                             activation, R"(")"))});
+}
+
+TEST(GpuBackend, EveryLossMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    LossKind loss;
+    LossInput input;
+    int outputs;
+    const char* activation;
+  };
+  for (const Case& c : std::vector<Case>{
+           {LossKind::kSparseCrossEntropy, LossInput::kProbabilities, 4,
+            "hard_sigmoid"},
+           {LossKind::kCategoricalCrossEntropy, LossInput::kLogits, 4,
+            "softmax"},
+           {LossKind::kCategoricalCrossEntropy, LossInput::kLogits, 4,
+            "linear"},
+           {LossKind::kCategoricalCrossEntropy, LossInput::kProbabilities, 4,
+            "hard_sigmoid"},
+           {LossKind::kBinaryCrossEntropy, LossInput::kLogits, 1, "sigmoid"},
+           {LossKind::kBinaryCrossEntropy, LossInput::kLogits, 1, "linear"},
+           {LossKind::kBinaryCrossEntropy, LossInput::kProbabilities, 1,
+            "hard_sigmoid"},
+           {LossKind::kMeanAbsoluteError, LossInput::kLogits, 4, "softmax"},
+           {LossKind::kMeanAbsoluteError, LossInput::kLogits, 1, "linear"},
+           {LossKind::kHuber, LossInput::kLogits, 4, "tanh"},
+           {LossKind::kHuber, LossInput::kLogits, 1, "linear"}}) {
+    CompareTraining(
+        absl::StrCat(LossKindName(c.loss), " from ",
+                     c.input == LossInput::kLogits ? "logits" : "probabilities",
+                     ", ", c.outputs, " ", c.activation),
+        MustParse(Head(c.outputs, c.activation)), c.loss, {9, 2}, 2, c.input);
+  }
+}
+
+// Per-example scores (for AUC) and probabilities (for log loss), as the
+// CPU fills them, for a binary model read from its logit or its clipped
+// probability.
+TEST(GpuBackend, ScoresAndProbabilitiesMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& [activation, input] :
+       std::vector<std::pair<std::string, LossInput>>{
+           {"sigmoid", LossInput::kLogits},
+           {"hard_sigmoid", LossInput::kProbabilities}}) {
+    SCOPED_TRACE(activation);
+    const ModelSpec spec = MustParse(Head(1, activation));
+    Pair pair = MakePair(spec, LossKind::kBinaryCrossEntropy, input);
+    ASSERT_NE(pair.gpu, nullptr);
+    ModelVariables vars = MakeVariables(spec, Init::kKeras, 3);
+    const Batch batch = RandomBatch(spec, 7, 4);
+    StepInput in = InputOf(batch, 7, 0);
+    std::vector<float> cpu_scores(7), gpu_scores(7), cpu_p(7), gpu_p(7);
+    in.scores = cpu_scores.data();
+    in.probabilities = cpu_p.data();
+    ASSERT_TRUE(pair.cpu->Evaluate(in, vars.weight_map).ok());
+    in.scores = gpu_scores.data();
+    in.probabilities = gpu_p.data();
+    absl::StatusOr<StepResult> got = pair.gpu->Evaluate(in, vars.weight_map);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (int i = 0; i < 7; ++i) {
+      EXPECT_NEAR(gpu_scores[i], cpu_scores[i],
+                  1e-5 * std::max(1.0f, std::fabs(cpu_scores[i])));
+      EXPECT_NEAR(gpu_p[i], cpu_p[i], 1e-6);
+    }
+  }
 }
 
 }  // namespace
