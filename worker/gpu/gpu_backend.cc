@@ -17,8 +17,8 @@
 #include "worker/gpu/embedding.h"
 #include "worker/gpu/graph_stage.h"
 #include "worker/gpu/l2.h"
+#include "worker/gpu/label_loss.h"
 #include "worker/gpu/layer_graph.h"
-#include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
 #include "worker/layer_plan.h"
 #include "worker/loss_config.h"
@@ -56,8 +56,7 @@ struct Replica {
   std::vector<float*> gradient_ptrs;
   std::vector<DeviceBuffer> inputs;  // The slice's model inputs, grown.
   DeviceBuffer labels;
-  DeviceBuffer targets;  // MSE targets.
-  std::unique_ptr<gpu::Losses> losses;
+  std::unique_ptr<gpu::LabelLoss> loss;
   std::vector<std::pair<int64_t, std::unique_ptr<LayerGraph>>> graphs;
   std::vector<uint64_t> graph_last_use;
 };
@@ -98,23 +97,6 @@ class GpuBackend : public Backend {
   // slice of the batch.
   absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
                                       const BatchSlice& slice, bool train);
-  // The loss (options_.loss, the output read as logits when
-  // output_is_logits_) of `n` examples on `replica`, its gradient into
-  // doutput (null: none), as cpu::LabelLoss computes it; `labels` on the
-  // host (their device copy in replica.labels).
-  absl::StatusOr<double> LossSum(Replica& replica, const float* output,
-                                 const int32_t* labels, int64_t n,
-                                 int64_t first_example, float* doutput);
-  // replica.targets = the labels' one-hot rows (or the labels themselves
-  // for one output and `one_output_is_value`).
-  // `first_example`: the index of labels[0] in the step's batch (for
-  // errors).
-  absl::Status UploadTargets(Replica& replica, const int32_t* labels, int64_t n,
-                             int64_t first_example, bool one_output_is_value);
-  // The metric of cpu::LabelLoss: argmax, binary accuracy, or a one-unit
-  // output rounded, equal to the label.
-  absl::StatusOr<int64_t> CountCorrect(Replica& replica, const float* output,
-                                       const int32_t* labels, int64_t n);
   // The L2 penalty; with gradient_batch > 0 adds gradient_batch times its
   // gradient to the first GPU's gradients.
   absl::StatusOr<double> L2Penalty(int64_t gradient_batch);
@@ -144,7 +126,6 @@ class GpuBackend : public Backend {
   bool weights_uploaded_ = false;
   uint64_t uploaded_version_ = 0;
   std::vector<const float*> uploaded_from_;
-  std::vector<float> host_targets_;
   std::vector<float> host_outputs_;
 };
 
@@ -348,9 +329,10 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
       Reserve(replica, replica.labels, n * sizeof(int32_t)));
   PSTRAIN_RETURN_IF_ERROR(
       device.CopyToDevice(labels, n * sizeof(int32_t), replica.labels.data()));
-  if (replica.losses == nullptr || replica.losses->max_batch() < n) {
-    replica.losses.reset();
-    PSTRAIN_ASSIGN_OR_RETURN(replica.losses, gpu::Losses::Create(n, &device));
+  if (replica.loss == nullptr) {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        replica.loss, gpu::LabelLoss::Create(options_.loss, output_is_logits_,
+                                             outputs_, &device));
   }
 
   PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(replica, n));
@@ -362,10 +344,12 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
                                          train ? &key : nullptr));
   const float* output = graph->output();
   float* doutput = train ? graph->output_gradient() : nullptr;
-  PSTRAIN_ASSIGN_OR_RETURN(result.loss_sum, LossSum(replica, output, labels, n,
-                                                    slice.offset, doutput));
-  PSTRAIN_ASSIGN_OR_RETURN(result.correct,
-                           CountCorrect(replica, output, labels, n));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const gpu::LabelLoss::Result loss,
+      replica.loss->Compute(output, labels, replica.labels.as<int32_t>(), n,
+                            slice.offset, doutput));
+  result.loss_sum = loss.loss_sum;
+  result.correct = loss.correct;
   if (input.scores != nullptr || input.probabilities != nullptr) {
     // One output per example (checked in CheckInput), read back.
     host_outputs_.resize(n);
@@ -387,101 +371,6 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
         replica.weight_ptrs, input.weights_version, replica.gradient_ptrs));
   }
   return result;
-}
-
-absl::Status GpuBackend::UploadTargets(Replica& replica, const int32_t* labels,
-                                       int64_t n, int64_t first_example,
-                                       bool one_output_is_value) {
-  host_targets_.assign(n * outputs_, 0.0f);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t label = labels[i];
-    if (outputs_ == 1 && one_output_is_value) {
-      host_targets_[i] = static_cast<float>(label);
-    } else if (label >= 0 && label < outputs_) {
-      host_targets_[i * outputs_ + label] = 1.0f;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GpuBackend: ", LossKindName(options_.loss), ": label ",
-                       label, " of example ", first_example + i,
-                       " is outside [0, ", outputs_, ")"));
-    }
-  }
-  const int64_t bytes = n * outputs_ * sizeof(float);
-  PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
-  return replica.device->CopyToDevice(host_targets_.data(), bytes,
-                                      replica.targets.data());
-}
-
-absl::StatusOr<double> GpuBackend::LossSum(Replica& replica,
-                                           const float* output,
-                                           const int32_t* labels, int64_t n,
-                                           int64_t first_example,
-                                           float* doutput) {
-  gpu::Losses& losses = *replica.losses;
-  const int32_t* device_labels = replica.labels.as<int32_t>();
-  const float* targets = replica.targets.floats();
-  switch (options_.loss) {
-    case LossKind::kSparseCrossEntropy:
-      return output_is_logits_
-                 ? losses.SparseSoftmaxCrossEntropyFromLogits(
-                       output, device_labels, n, outputs_, doutput)
-                 : losses.SparseCrossEntropyFromProbabilities(
-                       output, device_labels, n, outputs_, doutput);
-    case LossKind::kCategoricalCrossEntropy:
-      PSTRAIN_RETURN_IF_ERROR(
-          UploadTargets(replica, labels, n, first_example, false));
-      targets = replica.targets.floats();
-      return output_is_logits_
-                 ? losses.SoftmaxCrossEntropyFromLogits(output, targets, n,
-                                                        outputs_, doutput)
-                 : losses.CategoricalCrossEntropyFromProbabilities(
-                       output, targets, n, outputs_, doutput);
-    case LossKind::kBinaryCrossEntropy:
-      return output_is_logits_ ? losses.SigmoidCrossEntropyFromLogits(
-                                     output, device_labels, n, doutput)
-                               : losses.BinaryCrossEntropyFromProbabilities(
-                                     output, device_labels, n, doutput);
-    case LossKind::kMeanSquaredError:
-    case LossKind::kMeanAbsoluteError:
-    case LossKind::kHuber:
-      PSTRAIN_RETURN_IF_ERROR(
-          UploadTargets(replica, labels, n, first_example, true));
-      targets = replica.targets.floats();
-      if (options_.loss == LossKind::kMeanSquaredError) {
-        return losses.MeanSquaredErrorSum(output, targets, n, outputs_,
-                                          doutput);
-      }
-      if (options_.loss == LossKind::kMeanAbsoluteError) {
-        return losses.MeanAbsoluteErrorSum(output, targets, n, outputs_,
-                                           doutput);
-      }
-      return losses.HuberSum(output, targets, n, outputs_, cpu::kHuberDelta,
-                             doutput);
-  }
-  return absl::InvalidArgumentError("GpuBackend: unknown loss");
-}
-
-absl::StatusOr<int64_t> GpuBackend::CountCorrect(Replica& replica,
-                                                 const float* output,
-                                                 const int32_t* labels,
-                                                 int64_t n) {
-  if (options_.loss == LossKind::kBinaryCrossEntropy) {
-    return replica.losses->CountBinaryCorrect(output, output_is_logits_,
-                                              replica.labels.as<int32_t>(), n);
-  }
-  if (outputs_ > 1) {
-    return replica.losses->CountCorrect(output, replica.labels.as<int32_t>(), n,
-                                        outputs_);
-  }
-  // One output: correct when it rounds to the label, as on the CPU.
-  host_outputs_.resize(n);
-  PSTRAIN_RETURN_IF_ERROR(replica.device->CopyToHost(output, n * sizeof(float),
-                                                     host_outputs_.data()));
-  int64_t correct = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::lround(host_outputs_[i]) == labels[i]) ++correct;
-  }
-  return correct;
 }
 
 absl::StatusOr<double> GpuBackend::L2Penalty(int64_t gradient_batch) {
