@@ -52,13 +52,12 @@ absl::StatusOr<DeviceBackend> OnGpus(const ModelSpec& spec,
                                      const DeviceBackendOptions& options,
                                      const std::vector<int>& devices) {
 #ifdef PSTRAIN_WITH_CUDA
-  PSTRAIN_RETURN_IF_ERROR(
-      CheckGpuSupportsLoss(spec, options.loss, options.loss_input));
   GpuBackendOptions gpu;
   gpu.devices = devices;
   gpu.run_seed = options.run_seed;
   gpu.replica = options.replica;
   gpu.loss = options.loss;
+  gpu.loss_input = options.loss_input;
   DeviceBackend made;
   PSTRAIN_ASSIGN_OR_RETURN(made.backend, CreateGpuBackend(spec, gpu));
   made.description = absl::StrCat(
@@ -79,34 +78,6 @@ absl::Status CheckDeviceName(absl::string_view device) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--device: \"", device, "\" is not auto, cpu, gpu or gpu:N"));
-}
-
-absl::Status CheckGpuSupportsLoss(const ModelSpec& spec, LossKind loss,
-                                  LossInput input) {
-  if (loss != LossKind::kSparseCrossEntropy &&
-      loss != LossKind::kMeanSquaredError) {
-    return absl::UnimplementedError(absl::StrCat(
-        "loss ", LossKindName(loss),
-        " is not implemented on GPU (sparse_categorical_crossentropy and mse "
-        "are): run the worker with --device=cpu"));
-  }
-  if (loss != LossKind::kSparseCrossEntropy) return absl::OkStatus();
-  // The GPU graph reads the logits behind a final softmax, or the output
-  // itself as logits.
-  const LossPlan plan = PlanLoss(spec, loss, input);
-  const bool ends_in_softmax =
-      FinalActivation(spec) == OutputActivation::kSoftmax;
-  if (plan.output_is_logits && plan.strip_final_activation == ends_in_softmax) {
-    return absl::OkStatus();
-  }
-  return absl::UnimplementedError(absl::StrCat(
-      "loss ", LossKindName(loss),
-      plan.strip_final_activation
-          ? " on a model that ends in a sigmoid (read behind it, as tf.keras "
-            "does)"
-          : " with from_logits=false on an output that is not a softmax "
-            "(probabilities clipped as Keras does)",
-      " is not implemented on GPU: run the worker with --device=cpu"));
 }
 
 absl::StatusOr<DeviceBackend> CreateDeviceBackend(

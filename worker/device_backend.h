@@ -56,12 +56,6 @@ struct DeviceBackend {
 // what a binary checks before it starts anything.
 absl::Status CheckDeviceName(absl::string_view device);
 
-// OK when the GPU backend computes `loss` read as `input` on `spec` as the
-// CPU does; else UNIMPLEMENTED naming the loss and --device=cpu (checked
-// before a GPU backend is made, also where the build has no CUDA).
-absl::Status CheckGpuSupportsLoss(const ModelSpec& spec, LossKind loss,
-                                  LossInput input);
-
 absl::StatusOr<DeviceBackend> CreateDeviceBackend(
     const ModelSpec& spec, const DeviceBackendOptions& options);
 

@@ -37,54 +37,6 @@ TEST(DeviceBackend, NamesAreCheckedBeforeAnythingStarts) {
   EXPECT_EQ(Make("tpu").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(DeviceBackend, GpuRefusesTheLossesItDoesNotCompute) {
-  const ModelSpec mlp = Mlp();                          // Ends in a softmax.
-  absl::StatusOr<ModelSpec> cnn = LoadModel("cnn", 1);  // Ends in logits.
-  ASSERT_TRUE(cnn.ok()) << cnn.status();
-  // What it computes: sparse cross-entropy from logits, and mse.
-  EXPECT_TRUE(CheckGpuSupportsLoss(mlp, LossKind::kSparseCrossEntropy,
-                                   LossInput::kProbabilities)
-                  .ok());
-  EXPECT_TRUE(CheckGpuSupportsLoss(*cnn, LossKind::kSparseCrossEntropy,
-                                   LossInput::kLogits)
-                  .ok());
-  // from_logits=true on a softmax: read behind it all the same.
-  EXPECT_TRUE(CheckGpuSupportsLoss(mlp, LossKind::kSparseCrossEntropy,
-                                   LossInput::kLogits)
-                  .ok());
-  EXPECT_TRUE(CheckGpuSupportsLoss(mlp, LossKind::kMeanSquaredError,
-                                   LossInput::kProbabilities)
-                  .ok());
-  const absl::Status binary = CheckGpuSupportsLoss(
-      mlp, LossKind::kBinaryCrossEntropy, LossInput::kProbabilities);
-  EXPECT_EQ(binary.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(binary.message(),
-            "loss binary_crossentropy is not implemented on GPU "
-            "(sparse_categorical_crossentropy and mse are): run the worker "
-            "with --device=cpu");
-  absl::StatusOr<ModelSpec> sigmoid = ParseKerasModel(
-      R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
-        {"class_name": "InputLayer", "config": {"name": "in",
-          "batch_input_shape": [null, 4]}},
-        {"class_name": "Dense", "config": {"name": "out", "units": 3,
-          "activation": "sigmoid"}}]}})",
-      1);
-  ASSERT_TRUE(sigmoid.ok()) << sigmoid.status();
-  EXPECT_EQ(CheckGpuSupportsLoss(*sigmoid, LossKind::kSparseCrossEntropy,
-                                 LossInput::kLogits)
-                .message(),
-            "loss sparse_categorical_crossentropy on a model that ends in a "
-            "sigmoid (read behind it, as tf.keras does) is not implemented on "
-            "GPU: run the worker with --device=cpu");
-  EXPECT_EQ(CheckGpuSupportsLoss(*cnn, LossKind::kSparseCrossEntropy,
-                                 LossInput::kProbabilities)
-                .message(),
-            "loss sparse_categorical_crossentropy with from_logits=false on "
-            "an output that is not a softmax (probabilities clipped as Keras "
-            "does) is not implemented on GPU: run the worker with "
-            "--device=cpu");
-}
-
 TEST(DeviceBackend, CpuIsTheCpu) {
   absl::StatusOr<DeviceBackend> made = Make("cpu");
   ASSERT_TRUE(made.ok()) << made.status();

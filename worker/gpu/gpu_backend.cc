@@ -11,15 +11,17 @@
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
+#include "worker/cpu/losses.h"
 #include "worker/gpu/batch_split.h"
 #include "worker/gpu/device.h"
 #include "worker/gpu/embedding.h"
 #include "worker/gpu/graph_stage.h"
 #include "worker/gpu/l2.h"
+#include "worker/gpu/label_loss.h"
 #include "worker/gpu/layer_graph.h"
-#include "worker/gpu/losses.h"
 #include "worker/gpu/nccl_all_reduce.h"
 #include "worker/layer_plan.h"
+#include "worker/loss_config.h"
 #include "worker/model_input.h"
 #include "worker/rng_tracker.h"
 
@@ -54,17 +56,21 @@ struct Replica {
   std::vector<float*> gradient_ptrs;
   std::vector<DeviceBuffer> inputs;  // The slice's model inputs, grown.
   DeviceBuffer labels;
-  DeviceBuffer targets;  // MSE targets.
-  std::unique_ptr<gpu::Losses> losses;
+  std::unique_ptr<gpu::LabelLoss> loss;
   std::vector<std::pair<int64_t, std::unique_ptr<LayerGraph>>> graphs;
   std::vector<uint64_t> graph_last_use;
 };
 
 class GpuBackend : public Backend {
  public:
-  GpuBackend(const ModelSpec& spec, const GpuBackendOptions& options)
+  // `spec` has its final activation left out where the loss reads the
+  // logits behind it (CreateGpuBackend); `output_is_logits` says how the
+  // cross-entropies read its output.
+  GpuBackend(const ModelSpec& spec, const GpuBackendOptions& options,
+             bool output_is_logits)
       : spec_(spec),
         options_(options),
+        output_is_logits_(output_is_logits),
         rng_(options.run_seed, options.replica) {}
 
   absl::Status Init();
@@ -99,6 +105,7 @@ class GpuBackend : public Backend {
 
   const ModelSpec spec_;
   const GpuBackendOptions options_;
+  const bool output_is_logits_;
   const RngTracker rng_;
   int64_t outputs_ = 0;  // Floats per example of the model's output.
   std::vector<InputColumns> columns_;      // Per model input.
@@ -119,7 +126,6 @@ class GpuBackend : public Backend {
   bool weights_uploaded_ = false;
   uint64_t uploaded_version_ = 0;
   std::vector<const float*> uploaded_from_;
-  std::vector<float> host_targets_;
   std::vector<float> host_outputs_;
 };
 
@@ -182,10 +188,16 @@ absl::Status GpuBackend::Init() {
 absl::Status GpuBackend::CheckInput(const StepInput& input) {
   PSTRAIN_RETURN_IF_ERROR(
       CheckStepInput("GpuBackend", input, options_.max_batch));
-  if (input.scores != nullptr) {
-    return absl::UnimplementedError(
-        "GpuBackend: per-example scores (for AUC) are computed on the CPU "
-        "only");
+  if (input.scores != nullptr && outputs_ != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GpuBackend: per-example scores need a model with one output unit, "
+        "not ",
+        outputs_));
+  }
+  if (input.probabilities != nullptr &&
+      options_.loss != LossKind::kBinaryCrossEntropy) {
+    return absl::InvalidArgumentError(
+        "GpuBackend: probabilities need binary_crossentropy");
   }
   if (input.batch == 0) return absl::OkStatus();
   const std::vector<const void*> host =
@@ -262,7 +274,8 @@ absl::StatusOr<LayerGraph*> GpuBackend::GraphFor(Replica& replica,
   }
   gpu::LayerGraphOptions options;
   options.batch = batch;
-  options.drop_final_softmax = options_.loss == LossKind::kSparseCrossEntropy;
+  // A final activation the loss reads behind is already out of spec_.
+  options.drop_final_softmax = false;
   PSTRAIN_ASSIGN_OR_RETURN(
       std::unique_ptr<LayerGraph> graph,
       LayerGraph::Create(spec_, options, rng_, replica.device.get()));
@@ -316,9 +329,10 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
       Reserve(replica, replica.labels, n * sizeof(int32_t)));
   PSTRAIN_RETURN_IF_ERROR(
       device.CopyToDevice(labels, n * sizeof(int32_t), replica.labels.data()));
-  if (replica.losses == nullptr || replica.losses->max_batch() < n) {
-    replica.losses.reset();
-    PSTRAIN_ASSIGN_OR_RETURN(replica.losses, gpu::Losses::Create(n, &device));
+  if (replica.loss == nullptr) {
+    PSTRAIN_ASSIGN_OR_RETURN(
+        replica.loss, gpu::LabelLoss::Create(options_.loss, output_is_logits_,
+                                             outputs_, &device));
   }
 
   PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(replica, n));
@@ -330,46 +344,27 @@ absl::StatusOr<StepResult> GpuBackend::RunSlice(Replica& replica,
                                          train ? &key : nullptr));
   const float* output = graph->output();
   float* doutput = train ? graph->output_gradient() : nullptr;
-  const int32_t* device_labels = replica.labels.as<int32_t>();
-  if (options_.loss == LossKind::kSparseCrossEntropy) {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum, replica.losses->SparseSoftmaxCrossEntropyFromLogits(
-                             output, device_labels, n, outputs_, doutput));
-  } else {
-    host_targets_.assign(n * outputs_, 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t label = labels[i];
-      if (outputs_ == 1) {
-        host_targets_[i] = static_cast<float>(label);
-      } else if (label >= 0 && label < outputs_) {
-        host_targets_[i * outputs_ + label] = 1.0f;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("GpuBackend: label ", label, " of example ",
-                         slice.offset + i, " is outside [0, ", outputs_, ")"));
-      }
-    }
-    const int64_t bytes = n * outputs_ * sizeof(float);
-    PSTRAIN_RETURN_IF_ERROR(Reserve(replica, replica.targets, bytes));
-    PSTRAIN_RETURN_IF_ERROR(device.CopyToDevice(host_targets_.data(), bytes,
-                                                replica.targets.data()));
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.loss_sum,
-        replica.losses->MeanSquaredErrorSum(output, replica.targets.floats(), n,
-                                            outputs_, doutput));
-  }
-  if (outputs_ == 1) {
-    // One output: correct when it rounds to the label, as on the CPU.
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const gpu::LabelLoss::Result loss,
+      replica.loss->Compute(output, labels, replica.labels.as<int32_t>(), n,
+                            slice.offset, doutput));
+  result.loss_sum = loss.loss_sum;
+  result.correct = loss.correct;
+  if (input.scores != nullptr || input.probabilities != nullptr) {
+    // One output per example (checked in CheckInput), read back.
     host_outputs_.resize(n);
     PSTRAIN_RETURN_IF_ERROR(
         device.CopyToHost(output, n * sizeof(float), host_outputs_.data()));
     for (int64_t i = 0; i < n; ++i) {
-      if (std::lround(host_outputs_[i]) == labels[i]) ++result.correct;
+      const float o = host_outputs_[i];
+      if (input.scores != nullptr) input.scores[slice.offset + i] = o;
+      if (input.probabilities != nullptr) {
+        input.probabilities[slice.offset + i] =
+            output_is_logits_
+                ? static_cast<float>(1.0 / (1.0 + std::exp(-double{o})))
+                : std::clamp(o, cpu::kKerasEpsilon, 1.0f - cpu::kKerasEpsilon);
+      }
     }
-  } else {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        result.correct,
-        replica.losses->CountCorrect(output, device_labels, n, outputs_));
   }
   if (train) {
     PSTRAIN_RETURN_IF_ERROR(graph->Backward(
@@ -477,13 +472,6 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
         "GpuBackend: at least one device is required, and max_batch and "
         "replica must be >= 0");
   }
-  if (options.loss != LossKind::kSparseCrossEntropy &&
-      options.loss != LossKind::kMeanSquaredError) {
-    return absl::UnimplementedError(absl::StrCat(
-        "GpuBackend: loss ", LossKindName(options.loss),
-        " is not implemented on GPU (sparse_categorical_crossentropy and mse "
-        "are): run the worker with --device=cpu"));
-  }
   std::set<int> seen;
   for (int index : options.devices) {
     if (!seen.insert(index).second) {
@@ -491,7 +479,15 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateGpuBackend(
           absl::StrCat("GpuBackend: GPU ", index, " is listed twice"));
     }
   }
-  auto backend = std::make_unique<GpuBackend>(spec, options);
+  // Where the loss reads the logits behind a final softmax (sigmoid), the
+  // backend computes the model without it, as the CPU's.
+  const LossPlan plan = PlanLoss(spec, options.loss, options.loss_input);
+  ModelSpec computed = spec;
+  if (plan.strip_final_activation) {
+    computed.layers[computed.outputs[0]].activation = Activation::kLinear;
+  }
+  auto backend =
+      std::make_unique<GpuBackend>(computed, options, plan.output_is_logits);
   PSTRAIN_RETURN_IF_ERROR(backend->Init());
   return std::unique_ptr<Backend>(std::move(backend));
 }

@@ -60,6 +60,7 @@ struct GpuBackendOptions {
   uint64_t run_seed = 0;
   int replica = 0;
   LossKind loss = LossKind::kSparseCrossEntropy;
+  LossInput loss_input = LossInput::kLogits;  // Keras's from_logits.
   // Largest batch accepted (larger: INVALID_ARGUMENT); 0: no limit.
   int64_t max_batch = 0;
 };

@@ -30,6 +30,7 @@
 #include "worker/cpu/pool2d.h"
 #include "worker/cpu/window.h"
 #include "worker/gpu/device.h"
+#include "worker/gpu/stage_geometry.h"
 
 namespace pstrain {
 namespace worker {
@@ -242,28 +243,14 @@ TEST(GraphKernels, AveragePoolingMatchesTheCpuWithAsymmetricSamePadding) {
     ASSERT_TRUE((*op)->Forward(x.data(), want_y.data()).ok());
     ASSERT_TRUE((*op)->Backward(dy.data(), want_dx.data()).ok());
 
-    const cpu::Window wh =
-        *cpu::KerasWindow(c.h, c.pool_h, c.stride_h, c.padding);
-    const cpu::Window ww =
-        *cpu::KerasWindow(c.w, c.pool_w, c.stride_w, c.padding);
-    AvgPoolGeometry g;
-    g.batch = 2;
-    g.height = c.h;
-    g.width = c.w;
-    g.channels = 3;
-    g.out_height = wh.output;
-    g.out_width = ww.output;
-    g.pool_h = c.pool_h;
-    g.pool_w = c.pool_w;
-    g.stride_h = c.stride_h;
-    g.stride_w = c.stride_w;
-    g.pad_top = wh.pad_before;
-    g.pad_left = ww.pad_before;
+    // The geometry graph_stage.cc hands the kernels.
+    absl::StatusOr<AvgPoolGeometry> g = AvgPoolGeometryOf(shape, 2);
+    ASSERT_TRUE(g.ok()) << g.status();
     float* y = gpu.Allocate(out);
     float* dx = gpu.Allocate(in);
-    ASSERT_EQ(LaunchAvgPoolForward(gpu.Upload(x), g, y, gpu.stream()),
+    ASSERT_EQ(LaunchAvgPoolForward(gpu.Upload(x), *g, y, gpu.stream()),
               cudaSuccess);
-    ASSERT_EQ(LaunchAvgPoolBackward(gpu.Upload(dy), g, dx, gpu.stream()),
+    ASSERT_EQ(LaunchAvgPoolBackward(gpu.Upload(dy), *g, dx, gpu.stream()),
               cudaSuccess);
     EXPECT_TRUE(Close(gpu.Download(y, out), want_y));
     EXPECT_TRUE(Close(gpu.Download(dx, in), want_dx));
@@ -391,38 +378,16 @@ TEST(GraphKernels, PermuteAndItsInverseMatchTheCpu) {
     std::vector<float> want_y(n), want_dx(n);
     ASSERT_TRUE((*op)->Forward(x.data(), want_y.data()).ok());
     ASSERT_TRUE((*op)->Backward(x.data(), want_dx.data()).ok());
-    // The geometry graph_stage.cc builds: output axis a steps through the
-    // input's axis order[a]; backward, the inverse.
-    const auto geometry = [](const std::vector<int64_t>& from,
-                             const std::vector<int>& axes) {
-      PermuteGeometry g;
-      g.rank = static_cast<int>(from.size());
-      std::vector<int64_t> strides(from.size(), 1);
-      for (int i = g.rank - 2; i >= 0; --i) {
-        strides[i] = strides[i + 1] * from[i + 1];
-      }
-      g.per_example = 1;
-      for (int a = 0; a < g.rank; ++a) {
-        g.out_dims[a] = from[axes[a]];
-        g.in_strides[a] = strides[axes[a]];
-        g.per_example *= from[a];
-      }
-      return g;
-    };
-    std::vector<int64_t> out_dims;
-    std::vector<int> inverse(order.size());
-    for (size_t a = 0; a < order.size(); ++a) {
-      out_dims.push_back(dims[order[a]]);
-      inverse[order[a]] = static_cast<int>(a);
-    }
     float* y = gpu.Allocate(n);
     float* dx = gpu.Allocate(n);
     const float* x_in = gpu.Upload(x);
-    ASSERT_EQ(LaunchPermute(x_in, 2, geometry(dims, order), y, gpu.stream()),
-              cudaSuccess);
+    // The geometries graph_stage.cc hands the kernel.
     ASSERT_EQ(
-        LaunchPermute(x_in, 2, geometry(out_dims, inverse), dx, gpu.stream()),
+        LaunchPermute(x_in, 2, TransposeGeometry(dims, order), y, gpu.stream()),
         cudaSuccess);
+    ASSERT_EQ(LaunchPermute(x_in, 2, InverseTransposeGeometry(dims, order), dx,
+                            gpu.stream()),
+              cudaSuccess);
     EXPECT_EQ(gpu.Download(y, n), want_y);
     EXPECT_EQ(gpu.Download(dx, n), want_dx);
   }

@@ -6,84 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
-#include "worker/cpu/window.h"
+#include "worker/gpu/stage_geometry.h"
 #include "worker/rng_tracker.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 namespace {
-
-absl::StatusOr<PointwiseActivation> PointwiseOf(Activation a) {
-  switch (a) {
-    case Activation::kKerasRelu:
-      return PointwiseActivation::kKerasRelu;
-    case Activation::kGelu:
-      return PointwiseActivation::kGelu;
-    case Activation::kGeluTanh:
-      return PointwiseActivation::kGeluTanh;
-    case Activation::kSigmoid:
-      return PointwiseActivation::kSigmoid;
-    case Activation::kHardSigmoid:
-      return PointwiseActivation::kHardSigmoid;
-    case Activation::kTanh:
-      return PointwiseActivation::kTanh;
-    case Activation::kSilu:
-      return PointwiseActivation::kSilu;
-    case Activation::kElu:
-      return PointwiseActivation::kElu;
-    case Activation::kSelu:
-      return PointwiseActivation::kSelu;
-    case Activation::kSoftplus:
-      return PointwiseActivation::kSoftplus;
-    case Activation::kLinear:
-    case Activation::kRelu:
-    case Activation::kSoftmax:
-    case Activation::kLogSoftmax:
-      break;
-  }
-  return absl::InvalidArgumentError(
-      "an activation stage of linear, relu or softmax (the planner makes "
-      "none)");
-}
-
-MergeKind MergeKindOf(MergeOp op) {
-  switch (op) {
-    case MergeOp::kAdd:
-      return MergeKind::kAdd;
-    case MergeOp::kSubtract:
-      return MergeKind::kSubtract;
-    case MergeOp::kMultiply:
-      return MergeKind::kMultiply;
-    case MergeOp::kAverage:
-      return MergeKind::kAverage;
-    case MergeOp::kMaximum:
-      return MergeKind::kMaximum;
-    case MergeOp::kMinimum:
-      return MergeKind::kMinimum;
-  }
-  return MergeKind::kAdd;
-}
-
-// Per-example geometry of a transpose: `from_dims` permuted so that output
-// axis a is input axis order[a].
-PermuteGeometry Transpose(const std::vector<int64_t>& from_dims,
-                          const std::vector<int>& order) {
-  const int rank = static_cast<int>(from_dims.size());
-  std::vector<int64_t> strides(rank, 1);
-  for (int i = rank - 2; i >= 0; --i) {
-    strides[i] = strides[i + 1] * from_dims[i + 1];
-  }
-  PermuteGeometry g;
-  g.rank = rank;
-  g.per_example = 1;
-  for (int a = 0; a < rank; ++a) {
-    g.out_dims[a] = from_dims[order[a]];
-    g.in_strides[a] = strides[order[a]];
-    g.per_example *= from_dims[a];
-  }
-  return g;
-}
 
 // The attention layer's variables (StagePlan::attention_variables' order)
 // among `values`, one buffer per variable of the model.
@@ -260,11 +189,7 @@ absl::Status GraphStage::InitKernelStage() {
       const Activation a = p.activation.activation;
       axiswise_ = a == Activation::kSoftmax || a == Activation::kLogSoftmax;
       if (axiswise_) return absl::OkStatus();
-      PSTRAIN_ASSIGN_OR_RETURN(pointwise_.kind, PointwiseOf(a));
-      pointwise_.max_value = p.activation.params.max_value;
-      pointwise_.negative_slope = p.activation.params.negative_slope;
-      pointwise_.threshold = p.activation.params.threshold;
-      pointwise_.alpha = p.activation.params.alpha;
+      PSTRAIN_ASSIGN_OR_RETURN(pointwise_, PointwiseParamsOf(p.activation));
       return absl::OkStatus();
     }
     case StageKind::kMerge:
@@ -275,49 +200,17 @@ absl::Status GraphStage::InitKernelStage() {
         concat_widths_.push_back(size / p.concat_rows);
       }
       return absl::OkStatus();
-    case StageKind::kPermute: {
-      const std::vector<int64_t>& dims = p.in_shapes[0];  // Supports checks.
-      permute_forward_ = Transpose(dims, p.permutation);
-      std::vector<int64_t> out_dims;
-      std::vector<int> inverse(dims.size());
-      for (size_t a = 0; a < dims.size(); ++a) {
-        out_dims.push_back(dims[p.permutation[a]]);
-        inverse[p.permutation[a]] = static_cast<int>(a);
-      }
-      permute_backward_ = Transpose(out_dims, inverse);
+    case StageKind::kPermute:  // Supports checks the rank.
+      permute_forward_ = TransposeGeometry(p.in_shapes[0], p.permutation);
+      permute_backward_ =
+          InverseTransposeGeometry(p.in_shapes[0], p.permutation);
       return absl::OkStatus();
-    }
-    case StageKind::kZeroPadding2D: {
-      const std::vector<int64_t>& in = p.in_shapes[0];
-      padding_.height = in[0];
-      padding_.width = in[1];
-      padding_.channels = in[2];
-      padding_.top = p.pad_top;
-      padding_.left = p.pad_left;
-      padding_.padded_height = in[0] + p.pad_top + p.pad_bottom;
-      padding_.padded_width = in[1] + p.pad_left + p.pad_right;
+    case StageKind::kZeroPadding2D:
+      padding_ = ZeroPaddingGeometry(p.in_shapes[0], p.pad_top, p.pad_bottom,
+                                     p.pad_left, p.pad_right);
       return absl::OkStatus();
-    }
     case StageKind::kAveragePooling2D: {
-      const cpu::Pool2DShape& s = p.pool;
-      PSTRAIN_ASSIGN_OR_RETURN(
-          const cpu::Window h,
-          cpu::KerasWindow(s.height, s.pool_h, s.stride_h, s.padding));
-      PSTRAIN_ASSIGN_OR_RETURN(
-          const cpu::Window w,
-          cpu::KerasWindow(s.width, s.pool_w, s.stride_w, s.padding));
-      avg_pool_.batch = batch_;
-      avg_pool_.height = s.height;
-      avg_pool_.width = s.width;
-      avg_pool_.channels = s.channels;
-      avg_pool_.out_height = h.output;
-      avg_pool_.out_width = w.output;
-      avg_pool_.pool_h = s.pool_h;
-      avg_pool_.pool_w = s.pool_w;
-      avg_pool_.stride_h = s.stride_h;
-      avg_pool_.stride_w = s.stride_w;
-      avg_pool_.pad_top = h.pad_before;
-      avg_pool_.pad_left = w.pad_before;
+      PSTRAIN_ASSIGN_OR_RETURN(avg_pool_, AvgPoolGeometryOf(p.pool, batch_));
       return absl::OkStatus();
     }
     case StageKind::kGlobalPooling:
