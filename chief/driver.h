@@ -39,7 +39,8 @@
 // WaitForTasks).
 //
 // A run always has a checkpoint to go back to: one of step 0 is written
-// before training when model_dir has none.
+// before training when model_dir has none (in a ps run; a collective run
+// goes back to the run's seed).
 #ifndef PSTRAIN_CHIEF_DRIVER_H_
 #define PSTRAIN_CHIEF_DRIVER_H_
 
@@ -99,6 +100,13 @@ struct DriverOptions {
   // worker::WithLocalTables(spec, eval_batch); empty: the test set in memory.
   std::vector<std::string> criteo_test_files;
   bool skip_bad_lines = false;
+  // A collective run (no ps tasks; the Driver's `ps` is null): the workers
+  // hold the variables. Start resumes at the newest good checkpoint (the
+  // workers restore it; none is written at step 0), the checkpoints are
+  // written by worker 0 while the workers hold (Checkpointer::
+  // AwaitWorkerSave), and the chief evaluates the final checkpoint, not
+  // each epoch's end.
+  bool collective = false;
 };
 
 class Driver {
@@ -128,6 +136,11 @@ class Driver {
   // any, in a generation after the ps tasks' own (a restarted chief's ps
   // tasks may be in one already), else writes the checkpoint of step 0.
   absl::Status Start();
+  // Start of a collective run: at the newest good checkpoint, if any (the
+  // workers restore it), else at step 0.
+  absl::Status StartCollective();
+  // Collective runs: evaluates the newest good checkpoint's variables.
+  absl::StatusOr<Evaluation> EvaluateLatestCheckpoint();
   // Brings the run back after a ps task failed (`why`): see the class
   // comment. The run fails if a ps task stays away for wait_for_tasks.
   absl::Status Recover(const std::string& why);
