@@ -1,11 +1,11 @@
 // A collective run (TF_CONFIG without a "ps" job: the workers hold the
 // model and all-reduce their gradients) trains what a sync ps run with the
-// same seed and global batch trains: the mlp, 50 steps of a global batch of
-// 96, with 2 workers x 48 and 3 workers x 32 in collective mode, against 1 ps
-// and 2 workers x 48. The collective runs' checkpoints (written by worker 0)
-// are compared through `chief --export_safetensors`, and every worker's own
-// copy (--export_replica_dir) must equal worker 0's bit for bit. Real
-// processes on 127.0.0.1.
+// same seed, workers and global batch trains: the mlp, 50 steps of a global
+// batch of 96, with 2 workers x 48 and 3 workers x 32 in collective mode,
+// against ps runs (1 ps, 2 x 48; 2 ps, 3 x 32) of the same. The collective
+// runs' checkpoints (written by worker 0) are compared through `chief
+// --export_safetensors`, and every worker's own copy (--export_replica_dir)
+// must equal worker 0's bit for bit. Real processes on 127.0.0.1.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
