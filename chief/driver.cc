@@ -105,9 +105,72 @@ absl::Status Driver::Recover(const std::string& why) {
   return absl::OkStatus();
 }
 
+absl::Status Driver::RecoverCollective(const std::string& why) {
+  const absl::Time began = absl::Now();
+  const int64_t reached = state_->WaitForStep(0, began);
+  LogError(absl::StrCat("chief: ", why,
+                        "; holding the workers until every "
+                        "one is back, then all restore the newest checkpoint"));
+  state_->SetPhase(PHASE_PAUSED);
+  const int num_workers = config_->update().num_workers();
+  for (;;) {
+    state_->FindDeadTasks(options_.failure_timeout);
+    const std::map<std::string, bool> alive = state_->TasksAlive();
+    int back = 0;
+    for (int w = 0; w < num_workers; ++w) {
+      auto it = alive.find(TaskName(MakeTask(JOB_WORKER, w)));
+      if (it != alive.end() && it->second) ++back;
+    }
+    if (back == num_workers) break;
+    if (absl::Now() - began > options_.wait_for_tasks) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("collective run: ", num_workers - back, " of ",
+                       num_workers, " workers did not come back within ",
+                       absl::FormatDuration(options_.wait_for_tasks)));
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  int64_t step = 0;
+  std::string from = "the run's seed";
+  absl::StatusOr<LoadedCheckpoint> latest = FindLatestGoodCheckpoint(
+      options_.model_dir,
+      [](absl::string_view line) { LogError(absl::StrCat("chief: ", line)); });
+  if (latest.ok()) {
+    step = latest->index.step();
+    from = latest->dir;
+  } else if (!absl::IsNotFound(latest.status())) {
+    return latest.status();
+  }
+  const int64_t generation = state_->generation() + 1;
+  state_->Recovered(step, generation);
+  state_->SetPhase(PHASE_TRAINING);
+  LogInfo(absl::StrFormat(
+      "chief: recovered in %.1f s: every worker restores %s at step %d "
+      "(generation %d); %d steps are trained again",
+      absl::ToDoubleSeconds(absl::Now() - began), from, step, generation,
+      std::max<int64_t>(0, reached - step)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> Driver::HandleFailures() {
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
   const absl::Time now = absl::Now();
+  if (options_.collective) {
+    std::string why;
+    for (const TaskRef& task :
+         state_->FindDeadTasks(options_.failure_timeout)) {
+      if (options_.metrics != nullptr) options_.metrics->CountFailure("worker");
+      why = absl::StrCat(TaskName(task), " sent nothing for ",
+                         absl::FormatDuration(options_.failure_timeout),
+                         "; presumed dead");
+    }
+    for (int worker : state_->TakeRestartedWorkers()) {
+      why = absl::StrCat(TaskName(MakeTask(JOB_WORKER, worker)), " restarted");
+    }
+    if (why.empty()) return false;
+    PSTRAIN_RETURN_IF_ERROR(RecoverCollective(why));
+    return true;
+  }
   for (const TaskRef& task :
        state_->FindDeadTasks(options_.failure_timeout)) {
     LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",

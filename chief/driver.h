@@ -141,12 +141,18 @@ class Driver {
   absl::Status StartCollective();
   // Collective runs: evaluates the newest good checkpoint's variables.
   absl::StatusOr<Evaluation> EvaluateLatestCheckpoint();
+  // Collective runs: a worker died or restarted, so its replica is gone
+  // (and the others' all-reduce broke): holds the workers, waits for every
+  // one to be back, and has all of them restore the newest good checkpoint
+  // (the run's seed when there is none) in a new recovery generation.
+  absl::Status RecoverCollective(const std::string& why);
   // Brings the run back after a ps task failed (`why`): see the class
   // comment. The run fails if a ps task stays away for wait_for_tasks.
   absl::Status Recover(const std::string& why);
   // Logs newly dead tasks; recovers if a ps task lost its shard, drops
   // dead workers and takes back returning ones under
-  // continue_without_dead_workers. Returns whether it recovered.
+  // continue_without_dead_workers; in a collective run, recovers from a dead
+  // or restarted worker (RecoverCollective). Returns whether it recovered.
   absl::StatusOr<bool> HandleFailures();
   // What ps task `task` says of its shard; *lost says why when kLost.
   enum class PsShard { kIntact, kLost, kUnreachable };

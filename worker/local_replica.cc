@@ -49,12 +49,25 @@ absl::StatusOr<std::unique_ptr<LocalReplica>> LocalReplica::Create(
     PSTRAIN_ASSIGN_OR_RETURN(
         std::unique_ptr<ps::DenseVariable> variable,
         ps::DenseVariable::Create(def, 0, rows, optimizer));
+    replica->optimizers_[def.name()] = optimizer;
     if (!replica->variables_.emplace(def.name(), std::move(variable)).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("variable '", def.name(), "' defined twice"));
     }
   }
   return replica;
+}
+
+absl::Status LocalReplica::Reinitialize() {
+  for (auto& [name, variable] : variables_) {
+    const VariableDef& def = variable->def();
+    PSTRAIN_ASSIGN_OR_RETURN(
+        std::unique_ptr<ps::DenseVariable> fresh,
+        ps::DenseVariable::Create(def, 0, variable->row_end(),
+                                  optimizers_.at(name)));
+    variable = std::move(fresh);
+  }
+  return absl::OkStatus();
 }
 
 int64_t LocalReplica::version() const {

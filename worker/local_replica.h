@@ -92,6 +92,10 @@ class LocalReplica : public ps::VariableStore {
   // The steps applied (every variable's version).
   int64_t version() const;
 
+  // Back to the start: every variable as Create made it (a collective run
+  // restored at step 0, which has no checkpoint).
+  absl::Status Reinitialize();
+
  private:
   LocalReplica() = default;
 
@@ -100,6 +104,8 @@ class LocalReplica : public ps::VariableStore {
   // BatchNormalization's moving statistics (VariableDef.moving_average).
   std::vector<std::unique_ptr<ps::Optimizer>> moving_averages_;
   std::map<std::string, std::unique_ptr<ps::DenseVariable>> variables_;
+  // Each variable's optimizer (optimizer_ or its moving average).
+  std::map<std::string, const ps::Optimizer*> optimizers_;
   int64_t generation_ = 0;
   int64_t step_ = 0;
   int num_workers_ = 1;

@@ -396,7 +396,13 @@ int Main() {
             .status();
       };
     }
-    options.restore = [&replica, &model_dir](int64_t step, int64_t) {
+    options.restore = [&replica, &model_dir, index](int64_t step,
+                                                    int64_t generation) {
+      LogInfo(absl::StrCat("worker ", index, ": restoring ",
+                           step > 0 ? chief::CheckpointDir(model_dir, step)
+                                    : std::string("the initial values"),
+                           " (generation ", generation, ")"));
+      if (step == 0) return replica->Reinitialize();
       return worker::RestoreReplica(chief::CheckpointDir(model_dir, step),
                                     replica.get());
     };

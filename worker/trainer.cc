@@ -204,7 +204,7 @@ absl::Status Trainer::Run() {
     at = *next;
     SetGeneration(at.generation);
     status = absl::OkStatus();
-    if (restored && options_.restore != nullptr && at.step > 0 &&
+    if (restored && options_.restore != nullptr &&
         at.step < length.total_steps) {
       status = options_.restore(at.step, at.generation);
     }
@@ -591,6 +591,7 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
 absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                                   const RunLength& length) {
   absl::Time last_answer = absl::Now();
+  const absl::Time waiting_since = last_answer;
   bool was_absent = false;
   for (int tries = 1;; ++tries) {
     absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
@@ -612,8 +613,19 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                  chief_->GetTrainingState());
         return Position{state.start_step(), state.generation()};
       } else if (beat->phase() == PHASE_TRAINING) {
-        if (beat->generation() == at.generation) return at;
-        return Position{beat->resume_step(), beat->generation()};
+        if (beat->generation() != at.generation) {
+          return Position{beat->resume_step(), beat->generation()};
+        }
+        // A collective run's replicas may differ after a failed step (one
+        // worker's all-reduce completed, another's did not): it goes on
+        // only from a restore, once the chief has recovered the run.
+        if (options_.restore == nullptr) return at;
+        if (absl::Now() - waiting_since > options_.chief_patience) {
+          return AtStep(at.step,
+                        "the chief did not restore the collective run within " +
+                            absl::FormatDuration(options_.chief_patience),
+                        absl::UnavailableError("a step failed"));
+        }
       }
     } else if (absl::IsNotFound(beat.status())) {
       // The chief restarted: join it again; it restores the run and says

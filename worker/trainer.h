@@ -105,7 +105,10 @@ struct TrainerOptions {
   // a checkpoint, and after the last step, before telling the chief.
   std::function<absl::Status(int64_t step)> save_checkpoint;
   // Collective runs: loads the checkpoint of `step` into the worker's
-  // variables, when the run starts or is restored at a step after 0.
+  // variables (step 0: their initial values), when the run starts at a step
+  // after 0 or the chief restores it. A failed step then waits (up to
+  // chief_patience) for the chief to restore the run, never retries as it
+  // is: the replicas may differ.
   std::function<absl::Status(int64_t step, int64_t generation)> restore;
 };
 
