@@ -180,7 +180,8 @@ class PsClient {
   PullDenseView pull_view_;
 };
 
-// The dense variables of a run, spread over ps tasks by its Placement.
+// The dense variables of a run, spread over ps tasks by its Placement: the
+// parameter-server home of a worker's variables (ps/variable_store.h).
 class PsClusterClient : public VariableStore {
  public:
   // `clients[i]` talks to ps task i. `variables` are the run's definitions.
