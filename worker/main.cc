@@ -377,22 +377,26 @@ int Main() {
   options.open_stream = open_stream;
   options.stream_examples = config.num_train_lines();
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
-  chief::CheckpointerOptions checkpoints;
-  checkpoints.model_dir = model_dir;
-  checkpoints.run_id = run->run_id();
-  // The chief prunes (it knows --keep_checkpoints).
-  checkpoints.keep = std::numeric_limits<int>::max();
-  checkpoints.writer = absl::StrCat("worker ", index);
-  checkpoints.save_slices = [&replica](const std::string& dir, int64_t) {
-    return worker::SaveReplica(*replica, dir);
-  };
-  chief::Checkpointer checkpointer(checkpoints, &config, &run->placement(),
-                                   nullptr);
+  // Collective runs: worker 0 writes the run's checkpoints.
+  std::unique_ptr<chief::Checkpointer> checkpointer;
+  if (collective && index == 0) {
+    chief::CheckpointerOptions checkpoints;
+    checkpoints.model_dir = model_dir;
+    checkpoints.run_id = run->run_id();
+    // The chief prunes (it knows --keep_checkpoints).
+    checkpoints.keep = std::numeric_limits<int>::max();
+    checkpoints.writer = absl::StrCat("worker ", index);
+    checkpoints.save_slices = [&replica](const std::string& dir, int64_t) {
+      return worker::SaveReplica(*replica, dir);
+    };
+    checkpointer = std::make_unique<chief::Checkpointer>(
+        checkpoints, &config, &run->placement(), nullptr);
+  }
   if (collective) {
-    if (index == 0) {
+    if (checkpointer != nullptr) {
       const int64_t per_epoch = state->steps_per_epoch();
       options.save_checkpoint = [&checkpointer, per_epoch](int64_t step) {
-        return checkpointer.Save(step, per_epoch > 0 ? step / per_epoch : 0)
+        return checkpointer->Save(step, per_epoch > 0 ? step / per_epoch : 0)
             .status();
       };
     }
