@@ -68,14 +68,9 @@ Checkpointer::Checkpointer(CheckpointerOptions options,
       placement_(placement),
       ps_(ps) {}
 
-absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
+absl::StatusOr<std::vector<SavedSlice>> Checkpointer::SavePsShards(
+    const std::string& temp_dir, int64_t step) {
   namespace fs = std::filesystem;
-  const absl::Time start = absl::Now();
-  const std::string final_dir = CheckpointDir(options_.model_dir, step);
-  const std::string temp_dir =
-      absl::StrCat(final_dir, ".tmp-", absl::ToUnixMicros(start));
-  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(temp_dir));
-
   std::vector<SavedSlice> slices;
   std::error_code error;
   for (int task = 0; task < ps_->num_ps(); ++task) {
@@ -91,20 +86,36 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
       absl::SleepFor(absl::Milliseconds(20));
     }
     if (!saved.ok()) {
-      fs::remove_all(temp_dir, error);
       return absl::Status(saved.status().code(),
                           absl::StrCat("checkpoint at step ", step, ": ps ",
                                        task, ": ", saved.status().message()));
     }
     const std::string data = absl::StrCat(temp_dir, "/ps-", task, ".data");
     if (!fs::exists(data, error)) {
-      fs::remove_all(temp_dir, error);
       return absl::FailedPreconditionError(absl::StrCat(
           "checkpoint at step ", step, ": ps ", task, " saved, but ", data,
           " is not there: give every ps task the chief's --model_dir (",
           options_.model_dir, ", on a filesystem they share)"));
     }
     slices.insert(slices.end(), saved->slices().begin(), saved->slices().end());
+  }
+  return slices;
+}
+
+absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
+  namespace fs = std::filesystem;
+  const absl::Time start = absl::Now();
+  const std::string final_dir = CheckpointDir(options_.model_dir, step);
+  const std::string temp_dir =
+      absl::StrCat(final_dir, ".tmp-", absl::ToUnixMicros(start));
+  PSTRAIN_RETURN_IF_ERROR(MakeDirectories(temp_dir));
+  std::error_code error;
+  absl::StatusOr<std::vector<SavedSlice>> slices =
+      options_.save_slices != nullptr ? options_.save_slices(temp_dir, step)
+                                      : SavePsShards(temp_dir, step);
+  if (!slices.ok()) {
+    fs::remove_all(temp_dir, error);
+    return slices.status();
   }
 
   CheckpointInfo info;
@@ -114,7 +125,7 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
   info.config = *config_;
   info.placement = *placement_;
   PSTRAIN_ASSIGN_OR_RETURN(CheckpointIndex index,
-                           BuildCheckpointIndex(info, slices));
+                           BuildCheckpointIndex(info, *slices));
   PSTRAIN_RETURN_IF_ERROR(WriteCheckpointIndex(temp_dir, index));
 
   // A checkpoint of the same step (a run resumed at its last step) is
@@ -135,9 +146,29 @@ absl::StatusOr<std::string> Checkpointer::Save(int64_t step, int64_t epoch) {
   PSTRAIN_RETURN_IF_ERROR(SyncDirectory(options_.model_dir));
   if (!old_dir.empty()) fs::remove_all(old_dir, error);
   PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(options_.model_dir, options_.keep));
-  LogInfo(absl::StrCat("chief: checkpoint at step ", step, " in ", final_dir,
-                       " (", absl::FormatDuration(absl::Now() - start), ")"));
+  LogInfo(absl::StrCat(options_.writer, ": checkpoint at step ", step, " in ",
+                       final_dir, " (",
+                       absl::FormatDuration(absl::Now() - start), ")"));
   return final_dir;
+}
+
+absl::StatusOr<std::string> Checkpointer::AwaitWorkerSave(
+    int64_t step, absl::Duration patience) {
+  const std::string dir = CheckpointDir(options_.model_dir, step);
+  const absl::Time give_up = absl::Now() + patience;
+  std::error_code error;
+  while (!std::filesystem::exists(absl::StrCat(dir, "/", kCheckpointIndexFile),
+                                  error)) {
+    if (absl::Now() > give_up) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "checkpoint at step ", step, ": worker 0 did not write ", dir,
+          " within ", absl::FormatDuration(patience),
+          " (give it the chief's --model_dir, on a filesystem they share)"));
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(options_.model_dir, options_.keep));
+  return dir;
 }
 
 absl::StatusOr<LoadedCheckpoint> Checkpointer::RestoreLatest(

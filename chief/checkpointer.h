@@ -23,13 +23,15 @@
 #define PSTRAIN_CHIEF_CHECKPOINTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "chief/checkpoint_reader.h"
-#include "ps/ps_client.h"
 #include "proto/checkpoint.pb.h"
+#include "ps/ps_client.h"
 
 namespace pstrain {
 namespace chief {
@@ -45,11 +47,21 @@ struct CheckpointerOptions {
   // How long a restore keeps retrying a ps task that cannot be reached (or
   // is recovering) before the restore fails.
   absl::Duration peer_patience = absl::Minutes(5);
+  // Writes the data files of the checkpoint of `step` into `dir` and
+  // returns their slices. Unset: the ps tasks do (their Save). A collective
+  // run's worker 0, which holds every variable, sets it and writes the
+  // checkpoints itself (worker/replica_checkpoint.h), in the same layout.
+  std::function<absl::StatusOr<std::vector<SavedSlice>>(const std::string& dir,
+                                                        int64_t step)>
+      save_slices;
+  // Who writes, in log lines.
+  std::string writer = "chief";
 };
 
 class Checkpointer {
  public:
-  // The pointers must outlive the Checkpointer.
+  // The pointers must outlive the Checkpointer; `ps` may be null when
+  // options.save_slices is set and RestoreLatest is not called.
   Checkpointer(CheckpointerOptions options, const TrainingConfig* config,
                const Placement* placement, ps::PsClusterClient* ps);
 
@@ -62,7 +74,18 @@ class Checkpointer {
   // ps task's own error when it stays unreachable for peer_patience.
   absl::StatusOr<LoadedCheckpoint> RestoreLatest(int64_t generation);
 
+  // Collective runs, whose worker 0 writes the checkpoints (options'
+  // save_slices, in its own Checkpointer): waits until the checkpoint of
+  // `step` is complete in model_dir, then keeps the newest `keep`; returns
+  // its directory. DEADLINE_EXCEEDED after `patience`.
+  absl::StatusOr<std::string> AwaitWorkerSave(int64_t step,
+                                              absl::Duration patience);
+
  private:
+  // The ps tasks' Save of `step` into `temp_dir`.
+  absl::StatusOr<std::vector<SavedSlice>> SavePsShards(
+      const std::string& temp_dir, int64_t step);
+
   const CheckpointerOptions options_;
   const TrainingConfig* const config_;
   const Placement* const placement_;

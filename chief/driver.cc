@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "chief/checkpoint_reader.h"
 #include "chief/membership.h"
 #include "chief/model_summary.h"
 #include "common/atomic_file.h"
@@ -44,6 +46,7 @@ Driver::Driver(DriverOptions options, RunState* state,
       checkpointer_(checkpointer) {}
 
 absl::Status Driver::Start() {
+  if (options_.collective) return StartCollective();
   int64_t generation = 0;
   for (int task = 0; task < ps_->num_ps(); ++task) {
     PSTRAIN_ASSIGN_OR_RETURN(ShardStatus status,
@@ -103,9 +106,72 @@ absl::Status Driver::Recover(const std::string& why) {
   return absl::OkStatus();
 }
 
+absl::Status Driver::RecoverCollective(const std::string& why) {
+  const absl::Time began = absl::Now();
+  const int64_t reached = state_->WaitForStep(0, began);
+  LogError(absl::StrCat("chief: ", why,
+                        "; holding the workers until every "
+                        "one is back, then all restore the newest checkpoint"));
+  state_->SetPhase(PHASE_PAUSED);
+  const int num_workers = config_->update().num_workers();
+  for (;;) {
+    state_->FindDeadTasks(options_.failure_timeout);
+    const std::map<std::string, bool> alive = state_->TasksAlive();
+    int back = 0;
+    for (int w = 0; w < num_workers; ++w) {
+      auto it = alive.find(TaskName(MakeTask(JOB_WORKER, w)));
+      if (it != alive.end() && it->second) ++back;
+    }
+    if (back == num_workers) break;
+    if (absl::Now() - began > options_.wait_for_tasks) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("collective run: ", num_workers - back, " of ",
+                       num_workers, " workers did not come back within ",
+                       absl::FormatDuration(options_.wait_for_tasks)));
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  int64_t step = 0;
+  std::string from = "the run's seed";
+  absl::StatusOr<LoadedCheckpoint> latest = FindLatestGoodCheckpoint(
+      options_.model_dir,
+      [](absl::string_view line) { LogError(absl::StrCat("chief: ", line)); });
+  if (latest.ok()) {
+    step = latest->index.step();
+    from = latest->dir;
+  } else if (!absl::IsNotFound(latest.status())) {
+    return latest.status();
+  }
+  const int64_t generation = state_->generation() + 1;
+  state_->Recovered(step, generation);
+  state_->SetPhase(PHASE_TRAINING);
+  LogInfo(absl::StrFormat(
+      "chief: recovered in %.1f s: every worker restores %s at step %d "
+      "(generation %d); %d steps are trained again",
+      absl::ToDoubleSeconds(absl::Now() - began), from, step, generation,
+      std::max<int64_t>(0, reached - step)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> Driver::HandleFailures() {
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;
   const absl::Time now = absl::Now();
+  if (options_.collective) {
+    std::string why;
+    for (const TaskRef& task :
+         state_->FindDeadTasks(options_.failure_timeout)) {
+      if (options_.metrics != nullptr) options_.metrics->CountFailure("worker");
+      why = absl::StrCat(TaskName(task), " sent nothing for ",
+                         absl::FormatDuration(options_.failure_timeout),
+                         "; presumed dead");
+    }
+    for (int worker : state_->TakeRestartedWorkers()) {
+      why = absl::StrCat(TaskName(MakeTask(JOB_WORKER, worker)), " restarted");
+    }
+    if (why.empty()) return false;
+    PSTRAIN_RETURN_IF_ERROR(RecoverCollective(why));
+    return true;
+  }
   for (const TaskRef& task :
        state_->FindDeadTasks(options_.failure_timeout)) {
     LogError(absl::StrCat("chief: ", TaskName(task), " sent nothing for ",
@@ -202,7 +268,9 @@ absl::StatusOr<int64_t> Driver::SetPsWorkers(const std::vector<int>& absent,
 }
 
 absl::Status Driver::SetPsMembership() {
-  if (config_->update().mode() != UpdateConfig::SYNC) return absl::OkStatus();
+  if (config_->update().mode() != UpdateConfig::SYNC || ps_ == nullptr) {
+    return absl::OkStatus();
+  }
   return SetPsWorkers(AbsentWorkers(state_->membership())).status();
 }
 
@@ -277,10 +345,35 @@ int64_t Driver::NextCheckpointStep(int64_t step) const {
   return next < state_->total_steps() ? next : 0;
 }
 
+absl::Status Driver::StartCollective() {
+  absl::StatusOr<LoadedCheckpoint> latest = FindLatestGoodCheckpoint(
+      options_.model_dir,
+      [](absl::string_view line) { LogError(absl::StrCat("chief: ", line)); });
+  if (absl::IsNotFound(latest.status())) {
+    state_->Recovered(0, 0);
+    return absl::OkStatus();
+  }
+  PSTRAIN_RETURN_IF_ERROR(latest.status());
+  const int64_t step = latest->index.step();
+  if (step > state_->total_steps()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", latest->dir, " is at step ", step,
+                     ", past this run's ", state_->total_steps(), " steps"));
+  }
+  LogInfo(absl::StrCat("chief: resuming from ", latest->dir, " at step ", step,
+                       " (every worker restores it)"));
+  state_->Recovered(step, 1);
+  return absl::OkStatus();
+}
+
 absl::Status Driver::SaveCheckpoint(int64_t step) {
   const int64_t per_epoch = state_->steps_per_epoch();
   absl::Status saved =
-      checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0).status();
+      options_.collective
+          ? checkpointer_->AwaitWorkerSave(step, options_.wait_for_tasks)
+                .status()
+          : checkpointer_->Save(step, per_epoch > 0 ? step / per_epoch : 0)
+                .status();
   if (saved.ok() && options_.metrics != nullptr) {
     options_.metrics->CountCheckpoint(step);
   }
@@ -360,11 +453,17 @@ absl::Status Driver::Train() {
   PSTRAIN_RETURN_IF_ERROR(WaitForTasks());
 
   state_->SetPhase(PHASE_INITIALIZING);
-  PSTRAIN_RETURN_IF_ERROR(
-      ps_->CreateVariables(config_->optimizer(), config_->update()));
-  LogInfo(absl::StrCat("chief: run ", state_->run_id(), ": ",
-                       spec_->variables.size(), " variables created on ",
-                       ps_->num_ps(), " ps tasks; training"));
+  if (options_.collective) {
+    LogInfo(absl::StrCat("chief: run ", state_->run_id(), ": collective; ",
+                         spec_->variables.size(),
+                         " variables held by every worker; training"));
+  } else {
+    PSTRAIN_RETURN_IF_ERROR(
+        ps_->CreateVariables(config_->optimizer(), config_->update()));
+    LogInfo(absl::StrCat("chief: run ", state_->run_id(), ": ",
+                         spec_->variables.size(), " variables created on ",
+                         ps_->num_ps(), " ps tasks; training"));
+  }
 
   PSTRAIN_RETURN_IF_ERROR(Start());
   PSTRAIN_RETURN_IF_ERROR(SetPsMembership());
@@ -482,7 +581,8 @@ absl::Status Driver::Train() {
   // Late gradients of backup workers: each ps counts a late push to it, so
   // the largest count is the number of late pushes.
   int64_t dropped = 0;
-  for (int task = 0; task < ps_->num_ps(); ++task) {
+  const int num_ps = ps_ != nullptr ? ps_->num_ps() : 0;
+  for (int task = 0; task < num_ps; ++task) {
     PSTRAIN_ASSIGN_OR_RETURN(ShardStatus status,
                              ps_->client(task)->GetShardStatus());
     dropped = std::max(dropped, status.pushes_dropped_stale());
@@ -518,7 +618,7 @@ absl::Status Driver::Train() {
       per_epoch > 0 ? static_cast<double>(total) / per_epoch : 0.0,
       examples / std::max(wall, 1e-9), wall,
       config_->update().mode() == UpdateConfig::SYNC ? "sync" : "async",
-      num_workers, ps_->num_ps(), dropped, run_log_->history().ToJson());
+      num_workers, num_ps, dropped, run_log_->history().ToJson());
   PSTRAIN_RETURN_IF_ERROR(MakeDirectories(options_.model_dir));
   PSTRAIN_RETURN_IF_ERROR(
       WriteFileAtomically(options_.model_dir + "/summary.json", summary));
@@ -570,6 +670,8 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
   }
   if (end_of_epoch && options_.evaluator_task) {
     absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
+  } else if (end_of_epoch && options_.collective) {
+    absl::StrAppend(&line, "  (collective: evaluated at the end)");
   } else if (end_of_epoch) {
     absl::StatusOr<Evaluation> eval = Evaluate();
     if (eval.ok()) {
@@ -659,7 +761,37 @@ absl::StatusOr<Evaluation> Driver::FinalEvaluation() {
   return Evaluate();
 }
 
+absl::StatusOr<Evaluation> Driver::EvaluateLatestCheckpoint() {
+  PSTRAIN_ASSIGN_OR_RETURN(
+      LoadedCheckpoint latest,
+      FindLatestGoodCheckpoint(options_.model_dir, [](absl::string_view line) {
+        LogError(absl::StrCat("chief: ", line));
+      }));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::vector<WholeVariable> variables,
+      ReadVariables(latest.dir, latest.index, /*with_slots=*/false));
+  std::vector<Tensor> storage;
+  storage.reserve(variables.size());
+  worker::Weights weights;
+  for (const WholeVariable& variable : variables) {
+    PSTRAIN_ASSIGN_OR_RETURN(Tensor t,
+                             Tensor::Create(DT_FLOAT, variable.shape));
+    if (variable.dtype != DT_FLOAT || t.num_bytes() != variable.data.size()) {
+      return absl::DataLossError(absl::StrCat("evaluating ", latest.dir, ": '",
+                                              variable.name,
+                                              "' is not float32 of its shape"));
+    }
+    std::memcpy(t.raw_data(), variable.data.data(), variable.data.size());
+    storage.push_back(std::move(t));
+    weights[variable.name] = &storage.back();
+  }
+  return EvaluateOnTestSet(
+      evaluator_, *test_, weights, latest.index.step(), options_.eval_batch,
+      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY);
+}
+
 absl::StatusOr<Evaluation> Driver::Evaluate() {
+  if (options_.collective) return EvaluateLatestCheckpoint();
   std::vector<Tensor> storage;
   storage.reserve(spec_->variables.size());
   std::map<std::string, Tensor*> pull;

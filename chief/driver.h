@@ -39,7 +39,8 @@
 // WaitForTasks).
 //
 // A run always has a checkpoint to go back to: one of step 0 is written
-// before training when model_dir has none.
+// before training when model_dir has none (in a ps run; a collective run
+// goes back to the run's seed).
 #ifndef PSTRAIN_CHIEF_DRIVER_H_
 #define PSTRAIN_CHIEF_DRIVER_H_
 
@@ -99,6 +100,13 @@ struct DriverOptions {
   // worker::WithLocalTables(spec, eval_batch); empty: the test set in memory.
   std::vector<std::string> criteo_test_files;
   bool skip_bad_lines = false;
+  // A collective run (no ps tasks; the Driver's `ps` is null): the workers
+  // hold the variables. Start resumes at the newest good checkpoint (the
+  // workers restore it; none is written at step 0), the checkpoints are
+  // written by worker 0 while the workers hold (Checkpointer::
+  // AwaitWorkerSave), and the chief evaluates the final checkpoint, not
+  // each epoch's end.
+  bool collective = false;
 };
 
 class Driver {
@@ -128,12 +136,23 @@ class Driver {
   // any, in a generation after the ps tasks' own (a restarted chief's ps
   // tasks may be in one already), else writes the checkpoint of step 0.
   absl::Status Start();
+  // Start of a collective run: at the newest good checkpoint, if any (the
+  // workers restore it), else at step 0.
+  absl::Status StartCollective();
+  // Collective runs: evaluates the newest good checkpoint's variables.
+  absl::StatusOr<Evaluation> EvaluateLatestCheckpoint();
+  // Collective runs: a worker died or restarted, so its replica is gone
+  // (and the others' all-reduce broke): holds the workers, waits for every
+  // one to be back, and has all of them restore the newest good checkpoint
+  // (the run's seed when there is none) in a new recovery generation.
+  absl::Status RecoverCollective(const std::string& why);
   // Brings the run back after a ps task failed (`why`): see the class
   // comment. The run fails if a ps task stays away for wait_for_tasks.
   absl::Status Recover(const std::string& why);
   // Logs newly dead tasks; recovers if a ps task lost its shard, drops
   // dead workers and takes back returning ones under
-  // continue_without_dead_workers. Returns whether it recovered.
+  // continue_without_dead_workers; in a collective run, recovers from a dead
+  // or restarted worker (RecoverCollective). Returns whether it recovered.
   absl::StatusOr<bool> HandleFailures();
   // What ps task `task` says of its shard; *lost says why when kLost.
   enum class PsShard { kIntact, kLost, kUnreachable };

@@ -146,8 +146,9 @@ ABSL_FLAG(bool, from_logits, false,
           "softmax or sigmoid is read behind either way, as tf.keras does");
 ABSL_FLAG(std::string, strategy, "auto",
           "parameter_server (TF_CONFIG lists ps tasks), multi_worker_mirrored "
-          "(only chief and worker tasks; not implemented yet) or auto (what "
-          "TF_CONFIG's cluster is)");
+          "(only chief and worker tasks: the workers hold the model and "
+          "all-reduce their gradients) or auto (what TF_CONFIG's cluster "
+          "is)");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -410,6 +411,28 @@ absl::Status CheckRunFlags() {
   return OptimizerFromFlags().status();
 }
 
+// A collective run's settings: what it cannot do is refused, not ignored.
+absl::Status CheckCollectiveFlags() {
+  const std::string why =
+      " (TF_CONFIG has no \"ps\" job: a collective run, where every step "
+      "all-reduces every worker's gradient)";
+  if (absl::GetFlag(FLAGS_mode) != "sync") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode: ", absl::GetFlag(FLAGS_mode),
+                     " needs ps tasks; use sync", why));
+  }
+  if (absl::GetFlag(FLAGS_replicas_to_aggregate) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replicas_to_aggregate: needs ps tasks", why));
+  }
+  if (absl::GetFlag(FLAGS_on_worker_failure) != "wait") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--on_worker_failure: ", absl::GetFlag(FLAGS_on_worker_failure),
+        " needs ps tasks; use wait", why));
+  }
+  return absl::OkStatus();
+}
+
 // --export_safetensors: the newest good checkpoint's variables to a file.
 int ExportSafetensors(const std::string& path) {
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
@@ -558,15 +581,16 @@ int Main() {
   absl::StatusOr<Strategy> strategy =
       ResolveStrategy(absl::GetFlag(FLAGS_strategy), cluster);
   if (!strategy.ok()) return Fail(strategy.status().message());
-  if (absl::Status implemented = CheckStrategyImplemented(*strategy);
-      !implemented.ok()) {
-    return Fail(implemented.message());
-  }
+  const bool collective = *strategy == Strategy::kMultiWorkerMirrored;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
-  if (num_ps == 0 || num_workers == 0) {
-    return Fail("TF_CONFIG: cluster: a run needs at least one \"ps\" and one "
-                "\"worker\" task");
+  if (num_workers == 0) {
+    return Fail("TF_CONFIG: cluster: a run needs at least one \"worker\" task");
+  }
+  if (collective) {
+    if (absl::Status fits = CheckCollectiveFlags(); !fits.ok()) {
+      return Fail(fits.message());
+    }
   }
   if (absl::GetFlag(FLAGS_replicas_to_aggregate) > num_workers) {
     return Fail(absl::StrCat(
@@ -639,9 +663,22 @@ int Main() {
   config.set_epochs(absl::GetFlag(FLAGS_epochs));
   config.set_steps(absl::GetFlag(FLAGS_steps));
   for (const VariableDef& v : spec->variables) *config.add_variables() = v;
+  if (collective) {
+    for (const VariableDef& v : spec->variables) {
+      if (v.sparse()) {
+        return Fail(absl::StrCat(
+            "TF_CONFIG: no \"ps\" job (a collective run), but the model's "
+            "'",
+            v.name(),
+            "' is an embedding table, which only ps tasks "
+            "hold; add a \"ps\" job"));
+      }
+    }
+  }
 
   PlacementOptions placement_options;
-  placement_options.num_ps = num_ps;
+  // A collective run's checkpoints are laid out as one ps task's.
+  placement_options.num_ps = collective ? 1 : num_ps;
   absl::StatusOr<Placement> placement =
       ComputePlacement(spec->variables, placement_options);
   if (!placement.ok()) return Fail(placement.status().message());
@@ -778,10 +815,12 @@ int Main() {
             cluster.Address(MakeTask(JOB_PS, index))->ToString(), *security),
         options));
   }
-  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =
-      ps::PsClusterClient::Create(std::move(clients), *placement,
-                                  spec->variables);
-  if (!ps.ok()) return Fail(ps.status().message());
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps;
+  if (!collective) {
+    ps = ps::PsClusterClient::Create(std::move(clients), *placement,
+                                     spec->variables);
+    if (!ps.ok()) return Fail(ps.status().message());
+  }
 
   driver_options.model_dir = absl::GetFlag(FLAGS_model_dir);
   driver_options.criteo_test_files = criteo_test_files;
@@ -802,9 +841,11 @@ int Main() {
   checkpointer_options.model_dir = driver_options.model_dir;
   checkpointer_options.run_id = run_id;
   checkpointer_options.keep = absl::GetFlag(FLAGS_keep_checkpoints);
+  driver_options.collective = collective;
+  ps::PsClusterClient* const ps_client = collective ? nullptr : ps->get();
   chief::Checkpointer checkpointer(checkpointer_options, &config, &*placement,
-                                   ps->get());
-  chief::Driver driver(driver_options, &state, &config, &*spec, ps->get(),
+                                   ps_client);
+  chief::Driver driver(driver_options, &state, &config, &*spec, ps_client,
                        evaluator->get(), &*test, &checkpointer);
   const absl::Status status = driver.Run();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));

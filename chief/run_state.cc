@@ -83,6 +83,11 @@ absl::StatusOr<RegisterResponse> RunState::Register(
             restarted_ps_.end()) {
       restarted_ps_.push_back(task.index());
     }
+    if (task.job() == JOB_WORKER && phase_ >= PHASE_INITIALIZING &&
+        std::find(restarted_workers_.begin(), restarted_workers_.end(),
+                  task.index()) == restarted_workers_.end()) {
+      restarted_workers_.push_back(task.index());
+    }
   }
   if (task.job() == JOB_WORKER && IsAbsent(membership_, task.index()) &&
       std::find(returned_workers_.begin(), returned_workers_.end(),
@@ -385,6 +390,11 @@ std::vector<int> RunState::TakeRestartedPs() {
   return std::exchange(restarted_ps_, {});
 }
 
+std::vector<int> RunState::TakeRestartedWorkers() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(restarted_workers_, {});
+}
+
 std::vector<std::string> RunState::WaitForLivePs(absl::Duration timeout,
                                                  absl::Time deadline) const {
   std::vector<std::string> ps;
@@ -427,6 +437,7 @@ void RunState::Recovered(int64_t step, int64_t generation) {
   generation_ = generation;
   pause_at_step_ = 0;
   restarted_ps_.clear();
+  restarted_workers_.clear();
   membership_ = RestartedAt(membership_, step);
 }
 

@@ -108,6 +108,9 @@ class RunState {
   // restart, or a caller claiming one) since the last call or recovery.
   // Whether such a ps lost its shard is for the driver to ask it.
   std::vector<int> TakeRestartedPs() ABSL_LOCKS_EXCLUDED(mu_);
+  // The same for workers (a collective run restores every worker when one
+  // restarted: its replica is gone).
+  std::vector<int> TakeRestartedWorkers() ABSL_LOCKS_EXCLUDED(mu_);
   // `task` answered the chief (a sign of life, as a request is).
   void HeardFrom(const TaskRef& task) ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until every ps task has been heard from within `timeout` of now,
@@ -196,6 +199,7 @@ class RunState {
   // Registered tasks by name.
   std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
   std::vector<int> restarted_ps_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> restarted_workers_ ABSL_GUARDED_BY(mu_);
   Membership membership_ ABSL_GUARDED_BY(mu_);
   std::vector<int> returned_workers_ ABSL_GUARDED_BY(mu_);
   // Evaluator reports by step, and the steps not taken yet.

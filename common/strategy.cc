@@ -41,12 +41,4 @@ absl::StatusOr<Strategy> ResolveStrategy(absl::string_view flag,
                    "\" is not parameter_server, multi_worker_mirrored or auto"));
 }
 
-absl::Status CheckStrategyImplemented(Strategy strategy) {
-  if (strategy == Strategy::kParameterServer) return absl::OkStatus();
-  return absl::UnimplementedError(
-      "TF_CONFIG: cluster: no \"ps\" job, so this is a "
-      "multi_worker_mirrored (collective) run, which pstrain cannot run yet "
-      "(issue 17); add a \"ps\" job to train with parameter servers");
-}
-
 }  // namespace pstrain

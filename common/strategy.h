@@ -1,7 +1,7 @@
 // The run's distribution strategy, as TensorFlow names the two that span
-// machines: ParameterServerStrategy (ps tasks hold the variables; what
-// pstrain runs) and MultiWorkerMirroredStrategy (no ps: the workers hold the
-// whole model and all-reduce their gradients; issue 17, collective/). As in
+// machines: ParameterServerStrategy (ps tasks hold the variables) and
+// MultiWorkerMirroredStrategy (no ps: the workers hold the whole model and
+// all-reduce their gradients; worker/local_replica.h, collective/). As in
 // TensorFlow, the cluster spec says which: a TF_CONFIG with a "ps" job is a
 // parameter-server run, one with only "chief" and "worker" jobs a collective
 // one. The chief's --strategy may name it, and is then checked against the
@@ -9,7 +9,6 @@
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(Strategy strategy,
 //       ResolveStrategy(absl::GetFlag(FLAGS_strategy), tf_config.cluster));
-//   PSTRAIN_RETURN_IF_ERROR(CheckStrategyImplemented(strategy));
 #ifndef PSTRAIN_COMMON_STRATEGY_H_
 #define PSTRAIN_COMMON_STRATEGY_H_
 
@@ -33,10 +32,6 @@ absl::string_view StrategyName(Strategy strategy);
 // multi_worker_mirrored on one with them.
 absl::StatusOr<Strategy> ResolveStrategy(absl::string_view flag,
                                          const ClusterSpec& cluster);
-
-// OK for the strategies pstrain runs; UNIMPLEMENTED, with one line saying
-// so and what to do instead, for multi_worker_mirrored (not yet).
-absl::Status CheckStrategyImplemented(Strategy strategy);
 
 }  // namespace pstrain
 

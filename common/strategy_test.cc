@@ -52,14 +52,5 @@ TEST(Strategy, AnUnknownValueIsRefusedNamingIt) {
       << status;
 }
 
-TEST(Strategy, OnlyParameterServerIsImplementedYet) {
-  EXPECT_TRUE(CheckStrategyImplemented(Strategy::kParameterServer).ok());
-  absl::Status status =
-      CheckStrategyImplemented(Strategy::kMultiWorkerMirrored);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(absl::StrContains(status.message(), "multi_worker_mirrored"));
-  EXPECT_EQ(status.message().find('\n'), absl::string_view::npos);
-}
-
 }  // namespace
 }  // namespace pstrain

@@ -36,6 +36,7 @@
 #include "proto/ps_service.grpc.pb.h"
 #include "ps/dense_call.h"
 #include "ps/tensor_encoding.h"
+#include "ps/variable_store.h"
 
 namespace pstrain {
 namespace ps {
@@ -181,8 +182,9 @@ class PsClient {
   PullDenseView pull_view_;
 };
 
-// The dense variables of a run, spread over ps tasks by its Placement.
-class PsClusterClient {
+// The dense variables of a run, spread over ps tasks by its Placement: the
+// parameter-server home of a worker's variables (ps/variable_store.h).
+class PsClusterClient : public VariableStore {
  public:
   // `clients[i]` talks to ps task i. `variables` are the run's definitions.
   static absl::StatusOr<std::unique_ptr<PsClusterClient>> Create(
@@ -199,13 +201,15 @@ class PsClusterClient {
 
   // Pushes full-size gradient sums (by variable name; each float32 of the
   // variable's shape) to the ps tasks holding them, in parallel.
-  absl::Status PushDense(int64_t version, int64_t batch_size,
-                         const std::map<std::string, Tensor*>& gradients);
+  absl::Status PushDense(
+      int64_t version, int64_t batch_size,
+      const std::map<std::string, Tensor*>& gradients) override;
 
   // Pulls every variable in `values` (float32 of the variable's shape) after
   // min_version, in parallel. Returns the lowest version read.
-  absl::StatusOr<int64_t> PullDense(int64_t min_version,
-                                    const std::map<std::string, Tensor*>& values);
+  absl::StatusOr<int64_t> PullDense(
+      int64_t min_version,
+      const std::map<std::string, Tensor*>& values) override;
 
   // Rows of embedding table `name` for `ids` into `out` ([ids.size(),
   // width] floats), from the ps tasks holding them, in parallel.
@@ -229,12 +233,12 @@ class PsClusterClient {
 
   PsClient* client(int ps_task) { return clients_[ps_task].get(); }
   // Sets every client's recovery generation.
-  void set_generation(int64_t generation) {
+  void set_generation(int64_t generation) override {
     for (auto& client : clients_) client->set_generation(generation);
   }
   // Sets every client's step and batches (PsClient::set_step).
   void set_step(int64_t step, const std::vector<int64_t>& batches,
-                bool owed = false) {
+                bool owed = false) override {
     for (auto& client : clients_) client->set_step(step, batches, owed);
   }
   int num_ps() const { return clients_.size(); }

@@ -24,6 +24,7 @@
 #include "common/atomic_file.h"
 #include "common/crc32c.h"
 #include "common/status_macros.h"
+#include "ps/dense_checkpoint.h"
 #include "ps/shard.h"
 
 namespace pstrain {
@@ -304,20 +305,8 @@ absl::Status Shard::Save(const SaveRequest& request, SaveResponse* response) {
     slice->set_length(size);
     slice->set_crc32c(Crc32c(data, size));
   };
-  for (const auto& [name, v] : run->dense) {
-    const int first = response->slices_size();
-    const int64_t version = v->ReadArrays(
-        [&, v = v.get()](int array, const char* data, int64_t size) {
-          SavedSlice* slice = response->add_slices();
-          slice->mutable_rows()->set_begin(v->row_begin());
-          slice->mutable_rows()->set_end(v->row_end());
-          slice->set_num_rows(v->row_end() - v->row_begin());
-          append(v->ArrayName(array), data, size, slice);
-        });
-    for (int i = first; i < response->slices_size(); ++i) {
-      response->mutable_slices(i)->set_version(version);
-    }
-  }
+  PSTRAIN_RETURN_IF_ERROR(AppendDenseArrays(run->dense, file, out.get(),
+                                            response->mutable_slices()));
   for (const auto& [name, t] : run->tables) {
     std::vector<int64_t> ids;
     std::vector<std::vector<float>> arrays;

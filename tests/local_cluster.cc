@@ -42,9 +42,10 @@ void LocalCluster::AddEvaluator() { evaluator_ = NewAddress(); }
 
 std::string LocalCluster::TfConfig(const std::string& type, int index) const {
   return absl::StrCat(
-      "{\"cluster\": {\"chief\": [", chief_, "], \"ps\": [",
-      absl::StrJoin(ps_, ", "), "], \"worker\": [",
-      absl::StrJoin(workers_, ", "), "]",
+      "{\"cluster\": {\"chief\": [", chief_, "]",
+      ps_.empty() ? ""
+                  : absl::StrCat(", \"ps\": [", absl::StrJoin(ps_, ", "), "]"),
+      ", \"worker\": [", absl::StrJoin(workers_, ", "), "]",
       evaluator_.empty() ? ""
                          : absl::StrCat(", \"evaluator\": [", evaluator_, "]"),
       "}, \"task\": {\"type\": \"", type, "\", \"index\": ", index, "}}");
@@ -55,9 +56,9 @@ Subprocess LocalCluster::Start(const std::string& name, const std::string& type,
                                const std::vector<std::string>& args) const {
   const std::string binary = type == "evaluator" ? "chief" : type;
   std::vector<std::string> flags = args;
-  // The chief and the ps tasks share a model_dir: give them the same one
-  // unless the test names it.
-  if (type != "worker" &&
+  // The chief and the ps tasks (or, in a collective run, the workers) share
+  // a model_dir: give them the same one unless the test names it.
+  if ((type != "worker" || ps_.empty()) &&
       std::none_of(args.begin(), args.end(), [](const std::string& arg) {
         return absl::StartsWith(arg, "--model_dir=");
       })) {
@@ -81,7 +82,10 @@ std::string LocalCluster::Run(
     tasks.push_back(Start(name, "ps", i, ps_flags));
   }
   for (int i = 0; i < num_workers(); ++i) {
-    tasks.push_back(Start(name, "worker", i, worker_flags));
+    std::vector<std::string> flags = worker_flags;
+    if (num_ps() == 0)
+      flags.insert(flags.end(), ps_flags.begin(), ps_flags.end());
+    tasks.push_back(Start(name, "worker", i, flags));
   }
   Subprocess chief = Start(name, "chief", 0, chief_flags);
   EXPECT_EQ(chief.Wait(600), 0) << Log(chief);

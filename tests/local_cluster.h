@@ -26,6 +26,7 @@ std::string Log(Subprocess& p);
 
 class LocalCluster {
  public:
+  // num_ps 0: a collective run (TF_CONFIG without a "ps" job).
   LocalCluster(int num_ps, int num_workers);
 
   int num_ps() const { return ps_.size(); }
@@ -47,8 +48,9 @@ class LocalCluster {
                    const std::vector<std::string>& args = {}) const;
 
   // Runs a whole run: every ps (with the chief's --model_dir) and worker
-  // (with `worker_flags`), then the chief with `chief_flags`; expects every
-  // process to exit 0 and returns the chief's log.
+  // (with `worker_flags`; in a collective run, one without ps tasks, with the
+  // chief's --model_dir too), then the chief with `chief_flags`; expects
+  // every process to exit 0 and returns the chief's log.
   std::string Run(const std::string& name,
                   const std::vector<std::string>& chief_flags,
                   const std::vector<std::string>& worker_flags = {}) const;

@@ -11,7 +11,9 @@
 #  3. --restart_failed still restarts a process killed by a signal: a ps
 #     task SIGKILLed during a run is started again; SIGTERM to the script
 #     then ends the run (status 143) and leaves no process behind.
-#  4. --example criteo trains the wide-and-deep example on a Criteo-format
+#  4. --ps 0 runs a collective run (no "ps" job): the workers train, worker
+#     0 writes the checkpoints, the summary says 0 ps.
+#  5. --example criteo trains the wide-and-deep example on a Criteo-format
 #     data set of bench/criteo_gen.py (a small one, written here first) and
 #     prints the test AUC and log loss beside the Bayes-optimal AUC;
 #     --example with another name is refused with status 2.
@@ -123,6 +125,25 @@ wait "$script" || rc=$?
 left=$(left_behind)
 [ -z "$left" ] || fail "after SIGTERM: processes left behind: $left"
 echo "restart: ps $ps_pid killed, started again as ${new_pid:-?}; SIGTERM: $rc"
+
+# 4. A collective run.
+md=$scratch/md-collective
+out=$scratch/collective.out
+rc=0
+"$root/deploy/local/run_cluster.sh" --bin_dir "$bin" --ps 0 --workers 2 \
+  --model_dir "$md" --model "$scratch/dense.json" --data_dir "$scratch/data" \
+  --optimizer=sgd --steps=40 --batch_size=16 --threads=1 \
+  --checkpoint_every_steps=20 >"$out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "--ps 0: status $rc: $(tail -n 30 "$out")"
+grep -q '"num_ps": 0' "$md/summary.json" ||
+  fail "--ps 0: summary.json does not say 0 ps: $(cat "$md/summary.json")"
+for step in 20 40; do
+  [ -f "$md/ckpt-$step/index.pb" ] && [ -f "$md/ckpt-$step/worker-0.data" ] ||
+    fail "--ps 0: no checkpoint of step $step by worker 0: $(ls "$md")"
+done
+grep -q "collective; " "$out" ||
+  fail "--ps 0: the chief does not say collective: $(tail -n 30 "$out")"
+echo "collective: status $rc, $(ls -d "$md"/ckpt-* | wc -l) checkpoints"
 
 criteo=$scratch/criteo
 /usr/bin/python3 "$root/bench/criteo_gen.py" --out_dir "$criteo" \

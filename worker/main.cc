@@ -1,21 +1,34 @@
 // The `worker` binary: one worker task of a pstrain run.
 //
-//   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}' worker
+//   TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 0}}'
+//   worker
 //
 // Serves gRPC's health check at its TF_CONFIG address, registers with the
 // chief (waiting for it to come up), receives the model, the placement and
 // the run's settings, trains its share of every step and exits 0 once the
 // chief says the run is finished (1 if it failed, 2 on a bad flag or
 // TF_CONFIG).
+//
+// In a collective run (TF_CONFIG without a "ps" job: MultiWorkerMirrored-
+// Strategy) the worker holds the whole model (worker/local_replica.h) and
+// all-reduces its gradients with the other workers in a ring in the order
+// of TF_CONFIG's worker list; its ring server listens at its TF_CONFIG
+// address, beside the health check. Worker 0 writes the run's checkpoints
+// into --model_dir (the chief's, shared) and every worker restores from
+// there (worker/replica_checkpoint.h).
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "chief/checkpoint_layout.h"
+#include "chief/checkpointer.h"
 #include "chief/chief_client.h"
+#include "collective/ring_participant.h"
 #include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
@@ -27,15 +40,18 @@
 #include "common/strategy.h"
 #include "common/tf_config.h"
 #include "data/criteo_files.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "ps/ps_client.h"
 #include "worker/criteo_batch_source.h"
 #include "worker/data/data_dir.h"
 #include "worker/data/idx_reader.h"
 #include "worker/device_backend.h"
+#include "worker/local_replica.h"
 #include "worker/loss_config.h"
 #include "worker/model/dynamic_embeddings.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
+#include "worker/replica_checkpoint.h"
 #include "worker/trainer.h"
 #include "worker/worker_metrics.h"
 
@@ -66,6 +82,22 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
           "PEM certificate of the cluster CA: the only issuer whose "
           "certificates this task accepts from the chief and the ps");
+ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
+          "Collective runs (no ps): the run's directory, shared with the "
+          "chief (its --model_dir): worker 0 writes the checkpoints there "
+          "and every worker restores from there. Unused with ps tasks");
+ABSL_FLAG(std::string, allreduce_dtype, "float32",
+          "Collective runs: what the all-reduce sends, float32 or bf16 "
+          "(half the bytes; each sum rounded to bfloat16, about 3 "
+          "significant digits: the replicas stay identical, but the run no "
+          "longer equals a ps run)");
+ABSL_FLAG(int, allreduce_timeout_seconds, 30,
+          "Collective runs: how long an all-reduce waits for a silent "
+          "neighbour before the step fails");
+ABSL_FLAG(std::string, export_replica_dir, "",
+          "Collective runs: at the end, write this worker's copy of the "
+          "variables to <dir>/worker-<index>.safetensors (to compare the "
+          "replicas)");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
           "dropped): sent on every call");
@@ -114,13 +146,18 @@ int Main() {
   absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_WORKER);
   if (!tf_config.ok()) return Fail(tf_config.status().message());
-  // The cluster says the strategy (the chief's --strategy can only agree):
-  // a worker of a run pstrain cannot run says so rather than wait for a
-  // chief that will not come.
-  if (absl::Status implemented = CheckStrategyImplemented(
-          *ResolveStrategy("auto", tf_config->cluster));
-      !implemented.ok()) {
-    return Fail(implemented.message());
+  // The cluster says the strategy (the chief's --strategy can only agree).
+  const bool collective = *ResolveStrategy("auto", tf_config->cluster) ==
+                          Strategy::kMultiWorkerMirrored;
+  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  if (allreduce_dtype != "float32" && allreduce_dtype != "bf16") {
+    return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
+                             "\" must be float32 or bf16"));
+  }
+  if (absl::GetFlag(FLAGS_allreduce_timeout_seconds) < 1) {
+    return Fail(absl::StrCat("--allreduce_timeout_seconds: ",
+                             absl::GetFlag(FLAGS_allreduce_timeout_seconds),
+                             " must be >= 1"));
   }
   const int index = tf_config->task.index();
   if (absl::Status device =
@@ -155,11 +192,39 @@ int Main() {
     return 1;
   }
   int bound_port = 0;
-  absl::StatusOr<std::unique_ptr<HealthServer>> health =
-      HealthServer::Start(own_address->ToString(), &bound_port, *security);
-  if (!health.ok()) {
-    LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
-    return 1;
+  absl::StatusOr<std::unique_ptr<HealthServer>> health;
+  absl::StatusOr<std::unique_ptr<collective::RingParticipant>> ring;
+  if (collective) {
+    // The ring's server answers the health check too (gRPC's own service:
+    // this worker polls nothing else that it could slow down).
+    grpc::EnableDefaultHealthCheckService(true);
+    collective::RingParticipantOptions ring_options;
+    ring_options.rank = index;
+    for (int w : tf_config->cluster.TaskIndices(JOB_WORKER)) {
+      ring_options.peers.push_back(
+          tf_config->cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
+    }
+    ring_options.dtype =
+        allreduce_dtype == "bf16" ? RING_DTYPE_BFLOAT16 : RING_DTYPE_FLOAT32;
+    ring_options.timeout =
+        absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
+    ring_options.security = *security;
+    ring = collective::RingParticipant::Start(ring_options);
+    if (absl::IsInvalidArgument(ring.status())) {
+      return Fail(absl::StrCat("TF_CONFIG: ", ring.status().message()));
+    }
+    if (!ring.ok()) {
+      LogError(absl::StrCat("worker ", index, ": ring all-reduce server: ",
+                            ring.status().message()));
+      return 1;
+    }
+  } else {
+    health =
+        HealthServer::Start(own_address->ToString(), &bound_port, *security);
+    if (!health.ok()) {
+      LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
+      return 1;
+    }
   }
 
   const absl::Duration patience =
@@ -255,10 +320,23 @@ int Main() {
         std::make_unique<ps::PsClient>(CreatePstrainChannel(address, *security),
                                        options));
   }
-  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps =
-      ps::PsClusterClient::Create(std::move(clients), run->placement(),
-                                  spec->variables);
-  if (!ps.ok()) return Fail(ps.status().message());
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps;
+  std::unique_ptr<worker::LocalReplica> replica;
+  if (collective) {
+    worker::LocalReplicaOptions replica_options;
+    replica_options.variables = spec->variables;
+    replica_options.optimizer = config.optimizer();
+    replica_options.ring = (*ring)->ring();
+    replica_options.num_workers = config.update().num_workers();
+    absl::StatusOr<std::unique_ptr<worker::LocalReplica>> made =
+        worker::LocalReplica::Create(replica_options);
+    if (!made.ok()) return Fail(made.status().message());
+    replica = *std::move(made);
+  } else {
+    ps = ps::PsClusterClient::Create(std::move(clients), run->placement(),
+                                     spec->variables);
+    if (!ps.ok()) return Fail(ps.status().message());
+  }
 
   LogInfo(absl::StrCat(
       "worker ", index, " of ", config.update().num_workers(),
@@ -298,9 +376,54 @@ int Main() {
   if (*metrics_server != nullptr) options.metrics = &worker_metrics;
   options.open_stream = open_stream;
   options.stream_examples = config.num_train_lines();
-  worker::Trainer trainer(options, &config, &*spec, &*train, backend->get(),
-                          ps->get(), &chief);
-  const absl::Status trained = trainer.Run();
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  // Collective runs: worker 0 writes the run's checkpoints.
+  std::unique_ptr<chief::Checkpointer> checkpointer;
+  if (collective && index == 0) {
+    chief::CheckpointerOptions checkpoints;
+    checkpoints.model_dir = model_dir;
+    checkpoints.run_id = run->run_id();
+    // The chief prunes (it knows --keep_checkpoints).
+    checkpoints.keep = std::numeric_limits<int>::max();
+    checkpoints.writer = absl::StrCat("worker ", index);
+    checkpoints.save_slices = [&replica](const std::string& dir, int64_t) {
+      return worker::SaveReplica(*replica, dir);
+    };
+    checkpointer = std::make_unique<chief::Checkpointer>(
+        checkpoints, &config, &run->placement(), nullptr);
+  }
+  if (collective) {
+    if (checkpointer != nullptr) {
+      const int64_t per_epoch = state->steps_per_epoch();
+      options.save_checkpoint = [&checkpointer, per_epoch](int64_t step) {
+        return checkpointer->Save(step, per_epoch > 0 ? step / per_epoch : 0)
+            .status();
+      };
+    }
+    options.restore = [&replica, &model_dir, index](int64_t step,
+                                                    int64_t generation) {
+      LogInfo(absl::StrCat("worker ", index, ": restoring ",
+                           step > 0 ? chief::CheckpointDir(model_dir, step)
+                                    : std::string("the initial values"),
+                           " (generation ", generation, ")"));
+      if (step == 0) return replica->Reinitialize();
+      return worker::RestoreReplica(chief::CheckpointDir(model_dir, step),
+                                    replica.get());
+    };
+  } else {
+    options.embedding_ps = ps->get();
+  }
+  worker::Trainer trainer(
+      options, &config, &*spec, &*train, backend->get(),
+      collective ? static_cast<ps::VariableStore*>(replica.get()) : ps->get(),
+      &chief);
+  absl::Status trained = trainer.Run();
+  if (trained.ok() && collective &&
+      !absl::GetFlag(FLAGS_export_replica_dir).empty()) {
+    trained = worker::ExportReplica(
+        *replica, absl::StrCat(absl::GetFlag(FLAGS_export_replica_dir),
+                               "/worker-", index, ".safetensors"));
+  }
   if (!trained.ok()) {
     LogError(absl::StrCat("worker ", index, ": ", trained.message()));
     return 1;

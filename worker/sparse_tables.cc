@@ -21,6 +21,11 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
   const std::vector<InputColumns> columns = ModelInputColumns(spec);
   for (const VariableDef& def : spec.variables) {
     if (!def.sparse()) continue;
+    if (ps == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "embedding table '", def.name(),
+          "' needs ps tasks to hold its rows; a collective run has none"));
+    }
     const InputColumns* fed = nullptr;
     for (const LayerSpec& layer : spec.layers) {
       if (layer.kind == LayerKind::kEmbedding && layer.variables.size() == 1 &&

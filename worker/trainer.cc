@@ -75,14 +75,14 @@ absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
 
 Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
                  const ModelSpec* spec, const data::Dataset* train,
-                 Backend* backend, ps::PsClusterClient* ps,
+                 Backend* backend, ps::VariableStore* variables,
                  chief::ChiefClient* chief)
     : options_(options),
       config_(config),
       spec_(spec),
       train_(train),
       backend_(backend),
-      ps_(ps),
+      ps_(variables),
       chief_(chief) {}
 
 struct Trainer::CoveredBatch {
@@ -145,7 +145,7 @@ absl::Status Trainer::Run() {
       int64_t{config_->batch_size_per_worker()} * options_.num_workers;
   PSTRAIN_ASSIGN_OR_RETURN(
       sparse_, SparseTables::Create(
-                   *spec_, options_.placement, ps_,
+                   *spec_, options_.placement, options_.embedding_ps,
                    config_->update().mode() == UpdateConfig::SYNC, batch_rows));
   const ModelSpec local = WithLocalTables(*spec_, batch_rows);
   Buffers buffers;
@@ -179,7 +179,10 @@ absl::Status Trainer::Run() {
   });
   absl::Status status;
   SetGeneration(at.generation);
-  while (at.step < length.total_steps) {
+  if (options_.restore != nullptr && at.step > 0) {
+    status = options_.restore(at.step, at.generation);
+  }
+  while (status.ok() && at.step < length.total_steps) {
     status = TrainFrom(plan, length, buffers, &at.step);
     if (status.ok() || !IsPeerFailure(status)) break;
     LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
@@ -195,9 +198,20 @@ absl::Status Trainer::Run() {
                            ": the run was restored; going on from step ",
                            next->step, " (generation ", next->generation, ")"));
     }
+    // A collective run's variables are this worker's: restored here, from
+    // the checkpoint the chief went back to.
+    const bool restored = next->generation != at.generation;
     at = *next;
     SetGeneration(at.generation);
     status = absl::OkStatus();
+    if (restored && options_.restore != nullptr &&
+        at.step < length.total_steps) {
+      status = options_.restore(at.step, at.generation);
+    }
+  }
+  if (status.ok() && options_.save_checkpoint != nullptr) {
+    status = AtStep(length.total_steps, "writing the final checkpoint",
+                    options_.save_checkpoint(length.total_steps));
   }
   done.Notify();
   liveness.join();
@@ -563,6 +577,12 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
                            beat->pause_at_step() == step ? " for a checkpoint"
                                                          : " (run paused)"));
       held = true;
+      if (beat->pause_at_step() == step &&
+          options_.save_checkpoint != nullptr) {
+        // The replica is at `step`: every earlier step is applied.
+        PSTRAIN_RETURN_IF_ERROR(AtStep(step, "writing a checkpoint",
+                                       options_.save_checkpoint(step)));
+      }
     }
     absl::SleepFor(options_.pause_poll);
   }
@@ -571,6 +591,7 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
 absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                                   const RunLength& length) {
   absl::Time last_answer = absl::Now();
+  const absl::Time waiting_since = last_answer;
   bool was_absent = false;
   for (int tries = 1;; ++tries) {
     absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
@@ -592,8 +613,19 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                  chief_->GetTrainingState());
         return Position{state.start_step(), state.generation()};
       } else if (beat->phase() == PHASE_TRAINING) {
-        if (beat->generation() == at.generation) return at;
-        return Position{beat->resume_step(), beat->generation()};
+        if (beat->generation() != at.generation) {
+          return Position{beat->resume_step(), beat->generation()};
+        }
+        // A collective run's replicas may differ after a failed step (one
+        // worker's all-reduce completed, another's did not): it goes on
+        // only from a restore, once the chief has recovered the run.
+        if (options_.restore == nullptr) return at;
+        if (absl::Now() - waiting_since > options_.chief_patience) {
+          return AtStep(at.step,
+                        "the chief did not restore the collective run within " +
+                            absl::FormatDuration(options_.chief_patience),
+                        absl::UnavailableError("a step failed"));
+        }
       }
     } else if (absl::IsNotFound(beat.status())) {
       // The chief restarted: join it again; it restores the run and says

@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "chief/chief_client.h"
 #include "ps/ps_client.h"
+#include "ps/variable_store.h"
 #include "worker/backend.h"
 #include "worker/data/batch_source.h"
 #include "worker/data/dataset.h"
@@ -95,6 +96,20 @@ struct TrainerOptions {
       int64_t first_step, const RunLength& length)>
       open_stream;
   int64_t stream_examples = 0;
+  // Where the rows of embedding tables live: the ps tasks. Null in a
+  // collective run, whose models have none (worker/local_replica.h).
+  ps::PsClusterClient* embedding_ps = nullptr;
+  // Collective runs, where the variables live in the worker: writes the
+  // checkpoint of `step` (set on worker 0, which writes them for the run;
+  // null elsewhere). Called while holding at a step the chief pauses at for
+  // a checkpoint, and after the last step, before telling the chief.
+  std::function<absl::Status(int64_t step)> save_checkpoint;
+  // Collective runs: loads the checkpoint of `step` into the worker's
+  // variables (step 0: their initial values), when the run starts at a step
+  // after 0 or the chief restores it. A failed step then waits (up to
+  // chief_patience) for the chief to restore the run, never retries as it
+  // is: the replicas may differ.
+  std::function<absl::Status(int64_t step, int64_t generation)> restore;
 };
 
 absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
@@ -106,7 +121,7 @@ class Trainer {
   // All pointers must outlive the Trainer.
   Trainer(TrainerOptions options, const TrainingConfig* config,
           const ModelSpec* spec, const data::Dataset* train, Backend* backend,
-          ps::PsClusterClient* ps, chief::ChiefClient* chief);
+          ps::VariableStore* variables, chief::ChiefClient* chief);
 
   // Trains to the end of the run. Errors name the step and what failed.
   absl::Status Run();
@@ -159,7 +174,7 @@ class Trainer {
   const ModelSpec* const spec_;
   const data::Dataset* const train_;
   Backend* const backend_;
-  ps::PsClusterClient* const ps_;
+  ps::VariableStore* const ps_;
   chief::ChiefClient* const chief_;
   int64_t generation_ = 0;
   Membership membership_;

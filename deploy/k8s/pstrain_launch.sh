@@ -15,7 +15,8 @@
 #     Indexed Job (or StatefulSet) named "$PSTRAIN_NAME-ROLE" whose pods have
 #     subdomain "$PSTRAIN_NAME-ROLE". The index is $JOB_COMPLETION_INDEX
 #     (Indexed Job), else the number ending the hostname (StatefulSet).
-#     Environment: PSTRAIN_NUM_PS, PSTRAIN_NUM_WORKERS (required),
+#     Environment: PSTRAIN_NUM_PS (0: no "ps" job, a collective run),
+#     PSTRAIN_NUM_WORKERS (both required),
 #     POD_NAMESPACE (required, from the downward API), PSTRAIN_NAME (default
 #     pstrain), PSTRAIN_PORT (2222), PSTRAIN_CLUSTER_DOMAIN (default: read
 #     from the "svc.<domain>" entry of /etc/resolv.conf's search list, else
@@ -110,7 +111,8 @@ build_tf_config() {
     --arg role "$role" --argjson index "$index" '
     def addresses($job; $n):
       [range($n) | "\($name)-\($job)-\(.).\($name)-\($job).\($ns).svc.\($domain):\($port)"];
-    {cluster: ({chief: addresses("chief"; 1), ps: addresses("ps"; $ps)}
+    {cluster: ({chief: addresses("chief"; 1)}
+               + (if $ps > 0 then {ps: addresses("ps"; $ps)} else {} end)
                + (if $workers > 0 then {worker: addresses("worker"; $workers)} else {} end)),
      task: {type: $role, index: $index}}'
 }

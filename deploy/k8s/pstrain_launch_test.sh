@@ -93,6 +93,11 @@ check "default cluster domain" "pstrain-ps-0.pstrain-ps.default.svc.cluster.loca
 out=$(pod PSTRAIN_NUM_PS=1 PSTRAIN_NUM_WORKERS=0 POD_NAMESPACE=ml \
   PSTRAIN_HOSTNAME=pstrain-chief-0 -- --print chief | jq -c '.cluster | keys')
 check "no workers" '["chief","ps"]' "$out"
+# PSTRAIN_NUM_PS=0: no ps job, a collective run (MultiWorkerMirroredStrategy).
+out=$(pod PSTRAIN_NUM_PS=0 PSTRAIN_NUM_WORKERS=2 POD_NAMESPACE=ml \
+  PSTRAIN_HOSTNAME=pstrain-worker-1 JOB_COMPLETION_INDEX=1 -- --print worker |
+  jq -c '[(.cluster | keys), .task.index]')
+check "no ps: collective" '[["chief","worker"],1]' "$out"
 
 # --- Errors: exit 2 and one line saying what is wrong ------------------------
 expect_error() {  # expect_error NAME MESSAGE VAR=VALUE... -- ARGS

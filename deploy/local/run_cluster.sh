@@ -2,6 +2,9 @@
 # Runs a pstrain cluster on this machine: a chief, --ps ps tasks (default 2)
 # and --workers workers (default 2) on 127.0.0.1 (ports picked at start),
 # training on Fashion-MNIST (by default the cnn with Adam for one epoch).
+# --ps 0 lists no "ps" job: a collective run (MultiWorkerMirroredStrategy),
+# the workers holding the model, all-reducing their gradients and writing
+# the checkpoints to --model_dir; --allreduce_dtype bf16 goes to the workers.
 # Every other flag goes to the chief (--model, --optimizer, --epochs,
 # --mode, --checkpoint_every_steps, ...). Logs, summary.json and the
 # checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
@@ -45,6 +48,7 @@ data_dir=
 bin=
 chief_flags=()
 data_flags=()
+worker_flags=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --ps) num_ps=$2; shift 2 ;;
@@ -57,6 +61,8 @@ while [ $# -gt 0 ]; do
     --metrics) metrics=1; shift ;;
     --data_dir) data_dir=$2; data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
     --data_dir=*) data_dir=${1#*=}; data_flags=("$1"); chief_flags+=("$1"); shift ;;
+    --allreduce_dtype) worker_flags+=("--allreduce_dtype=$2"); shift 2 ;;
+    --allreduce_dtype=*) worker_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
     --device=*) device=${1#*=}; shift ;;
     --example) example=$2; shift 2 ;;
@@ -110,7 +116,9 @@ worker_list=()
 for ((i = 0; i < num_workers; i++)); do
   worker_list+=("$(addr "${ports[$((1 + num_ps + i))]}")")
 done
-cluster="{\"chief\": [$chief], \"ps\": [$(join "${ps_list[@]}")], \"worker\": [$(join "${worker_list[@]}")]}"
+ps_job=
+if [ "$num_ps" -gt 0 ]; then ps_job=", \"ps\": [$(join "${ps_list[@]}")]"; fi
+cluster="{\"chief\": [$chief]$ps_job, \"worker\": [$(join "${worker_list[@]}")]}"
 tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index\": $2}}"; }
 # --metrics_port of task $1 (0 chief, then ps, then workers), or 0: off.
 metrics_port() { if [ "$metrics" = 1 ]; then echo "${ports[$((num_ports + $1))]}"; else echo 0; fi; }
@@ -151,7 +159,8 @@ for ((i = 0; i < num_ps; i++)); do
 done
 for ((i = 0; i < num_workers; i++)); do
   TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
-    --threads=1 --device="$device" "${data_flags[@]}" \
+    --threads=1 --device="$device" "${data_flags[@]}" --model_dir="$model_dir" \
+    "${worker_flags[@]}" \
     --metrics_port="$(metrics_port $((1 + num_ps + i)))" >>"$model_dir/logs/worker-$i.log" 2>&1 &
   pids+=($!)
 done
