@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "worker/cpu/model_test_util.h"
 #include "worker/gpu/gpu_backend_test_util.h"
+#include "worker/model/dynamic_embeddings.h"
 
 namespace pstrain {
 namespace worker {
@@ -119,7 +120,9 @@ TEST(GpuBackend, EveryLayerAndLossMatchesTheCpu) {
 
 // Every example: a Functional MLP (both JSON forms), a ResNet with
 // BatchNormalization, a Transformer encoder (LayerNormalization,
-// MultiHeadAttention), two-input models.
+// MultiHeadAttention), two-input models. wide_deep's Embeddings are
+// growing tables (input_dim 0): as a worker does, the backends compute on
+// their local mirrors of the rows a batch can name (WithLocalTables).
 TEST(GpuBackend, ExamplesMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   for (const char* example :
@@ -127,12 +130,13 @@ TEST(GpuBackend, ExamplesMatchTheCpu) {
         "examples/two_input.keras3.json", "examples/wide_deep.keras3.json",
         "examples/resnet_small.keras3.json",
         "examples/transformer.keras3.json"}) {
-    absl::StatusOr<ModelSpec> spec = LoadModel(example, 42);
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    const LossKind loss = spec->output_shape[0] == 1
+    absl::StatusOr<ModelSpec> loaded = LoadModel(example, 42);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const ModelSpec spec = WithLocalTables(*loaded, 16);
+    const LossKind loss = spec.output_shape[0] == 1
                               ? LossKind::kMeanSquaredError
                               : LossKind::kSparseCrossEntropy;
-    CompareTraining(example, *spec, loss, {16, 3}, 2);
+    CompareTraining(example, spec, loss, {16, 3}, 2);
   }
 }
 

@@ -3,6 +3,9 @@
 // says, both backends made alike, and CompareTraining, which trains a few
 // steps on both from the same weights and checks every gradient, the loss,
 // the L2 penalty and the accuracy count of each step and of an evaluation.
+// A MultiHeadAttention's key/bias gradient, 0 in exact arithmetic, is
+// compared on the scale of its query/bias gradient (both sides are
+// rounding noise there).
 //
 // Tolerance: each gradient's max_i |gpu_i - cpu_i| <= 1e-4 * max_i |cpu_i|
 // (float32 with different summation orders); loss sums to 1e-4 relative;
@@ -49,14 +52,17 @@ struct Batch {
 
 // `n` random examples for `spec`: int32 ids when the model takes only ids,
 // else floats (ids as exact floats in their columns); labels of its
-// classes (0 or 1 for one output).
+// classes (0 or 1 for one output). A test failure (and no examples) for an
+// input of ids without a vocabulary (a dynamic table's).
 Batch RandomBatch(const ModelSpec& spec, int64_t n, uint32_t seed);
 
 // A step's input over `batch`, as a second worker of three would see it.
 StepInput InputOf(const Batch& batch, int64_t n, int64_t step);
 
-// Whether `got` is within kRelative of `want`'s largest magnitude.
-::testing::AssertionResult Near(const Tensor& got, const Tensor& want);
+// Whether `got` is within kRelative of `want`'s largest magnitude (or of
+// min_scale, if larger).
+::testing::AssertionResult Near(const Tensor& got, const Tensor& want,
+                                double min_scale = 0);
 
 struct Pair {
   std::unique_ptr<Backend> cpu;
