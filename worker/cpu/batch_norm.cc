@@ -50,10 +50,11 @@ absl::Status BatchNormOp::Init() {
     mean_.resize(s.channels);
     variance_.resize(s.channels);
     sums_.resize(2 * s.channels);
+    dx_scale_.resize(s.channels);
+    dx_shift_.resize(s.channels);
+    dx_slope_.resize(s.channels);
     x_mem_ = UserMemory(data_md, e);
     y_mem_ = UserMemory(data_md, e);
-    dy_mem_ = UserMemory(data_md, e);
-    dx_mem_ = UserMemory(data_md, e);
     mean_mem_ = UserMemory(param_md, e);
     var_mem_ = UserMemory(param_md, e);
     SetHandle(mean_mem_, mean_.data());
@@ -62,8 +63,6 @@ absl::Status BatchNormOp::Init() {
     moving_var_mem_ = UserMemory(param_md, e);
     gamma_mem_ = UserMemory(param_md, e);
     beta_mem_ = UserMemory(param_md, e);
-    dgamma_mem_ = UserMemory(param_md, e);
-    dbeta_mem_ = UserMemory(param_md, e);
 
     // One normalizing primitive for both modes: use_global_stats takes the
     // statistics as inputs (ours in training, the moving ones in inference).
@@ -91,37 +90,6 @@ absl::Status BatchNormOp::Init() {
       infer_args_[DNNL_ARG_SCRATCHPAD] = scratchpad->second;
     }
 
-    // The backward primitive wants the training forward as its hint; that
-    // forward is never run.
-    dnnl::batch_normalization_forward::primitive_desc train_pd(
-        dnnl::batch_normalization_forward::desc(prop_kind::forward_training,
-                                                data_md, s.epsilon, flags),
-        attr, e);
-    // backward also gives diff_scale / diff_shift; backward_data only dx.
-    const prop_kind bwd_kind =
-        (s.scale || s.center) ? prop_kind::backward : prop_kind::backward_data;
-    dnnl::batch_normalization_backward::primitive_desc bwd_pd(
-        dnnl::batch_normalization_backward::desc(bwd_kind, data_md, data_md,
-                                                 s.epsilon, flags),
-        attr, e, train_pd);
-    bwd_ = dnnl::batch_normalization_backward(bwd_pd);
-    bwd_args_ = {{DNNL_ARG_SRC, x_mem_},
-                 {DNNL_ARG_MEAN, mean_mem_},
-                 {DNNL_ARG_VARIANCE, var_mem_},
-                 {DNNL_ARG_DIFF_DST, dy_mem_},
-                 {DNNL_ARG_DIFF_SRC, dx_mem_}};
-    if (s.scale) {
-      bwd_args_[DNNL_ARG_SCALE] = gamma_mem_;
-      bwd_args_[DNNL_ARG_DIFF_SCALE] = dgamma_mem_;
-    }
-    if (s.center) {
-      bwd_args_[DNNL_ARG_DIFF_SHIFT] = dbeta_mem_;
-      // oneDNN 2.6 lists the shift among the backward inputs when use_shift
-      // is set (execution fails without it), though no gradient depends on
-      // it: it gets a memory with no buffer, which is never read.
-      bwd_args_[DNNL_ARG_SHIFT] = UserMemory(param_md, e);
-    }
-    AddScratchpad(bwd_pd, e, &bwd_args_);
     return absl::OkStatus();
   });
 }
@@ -207,21 +175,44 @@ absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
     return absl::FailedPreconditionError(
         "BatchNorm backward: no training Forward has run");
   }
-  if (dx == nullptr) {
-    ParamGradients(x, dy, dgamma, dbeta);
-    return absl::OkStatus();
-  }
-  return Guard("BatchNorm backward", [&]() -> absl::Status {
-    SetHandle(x_mem_, x);
-    SetHandle(dy_mem_, dy);
-    SetHandle(dx_mem_, dx);
-    if (shape_.scale) {
-      SetHandle(gamma_mem_, gamma);
-      dgamma_mem_.set_data_handle(dgamma);
+  const int64_t rows = shape_.rows, channels = shape_.channels;
+  // Per channel: sum dy * (x - mean) and sum dy.
+  double* dgamma_sum = sums_.data();
+  double* dbeta_sum = sums_.data() + channels;
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x_row = x + r * channels;
+    const float* dy_row = dy + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      dgamma_sum[c] += dy_row[c] * (static_cast<double>(x_row[c]) - mean_[c]);
+      dbeta_sum[c] += dy_row[c];
     }
-    if (shape_.center) dbeta_mem_.set_data_handle(dbeta);
-    return engine_->Execute("BatchNorm backward", bwd_, bwd_args_);
-  });
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std =
+        1.0 / std::sqrt(static_cast<double>(variance_[c]) + shape_.epsilon);
+    if (dgamma != nullptr) {
+      dgamma[c] = static_cast<float>(dgamma_sum[c] * inv_std);
+    }
+    if (dbeta != nullptr) dbeta[c] = static_cast<float>(dbeta_sum[c]);
+    // dx = a (dy - b - (x - mean) d), with a = gamma / std, b = mean dy
+    // and d = sum dy (x - mean) / (var + epsilon) / rows.
+    const double g = gamma != nullptr ? gamma[c] : 1.0;
+    dx_scale_[c] = static_cast<float>(g * inv_std);
+    dx_shift_[c] = static_cast<float>(dbeta_sum[c] / rows);
+    dx_slope_[c] = static_cast<float>(dgamma_sum[c] * inv_std * inv_std / rows);
+  }
+  if (dx == nullptr) return absl::OkStatus();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x_row = x + r * channels;
+    const float* dy_row = dy + r * channels;
+    float* dx_row = dx + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      dx_row[c] = dx_scale_[c] * (dy_row[c] - dx_shift_[c] -
+                                  (x_row[c] - mean_[c]) * dx_slope_[c]);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void BatchNormOp::Statistics(const float* x) {
@@ -244,30 +235,6 @@ void BatchNormOp::Statistics(const float* x) {
   for (int64_t c = 0; c < channels; ++c) {
     mean_[c] = static_cast<float>(sum[c]);
     variance_[c] = static_cast<float>(squares[c] / rows);
-  }
-}
-
-void BatchNormOp::ParamGradients(const float* x, const float* dy, float* dgamma,
-                                 float* dbeta) {
-  const int64_t channels = shape_.channels;
-  // Accumulate sum dy * (x - mean) and sum dy; scale by 1/std at the end.
-  double* dgamma_sum = sums_.data();
-  double* dbeta_sum = sums_.data() + channels;
-  std::fill(sums_.begin(), sums_.end(), 0.0);
-  for (int64_t r = 0; r < shape_.rows; ++r) {
-    const float* x_row = x + r * channels;
-    const float* dy_row = dy + r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      dgamma_sum[c] += dy_row[c] * (static_cast<double>(x_row[c]) - mean_[c]);
-      dbeta_sum[c] += dy_row[c];
-    }
-  }
-  for (int64_t c = 0; c < channels; ++c) {
-    const double inv_std =
-        1.0 / std::sqrt(static_cast<double>(variance_[c]) + shape_.epsilon);
-    if (dgamma != nullptr)
-      dgamma[c] = static_cast<float>(dgamma_sum[c] * inv_std);
-    if (dbeta != nullptr) dbeta[c] = static_cast<float>(dbeta_sum[c]);
   }
 }
 

@@ -43,12 +43,15 @@
 // rows = 32 * 28 * 28 put y off by 3e-5 for inputs of mean 3 and std 0.6,
 // and by 8e-4 for mean 100, where ours stay near float rounding. The
 // normalization (both modes) is one oneDNN batch_normalization primitive
-// with use_global_stats, the statistics given; Backward is oneDNN's
-// batch_normalization backward. The op keeps the last training Forward's
-// statistics in buffers allocated in Create; Backward reuses them, so it
-// must be given that Forward's x. With dx null, Backward computes dgamma and
-// dbeta in our own loop (double accumulation) and runs no primitive. Not
-// thread-safe; see Engine.
+// with use_global_stats, the statistics given. Backward is our own loop:
+// its sums (dbeta, dgamma, and the dx terms built from them) accumulate in
+// double, as the GPU op's do. oneDNN's backward sums them in float32, 1e-6
+// off over 256 rows and about 1e-4 over a batch of 28x28 images, and that
+// offset shifts every row's dx alike, so the gradient of a convolution
+// before it (whose ReLU-fed input never cancels it) drifted 4x past 1e-4 of
+// TensorFlow.js's. The op keeps the last training Forward's statistics in
+// buffers allocated in Create; Backward reuses them, so it must be given
+// that Forward's x. Not thread-safe; see Engine.
 #ifndef PSTRAIN_WORKER_CPU_BATCH_NORM_H_
 #define PSTRAIN_WORKER_CPU_BATCH_NORM_H_
 
@@ -109,9 +112,6 @@ class BatchNormOp {
                            const float* beta) const;
   // mean_ and variance_ of x, in double.
   void Statistics(const float* x);
-  // dgamma and dbeta without dx, in double.
-  void ParamGradients(const float* x, const float* dy, float* dgamma,
-                      float* dbeta);
 
   const BatchNormShape shape_;
   Engine* const engine_;
@@ -119,17 +119,16 @@ class BatchNormOp {
 
   std::vector<float> mean_, variance_;  // The last training Forward's.
   std::vector<double> sums_;            // [2 * channels], for the loops.
+  // Backward's per-channel coefficients of dx.
+  std::vector<float> dx_scale_, dx_shift_, dx_slope_;
 
   dnnl::memory x_mem_, y_mem_, gamma_mem_, beta_mem_, mean_mem_, var_mem_;
   dnnl::memory moving_mean_mem_, moving_var_mem_;
-  dnnl::memory dy_mem_, dx_mem_, dgamma_mem_, dbeta_mem_;
   // Normalizes with given statistics: ours (train_args_) or the moving ones
   // (infer_args_).
   dnnl::batch_normalization_forward normalize_;
   std::unordered_map<int, dnnl::memory> train_args_;
   std::unordered_map<int, dnnl::memory> infer_args_;
-  dnnl::batch_normalization_backward bwd_;
-  std::unordered_map<int, dnnl::memory> bwd_args_;
 };
 
 }  // namespace cpu

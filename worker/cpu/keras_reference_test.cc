@@ -38,7 +38,7 @@ using Json = nlohmann::json;
 // layers above), which can cancel to near 0 while each term's rounding stays
 // the size of the tensor's typical component; so a component may be off by
 // kTolerance times its own magnitude or times 1/100 of its tensor's largest
-// one, whichever is larger. The errors seen (every case but resnet_block):
+// one, whichever is larger. The errors seen:
 // the loss sum within 1e-7 relative; gradient components within 6e-7 of
 // their tensor's largest one (up to 5e-5 relative for the small ones), i.e.
 // at most 0.21 of this tolerance (also with oneDNN capped at AVX2 or SSE4.1,
@@ -48,24 +48,10 @@ using Json = nlohmann::json;
 constexpr double kTolerance = 1e-4;
 constexpr double kFloorOfLargest = 1e-2;
 
-// resnet_block's floor: 1/10 of the tensor's largest component, because of how
-// our BatchNormalization backward rounds, not because of TF.js (whose gradients
-// are within 0.37 of the tolerance above from a float64 recomputation's). The
-// backward's dx is gamma / sqrt(var + epsilon) * (dy - dbeta / rows - xhat *
-// dgamma / rows), where dbeta and dgamma are sums over all rows (256 here) that
-// oneDNN's backward accumulates in float32: their rounding (dbeta off by 8
-// float32 ulps, 1e-6 relative) shifts every row's dx alike. The gradient of the
-// Conv2D kernel before it sums those shifts times that Conv2D's input, a ReLU's
-// output (never negative), so they add up, while the exact terms cancel to
-// 1/100 of the tensor's largest component: conv2d_1/kernel comes out 9e-7 off
-// on a component of 2.1e-3 whose tensor's largest is 0.198, 4.3 times the
-// tolerance above, 0.82 of this one (0.77 to 0.82 whatever ONEDNN_MAX_CPU_ISA).
-// A float64 recomputation that takes our float32 dbeta and dgamma in that
-// formula comes within 1e-6 of the largest component of ours. Moving a trained
-// weight by 1e-3 still fails: by 1.87 times this tolerance at the least
-// (dense/kernel[5], in a float64 sweep over all 286 trained components); the
-// test itself fails for each of the 10 tried.
-constexpr double kBatchNormFloorOfLargest = 1e-1;
+// resnet_block used to need a floor 10 times this one: oneDNN's
+// BatchNormalization backward summed dbeta and dgamma in float32, which
+// shifted every row's dx alike and put the Conv2D kernel before it 4.3
+// times this tolerance off. Our backward sums in double (cpu/batch_norm.h).
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -312,9 +298,7 @@ TEST(KerasReference, MlpFunctional) {
 // BatchNormalizations in training mode (batch mean and biased variance).
 // Also checks the moving statistics' pushed values against TF.js's batch
 // statistics.
-TEST(KerasReference, ResnetBlock) {
-  ExpectMatchesReference("resnet_block", kBatchNormFloorOfLargest);
-}
+TEST(KerasReference, ResnetBlock) { ExpectMatchesReference("resnet_block"); }
 
 // Two inputs, 'dense' (4 floats) and 'ids' (3 int32 ids): Embedding(20, 4)
 // on the ids, flattened and concatenated after the floats -> Dense(8, tanh)

@@ -80,27 +80,28 @@ double MaxMagnitude(const Tensor& t) {
   return m;
 }
 
-// A MultiHeadAttention's key/bias gradient is 0 in exact arithmetic (it
-// shifts every score of a query's row alike, which the softmax ignores):
-// both backends compute rounding noise there, so it is compared on the
-// scale of the same layer's query/bias gradient. Every other variable: 0
-// (its own scale).
+// Some gradients are 0 in exact arithmetic, and both backends compute
+// rounding noise there: a MultiHeadAttention's key/bias (it shifts every
+// score of a query's row alike, which the softmax ignores) and the bias of
+// a layer read only by a BatchNormalization (which subtracts every per-
+// channel constant). So each variable is compared on the scale of the
+// largest gradient of its layer (the name up to the first '/'; trained
+// variables and moving statistics apart), not only its own: noise in one
+// variable is held to the precision of its layer's others.
 double ScaleFloor(const ModelSpec& spec, const ModelVariables& cpu_vars,
                   size_t v) {
   const std::string& name = spec.variables[v].name();
-  const std::string suffix = "/key/bias";
-  if (name.size() < suffix.size() ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return 0;
-  }
-  const std::string query =
-      name.substr(0, name.size() - suffix.size()) + "/query/bias";
+  const std::string layer = name.substr(0, name.find('/'));
+  double floor = 0;
   for (size_t i = 0; i < spec.variables.size(); ++i) {
-    if (spec.variables[i].name() == query) {
-      return MaxMagnitude(cpu_vars.gradients[i]);
+    const std::string& other = spec.variables[i].name();
+    if (other.compare(0, layer.size() + 1, layer + "/") == 0 &&
+        spec.variables[i].has_moving_average() ==
+            spec.variables[v].has_moving_average()) {
+      floor = std::max(floor, MaxMagnitude(cpu_vars.gradients[i]));
     }
   }
-  return 0;
+  return floor;
 }
 
 }  // namespace
