@@ -41,6 +41,9 @@
 // A run always has a checkpoint to go back to: one of step 0 is written
 // before training when model_dir has none (in a ps run; a collective run
 // goes back to the run's seed).
+//
+// driver.cc defines the run and its training loop; driver_recovery.cc the
+// failure handling; driver_evaluation.cc the evaluations.
 #ifndef PSTRAIN_CHIEF_DRIVER_H_
 #define PSTRAIN_CHIEF_DRIVER_H_
 
