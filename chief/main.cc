@@ -771,7 +771,8 @@ int Main() {
   std::string run_id = RunIdFromCheckpoints(absl::GetFlag(FLAGS_model_dir));
   if (run_id.empty()) run_id = NewRunId();
   chief::RunState state(run_id, config, *placement, cluster,
-                        length->steps_per_epoch, length->total_steps);
+                        length->steps_per_epoch, length->total_steps,
+                        collective);
   chief::ChiefService service(&state, security->auth_token);
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
   if (!address.ok()) return Fail(address.status().message());

@@ -29,13 +29,15 @@ absl::Status CheckStepInRun(absl::string_view what, int64_t step,
 
 RunState::RunState(std::string run_id, TrainingConfig config,
                    Placement placement, ClusterSpec cluster,
-                   int64_t steps_per_epoch, int64_t total_steps)
+                   int64_t steps_per_epoch, int64_t total_steps,
+                   bool collective)
     : run_id_(std::move(run_id)),
       config_(std::move(config)),
       placement_(std::move(placement)),
       cluster_(std::move(cluster)),
       steps_per_epoch_(steps_per_epoch),
-      total_steps_(total_steps) {
+      total_steps_(total_steps),
+      collective_(collective) {
   for (int index : cluster_.TaskIndices(JOB_WORKER)) {
     worker_steps_[index] = 0;
     finished_[index] = false;
@@ -88,6 +90,10 @@ absl::StatusOr<RegisterResponse> RunState::Register(
                   task.index()) == restarted_workers_.end()) {
       restarted_workers_.push_back(task.index());
     }
+    if (task.job() == JOB_WORKER && phase_ >= PHASE_INITIALIZING &&
+        collective_) {
+      restore_pending_.insert(task.index());
+    }
   }
   if (task.job() == JOB_WORKER && IsAbsent(membership_, task.index()) &&
       std::find(returned_workers_.begin(), returned_workers_.end(),
@@ -108,6 +114,8 @@ absl::StatusOr<RegisterResponse> RunState::Register(
                                                  : start_step_);
   state->set_pause_at_step(pause_at_step_);
   state->set_generation(generation_);
+  state->set_restore_pending(task.job() == JOB_WORKER &&
+                             restore_pending_.count(task.index()) > 0);
   *state->mutable_membership() = membership_;
   *state->mutable_update() = config_.update();
   return response;
@@ -177,6 +185,8 @@ absl::StatusOr<TrainingState> RunState::GetTrainingState(
                            : start_step_);
   state.set_pause_at_step(pause_at_step_);
   state.set_generation(generation_);
+  state.set_restore_pending(task.job() == JOB_WORKER &&
+                            restore_pending_.count(task.index()) > 0);
   *state.mutable_membership() = membership_;
   return state;
 }
@@ -438,6 +448,7 @@ void RunState::Recovered(int64_t step, int64_t generation) {
   pause_at_step_ = 0;
   restarted_ps_.clear();
   restarted_workers_.clear();
+  restore_pending_.clear();
   membership_ = RestartedAt(membership_, step);
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ struct Progress {
 class RunState {
  public:
   // `cluster` lists the tasks expected to register (and the ps addresses
-  // handed to workers).
+  // handed to workers). In a `collective` run a worker that restarts lost its
+  // replica: it waits for the chief's restore (TrainingState.restore_pending).
   RunState(std::string run_id, TrainingConfig config, Placement placement,
-           ClusterSpec cluster, int64_t steps_per_epoch, int64_t total_steps);
+           ClusterSpec cluster, int64_t steps_per_epoch, int64_t total_steps,
+           bool collective = false);
 
   const std::string& run_id() const { return run_id_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
@@ -193,6 +196,7 @@ class RunState {
   const ClusterSpec cluster_;
   const int64_t steps_per_epoch_;
   const int64_t total_steps_;
+  const bool collective_;
 
   mutable absl::Mutex mu_;
   RunPhase phase_ ABSL_GUARDED_BY(mu_) = PHASE_WAITING_FOR_TASKS;
@@ -200,6 +204,9 @@ class RunState {
   std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
   std::vector<int> restarted_ps_ ABSL_GUARDED_BY(mu_);
   std::vector<int> restarted_workers_ ABSL_GUARDED_BY(mu_);
+  // Collective runs: the workers that restarted since the last recovery
+  // (TrainingState.restore_pending).
+  std::set<int> restore_pending_ ABSL_GUARDED_BY(mu_);
   Membership membership_ ABSL_GUARDED_BY(mu_);
   std::vector<int> returned_workers_ ABSL_GUARDED_BY(mu_);
   // Evaluator reports by step, and the steps not taken yet.

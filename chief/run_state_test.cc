@@ -7,13 +7,13 @@ namespace pstrain {
 namespace chief {
 namespace {
 
-RunState TwoWorkerRun(int64_t total_steps) {
+RunState TwoWorkerRun(int64_t total_steps, bool collective = false) {
   absl::StatusOr<TfConfig> tf = ParseTfConfig(
       R"({"cluster": {"chief": ["h:1"], "ps": ["h:2"],
           "worker": ["h:3", "h:4"]}, "task": {"type": "chief", "index": 0}})");
   EXPECT_TRUE(tf.ok()) << tf.status();
   return RunState("run-1", TrainingConfig(), Placement(), tf->cluster,
-                  /*steps_per_epoch=*/10, total_steps);
+                  /*steps_per_epoch=*/10, total_steps, collective);
 }
 
 absl::StatusOr<RegisterResponse> Join(RunState& state, TaskRef task,
@@ -181,6 +181,37 @@ TEST(RunState, ARestartedWorkerGoesOnFromTheStepItReached) {
       Join(state, MakeTask(JOB_WORKER, 1), /*incarnation=*/9);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->state().start_step(), 17);
+  EXPECT_FALSE(again->state().restore_pending());
+}
+
+GetTrainingStateRequest AskState(int worker) {
+  GetTrainingStateRequest request;
+  request.mutable_header()->set_run_id("run-1");
+  *request.mutable_header()->mutable_sender() = MakeTask(JOB_WORKER, worker);
+  return request;
+}
+
+TEST(RunState, ARestartedCollectiveWorkerWaitsForTheNextRecovery) {
+  RunState state = TwoWorkerRun(100, /*collective=*/true);
+  JoinAll(state);
+  state.SetPhase(PHASE_TRAINING);
+  state.Heartbeat(Beat(1, 41)).IgnoreError();
+  absl::StatusOr<RegisterResponse> again =
+      Join(state, MakeTask(JOB_WORKER, 1), /*incarnation=*/9);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->state().restore_pending());
+  // Still pending after the driver took the restart, until it recovered.
+  EXPECT_EQ(state.TakeRestartedWorkers(), std::vector<int>{1});
+  absl::StatusOr<TrainingState> asked = state.GetTrainingState(AskState(1));
+  ASSERT_TRUE(asked.ok());
+  EXPECT_TRUE(asked->restore_pending());
+  EXPECT_FALSE(state.GetTrainingState(AskState(0))->restore_pending());
+  state.Recovered(40, 1);
+  asked = state.GetTrainingState(AskState(1));
+  ASSERT_TRUE(asked.ok());
+  EXPECT_FALSE(asked->restore_pending());
+  EXPECT_EQ(asked->start_step(), 40);
+  EXPECT_EQ(asked->generation(), 1);
 }
 
 ReportMetricsRequest Report(int worker, int64_t step, int64_t num_steps,

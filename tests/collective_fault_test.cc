@@ -77,6 +77,8 @@ TEST(CollectiveFault, AKilledWorkerIsRestoredWithTheOthers) {
   const std::string log = Log(chief);
   EXPECT_TRUE(absl::StrContains(log, "chief: recovered")) << log;
   EXPECT_TRUE(absl::StrContains(Log(workers[0]), "restoring")) << Log(workers[0]);
+  // The restarted worker trains only from the restored checkpoint.
+  EXPECT_TRUE(absl::StrContains(Log(restarted), "restoring")) << Log(restarted);
 
   const auto undisturbed =
       ReadSafetensors(ExportSafetensors(undisturbed_dir, "undisturbed"));

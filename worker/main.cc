@@ -367,6 +367,7 @@ int Main() {
   worker::TrainerOptions options;
   options.start_step = state->start_step();
   options.generation = state->generation();
+  options.restore_pending = state->restore_pending();
   options.chief_patience = patience;
   options.worker_index = index;
   options.num_workers = config.update().num_workers();

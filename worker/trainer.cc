@@ -35,24 +35,22 @@ data::ShardOptions PlanOptions(const TrainingConfig& config, int num_workers,
   return options;
 }
 
-absl::Status AtStep(int64_t step, absl::string_view what,
-                    const absl::Status& status) {
+}  // namespace
+
+absl::Status Trainer::AtStep(int64_t step, absl::string_view what,
+                             const absl::Status& status) {
   return WithContext(absl::StrCat("step ", step, ": ", what), status);
 }
 
-// A failed call to the chief: NOT_FOUND (a restarted chief that does not
-// know this worker yet) is a peer failure like the others.
-absl::Status ChiefFailure(const absl::Status& status) {
+absl::Status Trainer::ChiefFailure(const absl::Status& status) {
   if (!absl::IsNotFound(status)) return status;
   return absl::AbortedError(status.message());
 }
 
-absl::Status RunFailed(int64_t step) {
+absl::Status Trainer::RunFailed(int64_t step) {
   return absl::FailedPreconditionError(
       absl::StrCat("step ", step, ": the chief failed the run"));
 }
-
-}  // namespace
 
 absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
                                            int num_workers,
@@ -179,15 +177,26 @@ absl::Status Trainer::Run() {
   });
   absl::Status status;
   SetGeneration(at.generation);
-  if (options_.restore != nullptr && at.step > 0) {
+  // A restarted collective worker's replica is gone, and its peers are
+  // further on: it waits for the chief to restore every worker.
+  bool resync = options_.restore != nullptr && options_.restore_pending;
+  if (resync) {
+    LogInfo(absl::StrCat("worker ", options_.worker_index,
+                         ": restarted mid-run; waiting for the chief to "
+                         "restore the collective run"));
+  } else if (options_.restore != nullptr && at.step > 0) {
     status = options_.restore(at.step, at.generation);
   }
   while (status.ok() && at.step < length.total_steps) {
-    status = TrainFrom(plan, length, buffers, &at.step);
-    if (status.ok() || !IsPeerFailure(status)) break;
-    LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
-                         status.message(), "; asking the chief how to go on"));
-    if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
+    if (!resync) {
+      status = TrainFrom(plan, length, buffers, &at.step);
+      if (status.ok() || !IsPeerFailure(status)) break;
+      LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
+                           status.message(),
+                           "; asking the chief how to go on"));
+      if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
+    }
+    resync = false;
     absl::StatusOr<Position> next = Resync(at, length);
     if (!next.ok()) {
       status = next.status();
@@ -543,108 +552,6 @@ absl::StatusOr<int64_t> Trainer::TrainCoveredBatches(int64_t step,
     merged_examples += extra->examples;
   }
   return merged_examples;
-}
-
-absl::Status Trainer::WaitUntilMayStart(int64_t step) {
-  bool held = false;
-  while (true) {
-    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(step);
-    if (!beat.ok()) return AtStep(step, "heartbeat", ChiefFailure(beat.status()));
-    if (beat->phase() == PHASE_FAILED) return RunFailed(step);
-    if (beat->generation() != generation_) {
-      return absl::AbortedError(absl::StrCat(
-          "step ", step, ": the chief restored the run (generation ",
-          beat->generation(), ")"));
-    }
-    if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
-      return absl::AbortedError(absl::StrCat(
-          "step ", step, ": the chief presumed this worker dead and the "
-          "others train its share"));
-    }
-    membership_ = beat->membership();
-    const bool hold = beat->phase() == PHASE_PAUSED ||
-                      (beat->pause_at_step() != 0 && beat->pause_at_step() == step);
-    if (!hold) {
-      if (held) {
-        LogInfo(absl::StrCat("worker ", options_.worker_index,
-                             ": going on at step ", step));
-      }
-      return absl::OkStatus();
-    }
-    if (!held) {
-      LogInfo(absl::StrCat("worker ", options_.worker_index,
-                           ": holding at step ", step,
-                           beat->pause_at_step() == step ? " for a checkpoint"
-                                                         : " (run paused)"));
-      held = true;
-      if (beat->pause_at_step() == step &&
-          options_.save_checkpoint != nullptr) {
-        // The replica is at `step`: every earlier step is applied.
-        PSTRAIN_RETURN_IF_ERROR(AtStep(step, "writing a checkpoint",
-                                       options_.save_checkpoint(step)));
-      }
-    }
-    absl::SleepFor(options_.pause_poll);
-  }
-}
-
-absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
-                                                  const RunLength& length) {
-  absl::Time last_answer = absl::Now();
-  const absl::Time waiting_since = last_answer;
-  bool was_absent = false;
-  for (int tries = 1;; ++tries) {
-    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
-    if (beat.ok()) {
-      last_answer = absl::Now();
-      if (beat->phase() == PHASE_FAILED) return RunFailed(at.step);
-      if (beat->phase() == PHASE_FINISHED) {
-        return Position{length.total_steps, at.generation};
-      }
-      if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
-        // Presumed dead: registering again has the chief take it back.
-        if (!was_absent) {
-          PSTRAIN_RETURN_IF_ERROR(
-              chief_->Register(options_.chief_patience).status());
-          was_absent = true;
-        }
-      } else if (was_absent) {
-        PSTRAIN_ASSIGN_OR_RETURN(TrainingState state,
-                                 chief_->GetTrainingState());
-        return Position{state.start_step(), state.generation()};
-      } else if (beat->phase() == PHASE_TRAINING) {
-        if (beat->generation() != at.generation) {
-          return Position{beat->resume_step(), beat->generation()};
-        }
-        // A collective run's replicas may differ after a failed step (one
-        // worker's all-reduce completed, another's did not): it goes on
-        // only from a restore, once the chief has recovered the run.
-        if (options_.restore == nullptr) return at;
-        if (absl::Now() - waiting_since > options_.chief_patience) {
-          return AtStep(at.step,
-                        "the chief did not restore the collective run within " +
-                            absl::FormatDuration(options_.chief_patience),
-                        absl::UnavailableError("a step failed"));
-        }
-      }
-    } else if (absl::IsNotFound(beat.status())) {
-      // The chief restarted: join it again; it restores the run and says
-      // where to go on once every task is back.
-      LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
-                           beat.status().message()));
-      PSTRAIN_RETURN_IF_ERROR(
-          chief_->Register(options_.chief_patience).status());
-      last_answer = absl::Now();
-    } else if (!IsPeerFailure(beat.status())) {
-      return AtStep(at.step, "asking the chief", beat.status());
-    } else if (absl::Now() - last_answer > options_.chief_patience) {
-      return AtStep(at.step, "the chief did not answer for " +
-                                 absl::FormatDuration(options_.chief_patience),
-                    beat.status());
-    }
-    absl::SleepFor(std::max(options_.pause_poll,
-                            Backoff(RetryOptions(), std::min(tries, 5))));
-  }
 }
 
 }  // namespace worker

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "chief/chief_client.h"
 #include "ps/ps_client.h"
@@ -110,6 +111,9 @@ struct TrainerOptions {
   // chief_patience) for the chief to restore the run, never retries as it
   // is: the replicas may differ.
   std::function<absl::Status(int64_t step, int64_t generation)> restore;
+  // Collective runs: this worker restarted mid-run (TrainingState.
+  // restore_pending); it waits for the chief's restore before any step.
+  bool restore_pending = false;
 };
 
 absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
@@ -168,6 +172,15 @@ class Trainer {
   // again if the chief restarted). `length.total_steps` if the run is over.
   absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
   void SetGeneration(int64_t generation);
+
+  // `status` of what failed at `step`, with both in its message.
+  static absl::Status AtStep(int64_t step, absl::string_view what,
+                             const absl::Status& status);
+  // A failed call to the chief: NOT_FOUND (a restarted chief that does not
+  // know this worker yet) becomes ABORTED, a peer failure like the others.
+  static absl::Status ChiefFailure(const absl::Status& status);
+  // The chief failed the run (FAILED_PRECONDITION).
+  static absl::Status RunFailed(int64_t step);
 
   const TrainerOptions options_;
   const TrainingConfig* const config_;

@@ -1,0 +1,120 @@
+// Trainer's side of holds and failures (trainer.h): waiting before a step
+// while the chief pauses the run or writes a checkpoint, and asking the
+// chief where to go on after a peer failed.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "chief/membership.h"
+#include "common/process.h"
+#include "common/retry.h"
+#include "common/status_macros.h"
+#include "worker/trainer.h"
+
+namespace pstrain {
+namespace worker {
+
+absl::Status Trainer::WaitUntilMayStart(int64_t step) {
+  bool held = false;
+  while (true) {
+    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(step);
+    if (!beat.ok()) return AtStep(step, "heartbeat", ChiefFailure(beat.status()));
+    if (beat->phase() == PHASE_FAILED) return RunFailed(step);
+    if (beat->generation() != generation_) {
+      return absl::AbortedError(absl::StrCat(
+          "step ", step, ": the chief restored the run (generation ",
+          beat->generation(), ")"));
+    }
+    if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
+      return absl::AbortedError(absl::StrCat(
+          "step ", step, ": the chief presumed this worker dead and the "
+          "others train its share"));
+    }
+    membership_ = beat->membership();
+    const bool hold = beat->phase() == PHASE_PAUSED ||
+                      (beat->pause_at_step() != 0 && beat->pause_at_step() == step);
+    if (!hold) {
+      if (held) {
+        LogInfo(absl::StrCat("worker ", options_.worker_index,
+                             ": going on at step ", step));
+      }
+      return absl::OkStatus();
+    }
+    if (!held) {
+      LogInfo(absl::StrCat("worker ", options_.worker_index,
+                           ": holding at step ", step,
+                           beat->pause_at_step() == step ? " for a checkpoint"
+                                                         : " (run paused)"));
+      held = true;
+      if (beat->pause_at_step() == step &&
+          options_.save_checkpoint != nullptr) {
+        // The replica is at `step`: every earlier step is applied.
+        PSTRAIN_RETURN_IF_ERROR(AtStep(step, "writing a checkpoint",
+                                       options_.save_checkpoint(step)));
+      }
+    }
+    absl::SleepFor(options_.pause_poll);
+  }
+}
+
+absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
+                                                  const RunLength& length) {
+  absl::Time last_answer = absl::Now();
+  const absl::Time waiting_since = last_answer;
+  bool was_absent = false;
+  for (int tries = 1;; ++tries) {
+    absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
+    if (beat.ok()) {
+      last_answer = absl::Now();
+      if (beat->phase() == PHASE_FAILED) return RunFailed(at.step);
+      if (beat->phase() == PHASE_FINISHED) {
+        return Position{length.total_steps, at.generation};
+      }
+      if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
+        // Presumed dead: registering again has the chief take it back.
+        if (!was_absent) {
+          PSTRAIN_RETURN_IF_ERROR(
+              chief_->Register(options_.chief_patience).status());
+          was_absent = true;
+        }
+      } else if (was_absent) {
+        PSTRAIN_ASSIGN_OR_RETURN(TrainingState state,
+                                 chief_->GetTrainingState());
+        return Position{state.start_step(), state.generation()};
+      } else if (beat->phase() == PHASE_TRAINING) {
+        if (beat->generation() != at.generation) {
+          return Position{beat->resume_step(), beat->generation()};
+        }
+        // A collective run's replicas may differ after a failed step (one
+        // worker's all-reduce completed, another's did not): it goes on
+        // only from a restore, once the chief has recovered the run.
+        if (options_.restore == nullptr) return at;
+        if (absl::Now() - waiting_since > options_.chief_patience) {
+          return AtStep(at.step,
+                        "the chief did not restore the collective run within " +
+                            absl::FormatDuration(options_.chief_patience),
+                        absl::UnavailableError("a step failed"));
+        }
+      }
+    } else if (absl::IsNotFound(beat.status())) {
+      // The chief restarted: join it again; it restores the run and says
+      // where to go on once every task is back.
+      LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
+                           beat.status().message()));
+      PSTRAIN_RETURN_IF_ERROR(
+          chief_->Register(options_.chief_patience).status());
+      last_answer = absl::Now();
+    } else if (!IsPeerFailure(beat.status())) {
+      return AtStep(at.step, "asking the chief", beat.status());
+    } else if (absl::Now() - last_answer > options_.chief_patience) {
+      return AtStep(at.step, "the chief did not answer for " +
+                                 absl::FormatDuration(options_.chief_patience),
+                    beat.status());
+    }
+    absl::SleepFor(std::max(options_.pause_poll,
+                            Backoff(RetryOptions(), std::min(tries, 5))));
+  }
+}
+
+}  // namespace worker
+}  // namespace pstrain
