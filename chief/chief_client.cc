@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "proto/chief_service.grpc.pb.h"
 
 namespace pstrain {
 namespace chief {
@@ -22,8 +23,7 @@ uint64_t RandomIncarnation() {
 
 template <typename Request, typename Response, typename Method>
 absl::StatusOr<Response> Call(Chief::Stub* stub, Method method,
-                              const Request& request,
-                              absl::Duration timeout = kCallTimeout) {
+                              const Request& request, absl::Duration timeout) {
   grpc::ClientContext context;
   // Wait for the connection (a chief still starting) rather than fail fast.
   context.set_wait_for_ready(true);
@@ -34,14 +34,54 @@ absl::StatusOr<Response> Call(Chief::Stub* stub, Method method,
   return response;
 }
 
+class GrpcConnection : public ChiefConnection {
+ public:
+  explicit GrpcConnection(std::shared_ptr<grpc::Channel> channel)
+      : stub_(Chief::NewStub(std::move(channel))) {}
+
+  absl::StatusOr<RegisterResponse> Register(const RegisterRequest& request,
+                                            absl::Duration timeout) override {
+    return Call<RegisterRequest, RegisterResponse>(
+        stub_.get(), &Chief::Stub::Register, request, timeout);
+  }
+  absl::StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request,
+                                              absl::Duration timeout) override {
+    return Call<HeartbeatRequest, HeartbeatResponse>(
+        stub_.get(), &Chief::Stub::Heartbeat, request, timeout);
+  }
+  absl::StatusOr<TrainingState> GetTrainingState(
+      const GetTrainingStateRequest& request, absl::Duration timeout) override {
+    return Call<GetTrainingStateRequest, TrainingState>(
+        stub_.get(), &Chief::Stub::GetTrainingState, request, timeout);
+  }
+  absl::StatusOr<ReportMetricsResponse> ReportMetrics(
+      const ReportMetricsRequest& request, absl::Duration timeout) override {
+    return Call<ReportMetricsRequest, ReportMetricsResponse>(
+        stub_.get(), &Chief::Stub::ReportMetrics, request, timeout);
+  }
+  absl::StatusOr<TrainingFinishedResponse> TrainingFinished(
+      const TrainingFinishedRequest& request, absl::Duration timeout) override {
+    return Call<TrainingFinishedRequest, TrainingFinishedResponse>(
+        stub_.get(), &Chief::Stub::TrainingFinished, request, timeout);
+  }
+
+ private:
+  const std::unique_ptr<Chief::Stub> stub_;
+};
+
 }  // namespace
 
 ChiefClient::ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self,
                          std::string cluster)
+    : ChiefClient(std::make_unique<GrpcConnection>(std::move(channel)),
+                  std::move(self), std::move(cluster)) {}
+
+ChiefClient::ChiefClient(std::unique_ptr<ChiefConnection> connection,
+                         TaskRef self, std::string cluster)
     : self_(std::move(self)),
       cluster_(std::move(cluster)),
       incarnation_(RandomIncarnation()),
-      stub_(Chief::NewStub(channel)) {}
+      connection_(std::move(connection)) {}
 
 void ChiefClient::FillHeader(RequestHeader* header) {
   absl::MutexLock lock(&mu_);
@@ -64,11 +104,9 @@ absl::StatusOr<RegisterResponse> ChiefClient::Register(
     FillHeader(request.mutable_header());
     request.set_incarnation(incarnation_);
     request.set_cluster(cluster_);
-    absl::StatusOr<RegisterResponse> response =
-        Call<RegisterRequest, RegisterResponse>(
-            stub_.get(), &Chief::Stub::Register, request,
-            std::max(absl::Seconds(1),
-                     std::min(kCallTimeout, deadline - absl::Now())));
+    absl::StatusOr<RegisterResponse> response = connection_->Register(
+        request, std::max(absl::Seconds(1),
+                          std::min(kCallTimeout, deadline - absl::Now())));
     if (response.ok()) {
       absl::MutexLock lock(&mu_);
       run_id_ = response->run_id();
@@ -88,23 +126,20 @@ absl::StatusOr<HeartbeatResponse> ChiefClient::Heartbeat(int64_t step) {
   FillHeader(request.mutable_header());
   request.set_incarnation(incarnation_);
   request.set_step(step);
-  return Call<HeartbeatRequest, HeartbeatResponse>(
-      stub_.get(), &Chief::Stub::Heartbeat, request);
+  return connection_->Heartbeat(request, kCallTimeout);
 }
 
 absl::StatusOr<TrainingState> ChiefClient::GetTrainingState() {
   GetTrainingStateRequest request;
   FillHeader(request.mutable_header());
-  return Call<GetTrainingStateRequest, TrainingState>(
-      stub_.get(), &Chief::Stub::GetTrainingState, request);
+  return connection_->GetTrainingState(request, kCallTimeout);
 }
 
 absl::StatusOr<ReportMetricsResponse> ChiefClient::ReportMetrics(
     const ReportMetricsRequest& metrics) {
   ReportMetricsRequest request = metrics;
   FillHeader(request.mutable_header());
-  return Call<ReportMetricsRequest, ReportMetricsResponse>(
-      stub_.get(), &Chief::Stub::ReportMetrics, request);
+  return connection_->ReportMetrics(request, kCallTimeout);
 }
 
 absl::StatusOr<TrainingFinishedResponse> ChiefClient::TrainingFinished(
@@ -112,8 +147,7 @@ absl::StatusOr<TrainingFinishedResponse> ChiefClient::TrainingFinished(
   TrainingFinishedRequest request;
   FillHeader(request.mutable_header());
   request.set_step(step);
-  return Call<TrainingFinishedRequest, TrainingFinishedResponse>(
-      stub_.get(), &Chief::Stub::TrainingFinished, request);
+  return connection_->TrainingFinished(request, kCallTimeout);
 }
 
 absl::StatusOr<RunPhase> ChiefClient::WaitForPhase(

@@ -6,7 +6,8 @@
 //                            chief.Register(absl::Minutes(5)));
 //   ... chief.Heartbeat(step) ...
 //
-// Thread-safe.
+// Thread-safe. The requests travel over a ChiefConnection (gRPC, or an
+// in-process chief in tests).
 #ifndef PSTRAIN_CHIEF_CHIEF_CLIENT_H_
 #define PSTRAIN_CHIEF_CHIEF_CLIENT_H_
 
@@ -18,8 +19,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "chief/chief_connection.h"
 #include "grpcpp/grpcpp.h"
-#include "proto/chief_service.grpc.pb.h"
+#include "proto/chief_service.pb.h"
 
 namespace pstrain {
 namespace chief {
@@ -29,6 +31,8 @@ class ChiefClient {
   // `cluster`: the caller's TF_CONFIG cluster (ClusterSpec::ToString()),
   // sent when registering so the chief can refuse another cluster's task.
   ChiefClient(std::shared_ptr<grpc::Channel> channel, TaskRef self,
+              std::string cluster = "");
+  ChiefClient(std::unique_ptr<ChiefConnection> connection, TaskRef self,
               std::string cluster = "");
 
   // Registers, retrying UNAVAILABLE (the chief not up yet) until `patience`
@@ -60,7 +64,7 @@ class ChiefClient {
   const TaskRef self_;
   const std::string cluster_;
   const uint64_t incarnation_;
-  std::unique_ptr<Chief::Stub> stub_;
+  const std::unique_ptr<ChiefConnection> connection_;
   std::atomic<uint64_t> next_request_id_{1};
   absl::Mutex mu_;
   std::string run_id_ ABSL_GUARDED_BY(mu_);
