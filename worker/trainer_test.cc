@@ -21,6 +21,7 @@
 #include "common/tf_config.h"
 #include "gtest/gtest.h"
 #include "ps/variable_store.h"
+#include "tests/constant_backend.h"
 #include "worker/cpu/model_test_util.h"
 
 namespace pstrain {
@@ -120,27 +121,6 @@ class MemoryStore : public ps::VariableStore {
   std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
 };
 
-// Every gradient 1, a fixed loss: the loop, not the numerics, is tested.
-class ConstantBackend : public Backend {
- public:
-  absl::StatusOr<StepResult> TrainStep(const StepInput& input, const Weights&,
-                                       Gradients* gradients) override {
-    for (auto& [name, g] : *gradients) {
-      for (float& v : g->flat<float>()) v = 1;
-    }
-    StepResult result;
-    result.loss_sum = 0.5 * input.batch;
-    result.examples = input.batch;
-    return result;
-  }
-  absl::StatusOr<StepResult> Evaluate(const StepInput& input,
-                                      const Weights&) override {
-    StepResult result;
-    result.examples = input.batch;
-    return result;
-  }
-};
-
 TrainingConfig Config() {
   TrainingConfig config;
   config.set_batch_size_per_worker(kBatch);
@@ -221,7 +201,7 @@ class TrainerTest : public ::testing::Test {
   TrainingConfig config_;
   ModelSpec spec_;
   data::Dataset train_;
-  ConstantBackend backend_;
+  testing::ConstantBackend backend_;
   MemoryStore store_;
   std::unique_ptr<chief::RunState> state_;
   chief::LocalChiefConnection* connection_ = nullptr;

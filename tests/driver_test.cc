@@ -1,0 +1,130 @@
+// The chief's Driver deciding what a failure costs, in a cluster inside the
+// test process (tests/in_process_cluster.h: real ps services over gRPC on
+// 127.0.0.1, real Trainers, the chief's own RunState): a ps task that lost
+// its shard is restored from the newest checkpoint and the run ends as an
+// undisturbed one would; a ps task that registers again but kept its shard
+// is not rolled back; a dead worker's share is trained by the others under
+// --on_worker_failure=continue. Each global batch is counted on the ps
+// tasks (--count_batches), so a batch lost or applied twice fails a test.
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "chief/checkpoint_test_util.h"
+#include "gtest/gtest.h"
+#include "tests/in_process_cluster.h"
+
+namespace pstrain {
+namespace testing {
+namespace {
+
+InProcessClusterOptions Options(const std::string& name) {
+  InProcessClusterOptions options;
+  options.model_dir = chief::testing::FreshDir(name);
+  return options;
+}
+
+// Each global batch of steps [from, to) of a run of `workers`, once.
+std::map<int64_t, int> Once(int64_t from, int64_t to, int workers) {
+  std::map<int64_t, int> batches;
+  for (int64_t b = from * workers; b < to * workers; ++b) batches[b] = 1;
+  return batches;
+}
+
+using Variables = std::map<std::string, std::vector<float>>;
+
+// The variables of an undisturbed run with `options`.
+Variables Undisturbed(InProcessClusterOptions options) {
+  options.model_dir += "-undisturbed";
+  options.model_dir = chief::testing::FreshDir(options.model_dir.substr(
+      options.model_dir.rfind('/') + 1));
+  InProcessCluster cluster(options);
+  EXPECT_TRUE(cluster.Start().ok());
+  EXPECT_TRUE(cluster.Run().ok());
+  absl::StatusOr<Variables> variables = cluster.Variables();
+  EXPECT_TRUE(variables.ok()) << variables.status();
+  return variables.ok() ? *variables : Variables();
+}
+
+TEST(Driver, AnUndisturbedRunAppliesEveryBatchOnce) {
+  InProcessCluster cluster(Options("undisturbed"));
+  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_TRUE(cluster.Run().ok());
+  for (int w = 0; w < 2; ++w) EXPECT_TRUE(cluster.worker_status(w).ok());
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
+  }
+  EXPECT_EQ(cluster.state().generation(), 0);
+}
+
+TEST(Driver, APsThatLostItsShardIsRestoredAndTheRunEndsAsUndisturbed) {
+  const InProcessClusterOptions options = Options("ps-lost");
+  InProcessCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  // After the checkpoint of step 4, ps 1 restarts with an empty shard.
+  std::thread fault([&] {
+    cluster.WaitForStep(6);
+    EXPECT_TRUE(cluster.RestartPs(1).ok());
+  });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  for (int w = 0; w < 2; ++w) EXPECT_TRUE(cluster.worker_status(w).ok());
+  EXPECT_EQ(cluster.state().generation(), 1);
+  const int64_t restored = cluster.state().start_step();
+  EXPECT_GE(restored, 4);
+  EXPECT_LT(restored, 6 + 1);
+  // The restore took back what ps 0 applied after the checkpoint; ps 1
+  // applied the steps since.
+  EXPECT_EQ(cluster.BatchesApplied(0), Once(0, cluster.total_steps(), 2));
+  EXPECT_EQ(cluster.BatchesApplied(1),
+            Once(restored, cluster.total_steps(), 2));
+  absl::StatusOr<Variables> variables = cluster.Variables();
+  ASSERT_TRUE(variables.ok()) << variables.status();
+  EXPECT_EQ(*variables, Undisturbed(options));
+}
+
+TEST(Driver, APsThatKeptItsShardIsNotRolledBack) {
+  InProcessCluster cluster(Options("ps-kept"));
+  ASSERT_TRUE(cluster.Start().ok());
+  std::thread fault([&] {
+    cluster.WaitForStep(6);
+    EXPECT_TRUE(cluster.ReregisterPs(1).ok());
+  });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(cluster.state().generation(), 0);
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
+  }
+}
+
+TEST(Driver, UnderContinueADeadWorkersShareIsTrainedByTheOthers) {
+  InProcessClusterOptions options = Options("worker-dead");
+  options.continue_without_dead_workers = true;
+  options.failure_timeout = absl::Milliseconds(500);
+  options.worker_chief_patience = absl::Seconds(2);
+  InProcessCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  // Worker 1 is cut off from the chief from step 3 on: presumed dead.
+  std::thread fault([&] {
+    cluster.WaitForStep(3);
+    cluster.worker_connection(1).FailNext(
+        1 << 30, absl::UnavailableError("worker 1 is cut off"));
+  });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(cluster.worker_status(0).ok()) << cluster.worker_status(0);
+  EXPECT_EQ(cluster.state().membership().absent_size(), 1);
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pstrain

@@ -1,0 +1,123 @@
+// A whole pstrain cluster inside the test process, for tests of the chief's
+// decisions (recovery, membership) that run in seconds: the chief's
+// RunState, Checkpointer and Driver; `num_ps` real ps tasks (a Shard behind
+// its PsService on 127.0.0.1, reached over gRPC as the binaries reach
+// them); `num_workers` real Trainers, each with a ChiefClient on an
+// in-process connection to the RunState and a PsClusterClient. The workers
+// compute constant gradients (tests/constant_backend.h) of a Dense model on
+// 4 features, so two runs that apply the same steps end with the same
+// variables, whatever happened in between.
+//
+//   InProcessCluster cluster(options);
+//   ASSERT_TRUE(cluster.Start().ok());
+//   std::thread fault([&] { cluster.WaitForStep(6); cluster.RestartPs(1); });
+//   ASSERT_TRUE(cluster.Run().ok());
+#ifndef PSTRAIN_TESTS_IN_PROCESS_CLUSTER_H_
+#define PSTRAIN_TESTS_IN_PROCESS_CLUSTER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "chief/checkpointer.h"
+#include "chief/driver.h"
+#include "chief/local_chief_connection.h"
+#include "chief/run_state.h"
+#include "common/placement.h"
+#include "ps/ps_client.h"
+#include "ps/ps_service.h"
+#include "ps/shard.h"
+#include "tests/constant_backend.h"
+#include "worker/data/dataset.h"
+#include "worker/model/keras_model.h"
+
+namespace pstrain {
+namespace testing {
+
+struct InProcessClusterOptions {
+  int num_ps = 2;
+  int num_workers = 2;
+  int64_t batch = 4;
+  // Training examples: steps = examples / (workers x batch), one epoch.
+  int64_t examples = 64;
+  int64_t checkpoint_every_steps = 4;
+  absl::Duration failure_timeout = absl::Seconds(30);
+  bool continue_without_dead_workers = false;
+  // How long a worker waits for a chief it cannot reach.
+  absl::Duration worker_chief_patience = absl::Seconds(30);
+  // A fresh directory for the run's checkpoints.
+  std::string model_dir;
+};
+
+class InProcessCluster {
+ public:
+  explicit InProcessCluster(InProcessClusterOptions options);
+  ~InProcessCluster();
+
+  // Starts the ps tasks and registers them with the chief.
+  absl::Status Start();
+  // Runs the chief's Driver and every worker until the run ends; returns
+  // the Driver's status. Worker statuses: worker_status().
+  absl::Status Run();
+
+  chief::RunState& state() { return *state_; }
+  int64_t total_steps() const { return total_steps_; }
+  absl::Status worker_status(int worker) const;
+  // The chief's side of worker `worker`'s connection (to fail its calls).
+  chief::LocalChiefConnection& worker_connection(int worker);
+
+  // Waits until every worker has completed `step` steps (60 s at most).
+  void WaitForStep(int64_t step);
+  // Ps task `task` restarts: its service stops, a new one with an empty
+  // shard serves at the same port, and it registers again as a new process.
+  absl::Status RestartPs(int task);
+  // Ps task `task` registers again with a new incarnation though it keeps
+  // its shard (a forged Register, or one after a partition).
+  absl::Status ReregisterPs(int task);
+
+  // Every variable's values, pulled from the ps tasks.
+  absl::StatusOr<std::map<std::string, std::vector<float>>> Variables();
+  // How many times each global batch was applied, per ps task.
+  std::map<int64_t, int> BatchesApplied(int task);
+
+ private:
+  struct Ps {
+    std::unique_ptr<ps::Shard> shard;
+    std::unique_ptr<ps::PsService> service;
+    int port = 0;
+    uint64_t incarnation = 0;
+  };
+  struct Worker;
+
+  absl::Status StartPs(int task, int port);
+  void StopPs(int task);
+  absl::Status RegisterPs(int task);
+  std::string Address(int task) const;
+  absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ConnectPs(
+      const TaskRef& sender);
+  void RunWorker(Worker* worker);
+
+  const InProcessClusterOptions options_;
+  TrainingConfig config_;
+  worker::ModelSpec spec_;
+  Placement placement_;
+  data::Dataset data_;
+  int64_t total_steps_ = 0;
+  ConstantBackend evaluator_;
+  std::vector<Ps> ps_;
+  std::unique_ptr<chief::RunState> state_;
+  std::unique_ptr<ps::PsClusterClient> chief_ps_;
+  std::unique_ptr<chief::Checkpointer> checkpointer_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace testing
+}  // namespace pstrain
+
+#endif  // PSTRAIN_TESTS_IN_PROCESS_CLUSTER_H_
