@@ -67,21 +67,29 @@ absl::Status InProcessCluster::StartPs(int task, int port) {
   shard.checkpoint_root = options_.model_dir;
   shard.count_batches = true;
   ps_[task].shard = std::make_unique<ps::Shard>(shard);
+  return ServePs(task, port);
+}
+
+absl::Status InProcessCluster::ServePs(int task, int port) {
   ps_[task].service = std::make_unique<ps::PsService>(ps_[task].shard.get(),
                                                       ps::PsServiceOptions());
   return ps_[task].service->Start(absl::StrCat("127.0.0.1:", port),
                                   &ps_[task].port);
 }
 
-void InProcessCluster::StopPs(int task) {
+void InProcessCluster::StopServing(int task) {
   Ps& ps = ps_[task];
   if (ps.service == nullptr) return;
-  ps.shard->InterruptPulls("the ps task stops");
+  ps.shard->InterruptPulls("the ps task stops serving");
   ps.service->RefuseNewCalls();
   ps.service->WaitUntilIdle(absl::Now() + absl::Seconds(5));
   ps.service->Stop();
   ps.service.reset();
-  ps.shard.reset();
+}
+
+void InProcessCluster::StopPs(int task) {
+  StopServing(task);
+  ps_[task].shard.reset();
 }
 
 absl::Status InProcessCluster::RegisterPs(int task) {
@@ -177,6 +185,17 @@ void InProcessCluster::RunWorker(Worker* worker) {
   worker::Trainer trainer(options, &config_, &spec_, &data_, &worker->backend,
                           worker->ps.get(), worker->chief.get());
   worker->status = trainer.Run();
+  // As the worker binary: it waits to hear the run is over.
+  if (worker->status.ok()) {
+    worker->status =
+        worker->chief
+            ->WaitForPhase(
+                [](RunPhase p) {
+                  return p == PHASE_FINISHED || p == PHASE_FAILED;
+                },
+                absl::Milliseconds(5), options_.worker_chief_patience)
+            .status();
+  }
 }
 
 absl::Status InProcessCluster::Run() {
@@ -232,6 +251,13 @@ absl::Status InProcessCluster::RestartPs(int task) {
   StopPs(task);
   PSTRAIN_RETURN_IF_ERROR(StartPs(task, port));
   return RegisterPs(task);
+}
+
+absl::Status InProcessCluster::CutOffPs(int task, absl::Duration pause) {
+  const int port = ps_[task].port;
+  StopServing(task);
+  absl::SleepFor(pause);
+  return ServePs(task, port);
 }
 
 absl::Status InProcessCluster::ReregisterPs(int task) {

@@ -77,6 +77,9 @@ class InProcessCluster {
   // Ps task `task` restarts: its service stops, a new one with an empty
   // shard serves at the same port, and it registers again as a new process.
   absl::Status RestartPs(int task);
+  // Ps task `task` cannot be reached for `pause` (a network fault): its
+  // service stops, and a new one serves the same shard at the same port.
+  absl::Status CutOffPs(int task, absl::Duration pause);
   // Ps task `task` registers again with a new incarnation though it keeps
   // its shard (a forged Register, or one after a partition).
   absl::Status ReregisterPs(int task);
@@ -95,7 +98,10 @@ class InProcessCluster {
   };
   struct Worker;
 
+  // A new shard served at `port` (0: any).
   absl::Status StartPs(int task, int port);
+  absl::Status ServePs(int task, int port);
+  void StopServing(int task);
   void StopPs(int task);
   absl::Status RegisterPs(int task);
   std::string Address(int task) const;
