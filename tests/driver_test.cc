@@ -87,6 +87,26 @@ TEST(Driver, APsThatLostItsShardIsRestoredAndTheRunEndsAsUndisturbed) {
   EXPECT_EQ(*variables, Undisturbed(options));
 }
 
+TEST(Driver, ARestoreWaitsForAPsThatCannotBeReachedForAMoment) {
+  const InProcessClusterOptions options = Options("restore-waits");
+  InProcessCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  // Ps 1 restarts; while the chief restores, ps 0 cannot be reached.
+  std::thread fault([&] {
+    cluster.WaitForStep(6);
+    EXPECT_TRUE(cluster.RestartPs(1).ok());
+    EXPECT_TRUE(cluster.CutOffPs(0, absl::Milliseconds(1500)).ok());
+  });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  for (int w = 0; w < 2; ++w) EXPECT_TRUE(cluster.worker_status(w).ok());
+  EXPECT_EQ(cluster.state().generation(), 1);
+  absl::StatusOr<Variables> variables = cluster.Variables();
+  ASSERT_TRUE(variables.ok()) << variables.status();
+  EXPECT_EQ(*variables, Undisturbed(options));
+}
+
 TEST(Driver, APsThatKeptItsShardIsNotRolledBack) {
   InProcessCluster cluster(Options("ps-kept"));
   ASSERT_TRUE(cluster.Start().ok());
