@@ -1,5 +1,5 @@
 // Times the GPU BatchNormalization, LayerNormalization and MultiHeadAttention
-// ops (worker/gpu), forward plus backward with every gradient, at the shapes
+// ops (compute/gpu), forward plus backward with every gradient, at the shapes
 // of the shipped examples at a GPU-sized batch; bench/norm_attention_torch.py
 // times PyTorch's (cuDNN) twins on the same shapes, in FP32 without TF32:
 //
@@ -25,10 +25,10 @@
 #include "absl/status/statusor.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
-#include "worker/gpu/attention.h"
-#include "worker/gpu/batch_norm.h"
-#include "worker/gpu/device.h"
-#include "worker/gpu/layer_norm.h"
+#include "compute/gpu/attention.h"
+#include "compute/gpu/batch_norm.h"
+#include "compute/gpu/device.h"
+#include "compute/gpu/layer_norm.h"
 
 namespace pstrain {
 namespace worker {

@@ -17,7 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "common/process.h"
-#include "worker/cpu/sgd_throughput.h"
+#include "compute/cpu/sgd_throughput.h"
 
 ABSL_FLAG(int, threads, 1, "oneDNN threads");
 ABSL_FLAG(int64_t, steps, 200, "Timed training steps");

@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "chief/ctr_metrics.h"
 #include "common/status_macros.h"
-#include "worker/criteo_batch_source.h"
-#include "worker/id_remap.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model_input.h"
+#include "compute/id_remap.h"
+#include "data/criteo_batch_source.h"
+#include "data/model_input.h"
+#include "model/dynamic_embeddings.h"
 
 namespace pstrain {
 namespace chief {

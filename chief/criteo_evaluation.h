@@ -19,9 +19,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "chief/evaluation.h"
+#include "compute/backend.h"
 #include "data/criteo_reader.h"
-#include "worker/backend.h"
-#include "worker/model/model_spec.h"
+#include "model/model_spec.h"
 
 namespace pstrain {
 namespace chief {
@@ -32,7 +32,7 @@ struct CriteoEvaluationOptions {
   data::BadLines bad_lines = data::BadLines::kRefuse;
 };
 
-// Writes the rows of `ids` (the ps's keys, worker/id_remap.h) of table
+// Writes the rows of `ids` (the ps's keys, compute/id_remap.h) of table
 // `table`, in that order, to `out` ([ids.size(), width] floats).
 using PullRows = std::function<absl::Status(
     const std::string& table, absl::Span<const int64_t> ids, float* out)>;

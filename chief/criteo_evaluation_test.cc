@@ -8,16 +8,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compute/cpu/cpu_backend.h"
+#include "compute/id_remap.h"
+#include "compute/loss_config.h"
 #include "data/criteo_hash.h"
 #include "data/criteo_line.h"
+#include "data/test_files.h"
 #include "gtest/gtest.h"
+#include "model/dynamic_embeddings.h"
+#include "model/keras_model.h"
 #include "proto/training.pb.h"
-#include "worker/cpu/cpu_backend.h"
-#include "worker/data/test_files.h"
-#include "worker/id_remap.h"
-#include "worker/loss_config.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace chief {

@@ -62,10 +62,10 @@
 #include "chief/evaluation.h"
 #include "chief/run_log.h"
 #include "chief/run_state.h"
+#include "compute/backend.h"
+#include "data/dataset.h"
+#include "model/keras_model.h"
 #include "ps/ps_client.h"
-#include "worker/backend.h"
-#include "worker/data/dataset.h"
-#include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace chief {

@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "chief/ctr_metrics.h"
-#include "worker/backend.h"
-#include "worker/data/dataset.h"
+#include "compute/backend.h"
+#include "data/dataset.h"
 
 namespace pstrain {
 namespace chief {

@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_format.h"
 #include "common/tensor.h"
+#include "compute/cpu/cpu_backend.h"
+#include "compute/loss_config.h"
 #include "gtest/gtest.h"
-#include "worker/cpu/cpu_backend.h"
-#include "worker/loss_config.h"
-#include "worker/model/keras_model.h"
+#include "model/keras_model.h"
 
 namespace pstrain {
 namespace chief {

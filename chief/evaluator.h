@@ -17,8 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "chief/chief_client.h"
-#include "worker/backend.h"
-#include "worker/data/dataset.h"
+#include "compute/backend.h"
+#include "data/dataset.h"
 
 namespace pstrain {
 namespace chief {

@@ -51,19 +51,19 @@
 #include "common/strategy.h"
 #include "common/tf_config.h"
 #include "common/update_config.h"
+#include "compute/cpu/cpu_backend.h"
+#include "compute/loss_config.h"
+#include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
 #include "data/criteo_reader.h"
+#include "data/data_dir.h"
+#include "data/model_input.h"
+#include "data/run_length.h"
 #include "grpcpp/grpcpp.h"
+#include "model/dynamic_embeddings.h"
+#include "model/keras_model.h"
 #include "ps/optimizer.h"
 #include "ps/ps_client.h"
-#include "worker/cpu/cpu_backend.h"
-#include "worker/criteo_batch_source.h"
-#include "worker/data/data_dir.h"
-#include "worker/loss_config.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model/keras_model.h"
-#include "worker/model_input.h"
-#include "worker/trainer.h"
 
 ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG JSON, or @path to a file holding it; default: the "
@@ -174,7 +174,7 @@ ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
           "checkpoint");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "The data: train.csv and test.csv (numeric or id features, then an "
-          "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
+          "integer label; data/data_dir.h), else Fashion-MNIST IDX "
           "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
 ABSL_FLAG(std::string, data_format, "",
           "How --data_dir is read: empty (train.csv/test.csv, else "
@@ -751,7 +751,7 @@ int Main() {
       return Fail(fit.message());
     }
   }
-  absl::StatusOr<worker::RunLength> length = worker::ComputeRunLength(
+  absl::StatusOr<data::RunLength> length = data::ComputeRunLength(
       config, num_workers, criteo ? config.num_train_lines() : train->size());
   if (!length.ok()) return Fail(length.status().message());
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "worker/model/model_spec.h"
+#include "model/model_spec.h"
 
 namespace pstrain {
 namespace chief {

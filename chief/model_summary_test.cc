@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "worker/model/keras_model.h"
+#include "model/keras_model.h"
 
 namespace pstrain {
 namespace chief {

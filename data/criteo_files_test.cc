@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "data/test_files.h"
 #include "gtest/gtest.h"
-#include "worker/data/test_files.h"
 
 namespace pstrain {
 namespace data {

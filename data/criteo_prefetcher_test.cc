@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "data/criteo_line.h"
+#include "data/test_files.h"
 #include "gtest/gtest.h"
-#include "worker/data/test_files.h"
 
 namespace pstrain {
 namespace data {

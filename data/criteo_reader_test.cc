@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "data/criteo_hash.h"
 #include "data/criteo_line.h"
+#include "data/shard_plan.h"
+#include "data/test_files.h"
 #include "gtest/gtest.h"
-#include "worker/data/shard_plan.h"
-#include "worker/data/test_files.h"
 
 namespace pstrain {
 namespace data {

@@ -4,7 +4,7 @@
 //
 // A file is gzip when it starts with the gzip magic bytes 1f 8b, whatever its
 // name; concatenated gzip members (`cat a.gz b.gz`) read as one stream, as in
-// worker/data/file_bytes.h (unlike there, bytes after the last member that do
+// data/file_bytes.h (unlike there, bytes after the last member that do
 // not start another are ignored, as zlib's gzread does). Lines end at '\n',
 // which is not part of the line (a '\r' before it is left to the caller). The
 // last line need not end with '\n'; `terminated()` tells the caller which kind

@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "data/test_files.h"
 #include "gtest/gtest.h"
-#include "worker/data/test_files.h"
 
 namespace pstrain {
 namespace data {

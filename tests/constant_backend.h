@@ -5,7 +5,7 @@
 #ifndef PSTRAIN_TESTS_CONSTANT_BACKEND_H_
 #define PSTRAIN_TESTS_CONSTANT_BACKEND_H_
 
-#include "worker/backend.h"
+#include "compute/backend.h"
 
 namespace pstrain {
 namespace testing {

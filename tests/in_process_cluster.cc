@@ -9,7 +9,7 @@
 #include "common/grpc_options.h"
 #include "common/status_macros.h"
 #include "common/tf_config.h"
-#include "worker/cpu/model_test_util.h"
+#include "compute/cpu/model_test_util.h"
 #include "worker/trainer.h"
 
 namespace pstrain {

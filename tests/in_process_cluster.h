@@ -34,8 +34,8 @@
 #include "ps/ps_service.h"
 #include "ps/shard.h"
 #include "tests/constant_backend.h"
-#include "worker/data/dataset.h"
-#include "worker/model/keras_model.h"
+#include "data/dataset.h"
+#include "model/keras_model.h"
 
 namespace pstrain {
 namespace testing {

@@ -39,18 +39,18 @@
 #include "common/status_macros.h"
 #include "common/strategy.h"
 #include "common/tf_config.h"
+#include "compute/device_backend.h"
+#include "compute/loss_config.h"
+#include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
+#include "data/data_dir.h"
+#include "data/idx_reader.h"
+#include "data/model_input.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "model/dynamic_embeddings.h"
+#include "model/keras_model.h"
 #include "ps/ps_client.h"
-#include "worker/criteo_batch_source.h"
-#include "worker/data/data_dir.h"
-#include "worker/data/idx_reader.h"
-#include "worker/device_backend.h"
 #include "worker/local_replica.h"
-#include "worker/loss_config.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model/keras_model.h"
-#include "worker/model_input.h"
 #include "worker/replica_checkpoint.h"
 #include "worker/trainer.h"
 #include "worker/worker_metrics.h"
@@ -60,7 +60,7 @@ ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG environment variable");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "The training data: train.csv (numeric or id features, then an "
-          "integer label; worker/data/data_dir.h), else Fashion-MNIST IDX "
+          "integer label; data/data_dir.h), else Fashion-MNIST IDX "
           "files ({train,t10k}-{images-idx3,labels-idx1}-ubyte.gz)");
 ABSL_FLAG(std::string, device, "auto",
           "auto, cpu, gpu or gpu:N: where the model computes; auto uses the "
@@ -253,7 +253,7 @@ int Main() {
   if (!spec.ok()) return Fail(spec.status().message());
   const bool criteo = config.data_format() == "criteo";
   std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
-      int64_t, const worker::RunLength&)>
+      int64_t, const data::RunLength&)>
       open_stream;
   if (criteo) {
     if (!criteo_files.ok()) {
@@ -275,7 +275,7 @@ int Main() {
       stream.row_elements += input.count;
     }
     stream.dtype = worker::ModelFeedDtype(*spec);
-    open_stream = [stream](int64_t first_step, const worker::RunLength& length)
+    open_stream = [stream](int64_t first_step, const data::RunLength& length)
         -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
       worker::CriteoSourceOptions options = stream;
       options.first_step = first_step;

@@ -8,8 +8,8 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model_input.h"
+#include "data/model_input.h"
+#include "model/dynamic_embeddings.h"
 
 namespace pstrain {
 namespace worker {

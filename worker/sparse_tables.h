@@ -17,9 +17,9 @@
 //   ... backend->TrainStep(input, weights, &gradients) ...
 //   PSTRAIN_RETURN_IF_ERROR(tables->Push(step, examples, gradients));
 //
-// A growing table (shape[0] 0, worker/model/dynamic_embeddings.h) has a
+// A growing table (shape[0] 0, model/dynamic_embeddings.h) has a
 // mirror of LocalTableRows(spec, table, batch_rows) rows: TouchAndRemap
-// numbers the step's distinct ids 0, 1, ... (worker/id_remap.h) and writes
+// numbers the step's distinct ids 0, 1, ... (compute/id_remap.h) and writes
 // those local rows into the batch's id columns in place of the ids, so the
 // backend computes on them; pull and push move the rows by their ids.
 //
@@ -49,11 +49,11 @@
 #include "absl/types/span.h"
 #include "common/tensor.h"
 #include "common/thread_pool.h"
+#include "compute/backend.h"
+#include "compute/id_remap.h"
+#include "model/keras_model.h"
 #include "proto/training.pb.h"
 #include "ps/ps_client.h"
-#include "worker/backend.h"
-#include "worker/id_remap.h"
-#include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace worker {

@@ -8,13 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_options.h"
 #include "common/placement.h"
+#include "compute/id_remap.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/keras_model.h"
 #include "ps/ps_service.h"
 #include "ps/shard.h"
 #include "ps/staleness.h"
-#include "worker/id_remap.h"
-#include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace worker {

@@ -13,29 +13,14 @@
 #include "common/retry.h"
 #include "common/status_context.h"
 #include "common/status_macros.h"
+#include "data/model_input.h"
+#include "data/prefetcher.h"
+#include "data/shard_plan.h"
+#include "model/dynamic_embeddings.h"
 #include "ps/staleness.h"
-#include "worker/data/prefetcher.h"
-#include "worker/data/shard_plan.h"
-#include "worker/model/dynamic_embeddings.h"
-#include "worker/model_input.h"
 
 namespace pstrain {
 namespace worker {
-namespace {
-
-data::ShardOptions PlanOptions(const TrainingConfig& config, int num_workers,
-                               int worker_index) {
-  data::ShardOptions options;
-  options.num_workers = num_workers;
-  options.worker_index = worker_index;
-  options.batch_size = config.batch_size_per_worker();
-  options.drop_remainder = true;
-  options.shuffle = true;
-  options.seed = config.seed();
-  return options;
-}
-
-}  // namespace
 
 absl::Status Trainer::AtStep(int64_t step, absl::string_view what,
                              const absl::Status& status) {
@@ -52,24 +37,6 @@ absl::Status Trainer::RunFailed(int64_t step) {
       absl::StrCat("step ", step, ": the chief failed the run"));
 }
 
-absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
-                                           int num_workers,
-                                           int64_t num_examples) {
-  PSTRAIN_ASSIGN_OR_RETURN(
-      data::ShardPlan plan,
-      data::ShardPlan::Create(num_examples, PlanOptions(config, num_workers, 0)));
-  RunLength length;
-  length.steps_per_epoch = plan.steps_per_epoch();
-  if (length.steps_per_epoch == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        num_examples, " examples do not fill one step of ", num_workers,
-        " workers x batch ", config.batch_size_per_worker()));
-  }
-  length.total_steps = config.steps() > 0
-                           ? config.steps()
-                           : config.epochs() * length.steps_per_epoch;
-  return length;
-}
 
 Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
                  const ModelSpec* spec, const data::Dataset* train,
@@ -120,11 +87,11 @@ absl::Status Trainer::Run() {
   PSTRAIN_ASSIGN_OR_RETURN(
       data::ShardPlan plan,
       data::ShardPlan::Create(
-          num_examples,
-          PlanOptions(*config_, options_.num_workers, options_.worker_index)));
+          num_examples, data::RunShardOptions(*config_, options_.num_workers,
+                                              options_.worker_index)));
   PSTRAIN_ASSIGN_OR_RETURN(
-      RunLength length,
-      ComputeRunLength(*config_, options_.num_workers, num_examples));
+      data::RunLength length,
+      data::ComputeRunLength(*config_, options_.num_workers, num_examples));
   Position at{options_.start_step, options_.generation};
   if (at.step < 0 || at.step > length.total_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -235,7 +202,7 @@ absl::Status Trainer::Run() {
 }
 
 absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
-                                const RunLength& length, Buffers& buffers,
+                                const data::RunLength& length, Buffers& buffers,
                                 int64_t* step) {
   const int64_t start = *step;
   // The data order is per epoch, from the seed: a run going on from `start`
@@ -421,7 +388,7 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
 }
 
 absl::Status Trainer::GatherCoveredBatches(int64_t step,
-                                           const RunLength& length,
+                                           const data::RunLength& length,
                                            Buffers& buffers) {
   const std::vector<chief::BatchRef> covered = chief::CoveredBatches(
       membership_, options_.worker_index, step, options_.num_workers);
@@ -462,8 +429,8 @@ absl::Status Trainer::GatherCoveredBatches(int64_t step,
       PSTRAIN_ASSIGN_OR_RETURN(
           data::ShardPlan created,
           data::ShardPlan::Create(
-              train_->size(),
-              PlanOptions(*config_, options_.num_workers, ref.worker)));
+              train_->size(), data::RunShardOptions(
+                                  *config_, options_.num_workers, ref.worker)));
       plan = plans_.emplace(ref.worker, std::move(created)).first;
     }
     // The absent worker's batch of that step, exactly as it would have

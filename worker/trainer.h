@@ -41,27 +41,20 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "chief/chief_client.h"
+#include "compute/backend.h"
+#include "data/batch_source.h"
+#include "data/dataset.h"
+#include "data/prefetcher.h"
+#include "data/run_length.h"
+#include "data/shard_plan.h"
+#include "model/keras_model.h"
 #include "ps/ps_client.h"
 #include "ps/variable_store.h"
-#include "worker/backend.h"
-#include "worker/data/batch_source.h"
-#include "worker/data/dataset.h"
-#include "worker/data/prefetcher.h"
-#include "worker/data/shard_plan.h"
-#include "worker/model/keras_model.h"
 #include "worker/sparse_tables.h"
 #include "worker/worker_metrics.h"
 
 namespace pstrain {
 namespace worker {
-
-// Steps per epoch and total steps of a run over `num_examples` training
-// examples (every worker does the same number of steps; the remainder of an
-// epoch that does not fill a step is dropped, a different one each epoch).
-struct RunLength {
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
-};
 
 struct TrainerOptions {
   int worker_index = 0;
@@ -89,12 +82,12 @@ struct TrainerOptions {
   // Trainer.
   WorkerMetrics* metrics = nullptr;
   // Training data streamed rather than held (--data_format=criteo): opens
-  // this worker's batches from `first_step` on (worker/criteo_batch_source.h).
+  // this worker's batches from `first_step` on (data/criteo_batch_source.h).
   // When set, the Trainer's `train` may be null, stream_examples is the
   // number of examples of an epoch, and absent workers' batches cannot be
   // covered (UNIMPLEMENTED).
   std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
-      int64_t first_step, const RunLength& length)>
+      int64_t first_step, const data::RunLength& length)>
       open_stream;
   int64_t stream_examples = 0;
   // Where the rows of embedding tables live: the ps tasks. Null in a
@@ -115,10 +108,6 @@ struct TrainerOptions {
   // restore_pending); it waits for the chief's restore before any step.
   bool restore_pending = false;
 };
-
-absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,
-                                           int num_workers,
-                                           int64_t num_examples);
 
 class Trainer {
  public:
@@ -142,8 +131,9 @@ class Trainer {
   struct CoveredBatch;
 
   // Trains steps *step.. to the end of the run, advancing *step.
-  absl::Status TrainFrom(const data::ShardPlan& plan, const RunLength& length,
-                         Buffers& buffers, int64_t* step);
+  absl::Status TrainFrom(const data::ShardPlan& plan,
+                         const data::RunLength& length, Buffers& buffers,
+                         int64_t* step);
   // Heartbeats before computing `step` (after pulling its variables);
   // holds while the run is paused or the chief's pause_at_step is `step`;
   // keeps the membership. ABORTED when the chief recovered the run into
@@ -152,7 +142,7 @@ class Trainer {
   absl::Status WaitUntilMayStart(int64_t step);
   // Gathers into `buffers.covered` the batches of absent workers this
   // worker trains at `step` (chief/membership.h), as they would have.
-  absl::Status GatherCoveredBatches(int64_t step, const RunLength& length,
+  absl::Status GatherCoveredBatches(int64_t step, const data::RunLength& length,
                                     Buffers& buffers);
   // Pulls the embedding rows the step's batch and covered batches touch.
   absl::Status PullSparse(int64_t step, data::Batch& batch, Buffers& buffers);
@@ -170,7 +160,8 @@ class Trainer {
   bool IsOwed(int64_t batch_step, int64_t step) const;
   // After a peer failure at `at`: where to go on, per the chief (registering
   // again if the chief restarted). `length.total_steps` if the run is over.
-  absl::StatusOr<Position> Resync(const Position& at, const RunLength& length);
+  absl::StatusOr<Position> Resync(const Position& at,
+                                  const data::RunLength& length);
   void SetGeneration(int64_t generation);
 
   // `status` of what failed at `step`, with both in its message.

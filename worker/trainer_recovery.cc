@@ -57,8 +57,8 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
   }
 }
 
-absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
-                                                  const RunLength& length) {
+absl::StatusOr<Trainer::Position> Trainer::Resync(
+    const Position& at, const data::RunLength& length) {
   absl::Time last_answer = absl::Now();
   const absl::Time waiting_since = last_answer;
   bool was_absent = false;

@@ -31,7 +31,7 @@ const root = path.resolve(process.argv[2] ?? ".");
 // The built binaries: ROOT/<name>/<name> (runfiles), or PSTRAIN_BIN_DIR.
 const binDir = path.resolve(process.env.PSTRAIN_BIN_DIR ?? root);
 // The checkout this file is in (node runs it from its real path): the shipped
-// models, which are private to worker/models/ in Bazel.
+// models, which are private to model/shipped/ in Bazel.
 const checkout = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const k8s = path.join(root, "deploy/k8s");
 const launcher = path.join(k8s, "pstrain_launch.sh");
@@ -373,8 +373,8 @@ function checkContainer(pod, container, role, objects, where) {
     if (model?.startsWith("/")) {
       const text = files(model);
       if (check(text !== undefined, `${where}: --model=${model}: no volume provides it`)) {
-        const shipped = JSON.parse(fs.readFileSync(path.join(checkout, "worker/models/cnn.json"), "utf8"));
-        equal(JSON.parse(text), shipped, `${where}: ${model} is the shipped cnn (worker/models/cnn.json)`);
+        const shipped = JSON.parse(fs.readFileSync(path.join(checkout, "model/shipped/cnn.json"), "utf8"));
+        equal(JSON.parse(text), shipped, `${where}: ${model} is the shipped cnn (model/shipped/cnn.json)`);
       }
     }
   }

@@ -1,5 +1,5 @@
-// Fuzzes the CSV reader (worker/data/csv_reader.h) and, through it, the gzip
-// reader (worker/data/file_bytes.h). Input: one byte of options, one of
+// Fuzzes the CSV reader (data/csv_reader.h) and, through it, the gzip
+// reader (data/file_bytes.h). Input: one byte of options, one of
 // num_classes, then the file's bytes (raw or gzip). Beyond not crashing,
 // checks the header's promises: errors name the file (or the bad option),
 // and a dataset read is valid: float32 [N, F] features, all finite, with N
@@ -12,9 +12,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "data/csv_reader.h"
+#include "data/dataset.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/data/csv_reader.h"
-#include "worker/data/dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pstrain;  // NOLINT: a fuzz entry point.

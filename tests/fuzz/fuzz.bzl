@@ -2,7 +2,7 @@
 
     pstrain_fuzz_test(
         name = "csv_fuzzer",          # csv_fuzzer.cc defines LLVMFuzzerTestOneInput
-        deps = ["//worker/data:csv_reader"],
+        deps = ["//data:csv_reader"],
         dict = "csv.dict",            # optional libFuzzer dictionary
     )
 

@@ -1,5 +1,5 @@
-// Fuzzes the IDX reader (worker/data/idx_reader.h) and, through it, the gzip
-// reader (worker/data/file_bytes.h). Input: one byte choosing num_classes,
+// Fuzzes the IDX reader (data/idx_reader.h) and, through it, the gzip
+// reader (data/file_bytes.h). Input: one byte choosing num_classes,
 // the images file as a record (FuzzReader), then the labels file; each raw
 // or gzip. Beyond not crashing, checks the header's promises: errors name
 // the file (or the bad option) with the documented codes, and a dataset read
@@ -11,9 +11,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "data/dataset.h"
+#include "data/idx_reader.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/data/dataset.h"
-#include "worker/data/idx_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pstrain;  // NOLINT: a fuzz entry point.

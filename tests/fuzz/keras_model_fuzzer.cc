@@ -1,4 +1,4 @@
-// Fuzzes the Keras model JSON parser (worker/model/keras_model.h): the input
+// Fuzzes the Keras model JSON parser (model/keras_model.h): the input
 // is a model's JSON. Beyond not crashing, checks the header's promises: a
 // failure is INVALID_ARGUMENT with one line starting "model: "; a success is
 // a graph of layers, each reading model inputs or earlier layers whose
@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/tensor.h"
+#include "model/keras_model.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/model/keras_model.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-// Writes the reference cases of worker/cpu/keras_reference_test.cc: for
+// Writes the reference cases of compute/cpu/keras_reference_test.cc: for
 // each model, its JSON as TensorFlow.js writes it (model.toJSON(), the
 // tf.keras 2.x form), a fixed batch, fixed weights, and what TensorFlow.js's
 // CPU backend computes from them in float32, in training mode: the sum over

@@ -1,0 +1,243 @@
+#include "compute/cpu/batch_norm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "compute/cpu/dnnl_util.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+using dnnl::memory;
+using dnnl::normalization_flags;
+using dnnl::prop_kind;
+using Tag = dnnl::memory::format_tag;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchNormOp>> BatchNormOp::Create(
+    const BatchNormShape& shape, Engine* engine) {
+  absl::Status status = CheckPositive(
+      "BatchNorm", {{"rows", shape.rows}, {"channels", shape.channels}});
+  if (!status.ok()) return status;
+  if (!(shape.epsilon >= 0) || !std::isfinite(shape.epsilon)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BatchNorm: epsilon must be finite and non-negative, got ",
+                     shape.epsilon));
+  }
+  std::unique_ptr<BatchNormOp> op(new BatchNormOp(shape, engine));
+  status = op->Init();
+  if (!status.ok()) return status;
+  return op;
+}
+
+absl::Status BatchNormOp::Init() {
+  return Guard("BatchNorm: create", [&]() -> absl::Status {
+    engine_->UseThreads();
+    const dnnl::engine& e = engine_->dnnl_engine();
+    const BatchNormShape& s = shape_;
+    // [rows, channels] is oneDNN's 2D "nc" layout: statistics over n.
+    memory::desc data_md = F32Desc({s.rows, s.channels}, Tag::nc);
+    memory::desc param_md = F32Desc({s.channels}, Tag::a);
+    dnnl::primitive_attr attr = UserScratchpadAttr();
+    normalization_flags flags = normalization_flags::none;
+    if (s.scale) flags |= normalization_flags::use_scale;
+    if (s.center) flags |= normalization_flags::use_shift;
+
+    mean_.resize(s.channels);
+    variance_.resize(s.channels);
+    sums_.resize(2 * s.channels);
+    dx_scale_.resize(s.channels);
+    dx_shift_.resize(s.channels);
+    dx_slope_.resize(s.channels);
+    x_mem_ = UserMemory(data_md, e);
+    y_mem_ = UserMemory(data_md, e);
+    mean_mem_ = UserMemory(param_md, e);
+    var_mem_ = UserMemory(param_md, e);
+    SetHandle(mean_mem_, mean_.data());
+    SetHandle(var_mem_, variance_.data());
+    moving_mean_mem_ = UserMemory(param_md, e);
+    moving_var_mem_ = UserMemory(param_md, e);
+    gamma_mem_ = UserMemory(param_md, e);
+    beta_mem_ = UserMemory(param_md, e);
+
+    // One normalizing primitive for both modes: use_global_stats takes the
+    // statistics as inputs (ours in training, the moving ones in inference).
+    dnnl::batch_normalization_forward::primitive_desc infer_pd(
+        dnnl::batch_normalization_forward::desc(
+            prop_kind::forward_inference, data_md, s.epsilon,
+            flags | normalization_flags::use_global_stats),
+        attr, e);
+    normalize_ = dnnl::batch_normalization_forward(infer_pd);
+    train_args_ = {{DNNL_ARG_SRC, x_mem_},
+                   {DNNL_ARG_DST, y_mem_},
+                   {DNNL_ARG_MEAN, mean_mem_},
+                   {DNNL_ARG_VARIANCE, var_mem_}};
+    infer_args_ = {{DNNL_ARG_SRC, x_mem_},
+                   {DNNL_ARG_DST, y_mem_},
+                   {DNNL_ARG_MEAN, moving_mean_mem_},
+                   {DNNL_ARG_VARIANCE, moving_var_mem_}};
+    for (auto* args : {&train_args_, &infer_args_}) {
+      if (s.scale) (*args)[DNNL_ARG_SCALE] = gamma_mem_;
+      if (s.center) (*args)[DNNL_ARG_SHIFT] = beta_mem_;
+    }
+    AddScratchpad(infer_pd, e, &train_args_);  // One scratchpad for both.
+    auto scratchpad = train_args_.find(DNNL_ARG_SCRATCHPAD);
+    if (scratchpad != train_args_.end()) {
+      infer_args_[DNNL_ARG_SCRATCHPAD] = scratchpad->second;
+    }
+
+    return absl::OkStatus();
+  });
+}
+
+absl::Status BatchNormOp::CheckParams(const char* what, const float* gamma,
+                                      const float* beta) const {
+  if ((gamma != nullptr) != shape_.scale ||
+      (beta != nullptr) != shape_.center) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BatchNorm ", what,
+                     ": gamma must be given iff scale, beta iff center"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchNormOp::ForwardTraining(const float* x, const float* gamma,
+                                          const float* beta, float* y,
+                                          float* batch_mean, float* batch_var) {
+  if (x == nullptr || y == nullptr) {
+    return absl::InvalidArgumentError(
+        "BatchNorm forward (training): x and y are required");
+  }
+  absl::Status status = CheckParams("forward (training)", gamma, beta);
+  if (!status.ok()) return status;
+  has_forward_ = false;
+  Statistics(x);
+  status = Guard("BatchNorm forward (training)", [&]() -> absl::Status {
+    SetHandle(x_mem_, x);
+    SetHandle(y_mem_, y);
+    if (shape_.scale) SetHandle(gamma_mem_, gamma);
+    if (shape_.center) SetHandle(beta_mem_, beta);
+    return engine_->Execute("BatchNorm forward (training)", normalize_,
+                            train_args_);
+  });
+  if (!status.ok()) return status;
+  has_forward_ = true;
+  if (batch_mean != nullptr) std::copy(mean_.begin(), mean_.end(), batch_mean);
+  if (batch_var != nullptr) {
+    std::copy(variance_.begin(), variance_.end(), batch_var);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchNormOp::ForwardInference(const float* x, const float* gamma,
+                                           const float* beta,
+                                           const float* moving_mean,
+                                           const float* moving_var, float* y) {
+  if (x == nullptr || y == nullptr || moving_mean == nullptr ||
+      moving_var == nullptr) {
+    return absl::InvalidArgumentError(
+        "BatchNorm forward (inference): x, moving_mean, moving_var and y are "
+        "required");
+  }
+  absl::Status status = CheckParams("forward (inference)", gamma, beta);
+  if (!status.ok()) return status;
+  return Guard("BatchNorm forward (inference)", [&]() -> absl::Status {
+    SetHandle(x_mem_, x);
+    SetHandle(y_mem_, y);
+    SetHandle(moving_mean_mem_, moving_mean);
+    SetHandle(moving_var_mem_, moving_var);
+    if (shape_.scale) SetHandle(gamma_mem_, gamma);
+    if (shape_.center) SetHandle(beta_mem_, beta);
+    return engine_->Execute("BatchNorm forward (inference)", normalize_,
+                            infer_args_);
+  });
+}
+
+absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
+                                   const float* dy, float* dx, float* dgamma,
+                                   float* dbeta) {
+  if (x == nullptr || dy == nullptr) {
+    return absl::InvalidArgumentError(
+        "BatchNorm backward: x and dy are required");
+  }
+  if ((gamma != nullptr) != shape_.scale ||
+      (dgamma != nullptr) != shape_.scale ||
+      (dbeta != nullptr) != shape_.center) {
+    return absl::InvalidArgumentError(
+        "BatchNorm backward: gamma and dgamma must be given iff scale, dbeta "
+        "iff center");
+  }
+  if (!has_forward_) {
+    return absl::FailedPreconditionError(
+        "BatchNorm backward: no training Forward has run");
+  }
+  const int64_t rows = shape_.rows, channels = shape_.channels;
+  // Per channel: sum dy * (x - mean) and sum dy.
+  double* dgamma_sum = sums_.data();
+  double* dbeta_sum = sums_.data() + channels;
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x_row = x + r * channels;
+    const float* dy_row = dy + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      dgamma_sum[c] += dy_row[c] * (static_cast<double>(x_row[c]) - mean_[c]);
+      dbeta_sum[c] += dy_row[c];
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const double inv_std =
+        1.0 / std::sqrt(static_cast<double>(variance_[c]) + shape_.epsilon);
+    if (dgamma != nullptr) {
+      dgamma[c] = static_cast<float>(dgamma_sum[c] * inv_std);
+    }
+    if (dbeta != nullptr) dbeta[c] = static_cast<float>(dbeta_sum[c]);
+    // dx = a (dy - b - (x - mean) d), with a = gamma / std, b = mean dy
+    // and d = sum dy (x - mean) / (var + epsilon) / rows.
+    const double g = gamma != nullptr ? gamma[c] : 1.0;
+    dx_scale_[c] = static_cast<float>(g * inv_std);
+    dx_shift_[c] = static_cast<float>(dbeta_sum[c] / rows);
+    dx_slope_[c] = static_cast<float>(dgamma_sum[c] * inv_std * inv_std / rows);
+  }
+  if (dx == nullptr) return absl::OkStatus();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x_row = x + r * channels;
+    const float* dy_row = dy + r * channels;
+    float* dx_row = dx + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      dx_row[c] = dx_scale_[c] * (dy_row[c] - dx_shift_[c] -
+                                  (x_row[c] - mean_[c]) * dx_slope_[c]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void BatchNormOp::Statistics(const float* x) {
+  const int64_t rows = shape_.rows, channels = shape_.channels;
+  double* sum = sums_.data();
+  double* squares = sums_.data() + channels;
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * channels;
+    for (int64_t c = 0; c < channels; ++c) sum[c] += row[c];
+  }
+  for (int64_t c = 0; c < channels; ++c) sum[c] /= rows;  // Now the mean.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double d = row[c] - sum[c];
+      squares[c] += d * d;
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    mean_[c] = static_cast<float>(sum[c]);
+    variance_[c] = static_cast<float>(squares[c] / rows);
+  }
+}
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

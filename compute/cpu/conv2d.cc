@@ -1,0 +1,207 @@
+#include "compute/cpu/conv2d.h"
+
+#include "compute/cpu/dnnl_util.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using Tag = dnnl::memory::format_tag;
+
+constexpr char kOp[] = "Conv2D";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
+    const Conv2DShape& shape, Engine* engine) {
+  absl::Status status =
+      CheckPositive(kOp, {{"batch", shape.batch},
+                          {"height", shape.height},
+                          {"width", shape.width},
+                          {"in_channels", shape.in_channels},
+                          {"out_channels", shape.out_channels},
+                          {"kernel_h", shape.kernel_h},
+                          {"kernel_w", shape.kernel_w},
+                          {"stride_h", shape.stride_h},
+                          {"stride_w", shape.stride_w}});
+  if (!status.ok()) return status;
+  absl::StatusOr<Window> out_h =
+      KerasWindow(shape.height, shape.kernel_h, shape.stride_h, shape.padding);
+  if (!out_h.ok()) return out_h.status();
+  absl::StatusOr<Window> out_w =
+      KerasWindow(shape.width, shape.kernel_w, shape.stride_w, shape.padding);
+  if (!out_w.ok()) return out_w.status();
+  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out_h, *out_w));
+  status = op->Init();
+  if (!status.ok()) return status;
+  return op;
+}
+
+absl::Status Conv2DOp::Init() {
+  return Guard("Conv2D: create", [&]() -> absl::Status {
+    engine_->UseThreads();
+    const dnnl::engine& e = engine_->dnnl_engine();
+    const Conv2DShape& s = shape_;
+    memory::desc x_md =
+        F32Desc({s.batch, s.in_channels, s.height, s.width}, Tag::nhwc);
+    memory::desc y_md = F32Desc(
+        {s.batch, s.out_channels, out_h_.output, out_w_.output}, Tag::nhwc);
+    memory::dims w_dims = {s.out_channels, s.in_channels, s.kernel_h,
+                           s.kernel_w};
+    memory::desc w_md = F32Desc(w_dims, Tag::hwio);
+    memory::desc w_any(w_dims, memory::data_type::f32, Tag::any);
+    memory::desc b_md = F32Desc({s.out_channels}, Tag::a);
+    memory::dims strides = {s.stride_h, s.stride_w};
+    memory::dims pad_l = {out_h_.pad_before, out_w_.pad_before};
+    memory::dims pad_r = {out_h_.pad_after, out_w_.pad_after};
+    dnnl::primitive_attr attr = UserScratchpadAttr();
+    dnnl::primitive_attr fwd_attr = UserScratchpadAttr();
+    if (s.fuse_relu) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(/*scale=*/1.0f, algorithm::eltwise_relu,
+                              /*alpha=*/0.0f, /*beta=*/0.0f);
+      fwd_attr.set_post_ops(post_ops);
+    }
+
+    x_mem_ = UserMemory(x_md, e);
+    y_mem_ = UserMemory(y_md, e);
+    dy_mem_ = UserMemory(y_md, e);
+    b_mem_ = UserMemory(b_md, e);
+    db_mem_ = UserMemory(b_md, e);
+    dw_mem_ = UserMemory(w_md, e);
+
+    // Forward.
+    dnnl::convolution_forward::desc fwd_desc =
+        s.use_bias
+            ? dnnl::convolution_forward::desc(
+                  prop_kind::forward_training, algorithm::convolution_direct,
+                  x_md, w_any, b_md, y_md, strides, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(
+                  prop_kind::forward_training, algorithm::convolution_direct,
+                  x_md, w_any, y_md, strides, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, fwd_attr, e);
+    fwd_ = dnnl::convolution_forward(fwd_pd);
+    fwd_weights_.Init(w_md, fwd_pd.weights_desc(), engine_);
+    fwd_args_ = {{DNNL_ARG_SRC, x_mem_},
+                 {DNNL_ARG_WEIGHTS, fwd_weights_.memory()},
+                 {DNNL_ARG_DST, y_mem_}};
+    if (s.use_bias) fwd_args_[DNNL_ARG_BIAS] = b_mem_;
+    AddScratchpad(fwd_pd, e, &fwd_args_);
+
+    // Backward data: dx = conv_transpose(dy, w).
+    if (s.compute_dx) {
+      dx_mem_ = UserMemory(x_md, e);
+      dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct,
+                                                 x_md, w_any, y_md, strides,
+                                                 pad_l, pad_r);
+      dnnl::convolution_backward_data::primitive_desc pd(desc, attr, e, fwd_pd);
+      bwd_data_ = dnnl::convolution_backward_data(pd);
+      // When backward data wants the forward's layout, one cached copy
+      // serves both.
+      bwd_data_shares_weights_ = pd.weights_desc() == fwd_pd.weights_desc();
+      if (!bwd_data_shares_weights_) {
+        bwd_data_weights_.Init(w_md, pd.weights_desc(), engine_);
+      }
+      bwd_data_args_ = {{DNNL_ARG_DIFF_DST, dy_mem_},
+                        {DNNL_ARG_WEIGHTS, bwd_data_cache().memory()},
+                        {DNNL_ARG_DIFF_SRC, dx_mem_}};
+      AddScratchpad(pd, e, &bwd_data_args_);
+    }
+
+    // Backward weights: dw and db.
+    dnnl::convolution_backward_weights::desc bw_desc =
+        s.use_bias ? dnnl::convolution_backward_weights::desc(
+                         algorithm::convolution_direct, x_md, w_any, b_md, y_md,
+                         strides, pad_l, pad_r)
+                   : dnnl::convolution_backward_weights::desc(
+                         algorithm::convolution_direct, x_md, w_any, y_md,
+                         strides, pad_l, pad_r);
+    dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_desc, attr, e,
+                                                             fwd_pd);
+    bwd_weights_ = dnnl::convolution_backward_weights(bw_pd);
+    dw_reorder_needed_ = bw_pd.diff_weights_desc() != w_md;
+    dnnl::memory dw_out = dw_mem_;
+    if (dw_reorder_needed_) {
+      dw_out = dnnl::memory(bw_pd.diff_weights_desc(), e);
+      dnnl::reorder::primitive_desc pd(e, bw_pd.diff_weights_desc(), e, w_md,
+                                       attr);
+      dw_reorder_ = dnnl::reorder(pd);
+      dw_reorder_args_ = {{DNNL_ARG_FROM, dw_out}, {DNNL_ARG_TO, dw_mem_}};
+      AddScratchpad(pd, e, &dw_reorder_args_);
+    }
+    bwd_weights_args_ = {{DNNL_ARG_SRC, x_mem_},
+                         {DNNL_ARG_DIFF_DST, dy_mem_},
+                         {DNNL_ARG_DIFF_WEIGHTS, dw_out}};
+    if (s.use_bias) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = db_mem_;
+    AddScratchpad(bw_pd, e, &bwd_weights_args_);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Conv2DOp::Forward(const float* x, const float* w,
+                               uint64_t weights_step, const float* b,
+                               float* y) {
+  if (x == nullptr || w == nullptr || y == nullptr) {
+    return absl::InvalidArgumentError(
+        "Conv2D forward: x, w and y are required");
+  }
+  if ((b != nullptr) != shape_.use_bias) {
+    return absl::InvalidArgumentError(
+        "Conv2D forward: b must be given iff use_bias");
+  }
+  return Guard("Conv2D forward", [&]() -> absl::Status {
+    absl::Status status = fwd_weights_.Prepare("Conv2D forward: reorder w",
+                                               engine_, w, weights_step);
+    if (!status.ok()) return status;
+    SetHandle(x_mem_, x);
+    SetHandle(y_mem_, y);
+    if (shape_.use_bias) SetHandle(b_mem_, b);
+    return engine_->Execute("Conv2D forward", fwd_, fwd_args_);
+  });
+}
+
+absl::Status Conv2DOp::Backward(const float* x, const float* w,
+                                uint64_t weights_step, const float* dy,
+                                float* dx, float* dw, float* db) {
+  if (x == nullptr || dy == nullptr || dw == nullptr) {
+    return absl::InvalidArgumentError(
+        "Conv2D backward: x, dy and dw are required");
+  }
+  if ((dx != nullptr) != shape_.compute_dx ||
+      (shape_.compute_dx && w == nullptr)) {
+    return absl::InvalidArgumentError(
+        "Conv2D backward: dx (and w) must be given iff compute_dx");
+  }
+  if ((db != nullptr) != shape_.use_bias) {
+    return absl::InvalidArgumentError(
+        "Conv2D backward: db must be given iff use_bias");
+  }
+  return Guard("Conv2D backward", [&]() -> absl::Status {
+    SetHandle(dy_mem_, dy);
+    if (shape_.compute_dx) {
+      absl::Status status = bwd_data_cache().Prepare(
+          "Conv2D backward: reorder w", engine_, w, weights_step);
+      if (!status.ok()) return status;
+      SetHandle(dx_mem_, dx);
+      status =
+          engine_->Execute("Conv2D backward data", bwd_data_, bwd_data_args_);
+      if (!status.ok()) return status;
+    }
+    SetHandle(x_mem_, x);
+    SetHandle(dw_mem_, dw);
+    if (shape_.use_bias) SetHandle(db_mem_, db);
+    absl::Status status = engine_->Execute("Conv2D backward weights",
+                                           bwd_weights_, bwd_weights_args_);
+    if (!status.ok() || !dw_reorder_needed_) return status;
+    return engine_->Execute("Conv2D backward: reorder dw", dw_reorder_,
+                            dw_reorder_args_);
+  });
+}
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,455 @@
+#include "compute/cpu/conv2d.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "compute/cpu/test_util.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+// Tolerances. Forward against the double reference: float32 accumulation of
+// at most a few hundred products of values in [-1, 1].
+constexpr double kForwardTolerance = 1e-4;
+// Gradient checks: central differences with eps 1e-3 on a float32 forward;
+// max |analytic - numeric| <= 1e-2 * the gradient's largest component.
+constexpr double kEps = 1e-3;
+constexpr double kGradientTolerance = 1e-2;
+
+std::unique_ptr<Engine> MakeEngine(int threads = 0) {
+  EngineOptions options;
+  options.num_threads = threads;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// Output size and top/left padding, by Keras's rule, written out here
+// independently of window.h.
+struct Dim {
+  int64_t out, pad;
+};
+Dim RefDim(int64_t in, int64_t k, int64_t s, Padding padding) {
+  if (padding == Padding::kValid) return {(in - k) / s + 1, 0};
+  const int64_t out = (in + s - 1) / s;
+  const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return {out, total / 2};
+}
+
+int64_t Size(const Conv2DShape& s) {
+  return s.batch * s.height * s.width * s.in_channels;
+}
+int64_t KernelSize(const Conv2DShape& s) {
+  return s.kernel_h * s.kernel_w * s.in_channels * s.out_channels;
+}
+int64_t OutSize(const Conv2DShape& s) {
+  Dim h = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
+  Dim w = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  return s.batch * h.out * w.out * s.out_channels;
+}
+
+// Calls f(n, oh, ow, ih, iw, kh, kw) for every output position and kernel
+// tap that lands inside the (unpadded) input.
+template <typename F>
+void ForEachTap(const Conv2DShape& s, F f) {
+  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
+  Dim dw = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t oh = 0; oh < dh.out; ++oh)
+      for (int64_t ow = 0; ow < dw.out; ++ow)
+        for (int64_t kh = 0; kh < s.kernel_h; ++kh)
+          for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+            const int64_t ih = oh * s.stride_h + kh - dh.pad;
+            const int64_t iw = ow * s.stride_w + kw - dw.pad;
+            if (ih < 0 || ih >= s.height || iw < 0 || iw >= s.width) continue;
+            f(n, oh, ow, ih, iw, kh, kw);
+          }
+}
+
+// Naive NHWC x HWIO convolution in double.
+std::vector<double> RefForward(const Conv2DShape& s,
+                               const std::vector<float>& x,
+                               const std::vector<float>& w,
+                               const std::vector<float>& b) {
+  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
+  Dim dw = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  const int64_t ci = s.in_channels, co = s.out_channels;
+  std::vector<double> y(OutSize(s), 0.0);
+  for (int64_t i = 0; i < OutSize(s); ++i) y[i] = s.use_bias ? b[i % co] : 0;
+  ForEachTap(s, [&](int64_t n, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
+                    int64_t kh, int64_t kw) {
+    for (int64_t c = 0; c < ci; ++c)
+      for (int64_t o = 0; o < co; ++o) {
+        y[((n * dh.out + oh) * dw.out + ow) * co + o] +=
+            static_cast<double>(
+                x[((n * s.height + ih) * s.width + iw) * ci + c]) *
+            w[((kh * s.kernel_w + kw) * ci + c) * co + o];
+      }
+  });
+  return y;
+}
+
+// Naive gradients in double: dx, dw, db of L = <y, dy>.
+void RefBackward(const Conv2DShape& s, const std::vector<float>& x,
+                 const std::vector<float>& w, const std::vector<float>& dy,
+                 std::vector<double>* dx, std::vector<double>* dw,
+                 std::vector<double>* db) {
+  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
+  Dim dwd = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  const int64_t ci = s.in_channels, co = s.out_channels;
+  dx->assign(Size(s), 0.0);
+  dw->assign(KernelSize(s), 0.0);
+  db->assign(co, 0.0);
+  for (int64_t i = 0; i < OutSize(s); ++i) (*db)[i % co] += dy[i];
+  ForEachTap(s, [&](int64_t n, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
+                    int64_t kh, int64_t kw) {
+    for (int64_t c = 0; c < ci; ++c)
+      for (int64_t o = 0; o < co; ++o) {
+        const double g = dy[((n * dh.out + oh) * dwd.out + ow) * co + o];
+        const int64_t xi = ((n * s.height + ih) * s.width + iw) * ci + c;
+        const int64_t wi = ((kh * s.kernel_w + kw) * ci + c) * co + o;
+        (*dx)[xi] += g * w[wi];
+        (*dw)[wi] += g * x[xi];
+      }
+  });
+}
+
+void ExpectNear(const std::vector<float>& actual,
+                const std::vector<double>& expected, double tolerance) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_NEAR(actual[i], expected[i], tolerance) << "element " << i;
+  }
+}
+
+Conv2DShape Small(Padding padding, int64_t stride) {
+  Conv2DShape s;
+  s.batch = 2;
+  s.height = 5;
+  s.width = 5;
+  s.in_channels = 3;
+  s.out_channels = 4;
+  s.kernel_h = 3;
+  s.kernel_w = 3;
+  s.stride_h = s.stride_w = stride;
+  s.padding = padding;
+  return s;
+}
+
+// Small shapes for the gradient checks and reference comparisons: valid and
+// same, strides 1 and 2, a non-square kernel with unequal strides and an
+// asymmetric same padding, and no bias.
+std::vector<Conv2DShape> SmallShapes() {
+  std::vector<Conv2DShape> shapes = {
+      Small(Padding::kValid, 1), Small(Padding::kSame, 1),
+      Small(Padding::kSame, 2), Small(Padding::kValid, 2)};
+  Conv2DShape odd = Small(Padding::kSame, 1);
+  odd.height = 6;
+  odd.kernel_h = 2;
+  odd.kernel_w = 3;
+  odd.stride_h = 2;
+  odd.stride_w = 1;
+  shapes.push_back(odd);
+  Conv2DShape no_bias = Small(Padding::kSame, 2);
+  no_bias.use_bias = false;
+  shapes.push_back(no_bias);
+  return shapes;
+}
+
+std::string Describe(const Conv2DShape& s) {
+  return testing::PrintToString(std::vector<int64_t>{
+             s.height, s.width, s.in_channels, s.out_channels, s.kernel_h,
+             s.kernel_w, s.stride_h, s.stride_w}) +
+         (s.padding == Padding::kSame ? " same" : " valid") +
+         (s.use_bias ? "" : " no-bias");
+}
+
+struct Buffers {
+  std::vector<float> x, w, b, y, dy, dx, dw, db;
+  explicit Buffers(const Conv2DShape& s, uint32_t seed = 1)
+      : x(RandomFloats(Size(s), seed)),
+        w(RandomFloats(KernelSize(s), seed + 1)),
+        b(RandomFloats(s.out_channels, seed + 2)),
+        y(OutSize(s)),
+        dy(RandomFloats(OutSize(s), seed + 3)),
+        dx(Size(s)),
+        dw(KernelSize(s)),
+        db(s.out_channels) {}
+  const float* bias(const Conv2DShape& s) const {
+    return s.use_bias ? b.data() : nullptr;
+  }
+  float* dbias(const Conv2DShape& s) {
+    return s.use_bias ? db.data() : nullptr;
+  }
+};
+
+TEST(Conv2DOp, ForwardMatchesNaiveReference) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  for (const Conv2DShape& s : SmallShapes()) {
+    SCOPED_TRACE(Describe(s));
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    Buffers buf(s);
+    ASSERT_TRUE(
+        (*conv)
+            ->Forward(buf.x.data(), buf.w.data(), 0, buf.bias(s), buf.y.data())
+            .ok());
+    ExpectNear(buf.y, RefForward(s, buf.x, buf.w, buf.b), kForwardTolerance);
+  }
+}
+
+TEST(Conv2DOp, FusedReluForwardIsTheReluOfTheReference) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  for (Conv2DShape s : SmallShapes()) {
+    s.fuse_relu = true;
+    SCOPED_TRACE(Describe(s));
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    Buffers buf(s);
+    ASSERT_TRUE(
+        (*conv)
+            ->Forward(buf.x.data(), buf.w.data(), 0, buf.bias(s), buf.y.data())
+            .ok());
+    std::vector<double> expected = RefForward(s, buf.x, buf.w, buf.b);
+    int64_t negative = 0;
+    for (double& v : expected) {
+      negative += v < 0;
+      v = std::max(v, 0.0);
+    }
+    EXPECT_GT(negative, 0);  // The ReLU had something to do.
+    ExpectNear(buf.y, expected, kForwardTolerance);
+  }
+}
+
+TEST(Conv2DOp, OutputSizeFollowsKerasPadding) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> same =
+      Conv2DOp::Create(Small(Padding::kSame, 2), engine.get());
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ((*same)->out_height(), 3);
+  EXPECT_EQ((*same)->out_width(), 3);
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> valid =
+      Conv2DOp::Create(Small(Padding::kValid, 1), engine.get());
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  EXPECT_EQ((*valid)->out_height(), 3);
+}
+
+TEST(Conv2DOp, GradientsMatchFiniteDifferences) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  for (const Conv2DShape& s : SmallShapes()) {
+    SCOPED_TRACE(Describe(s));
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> created =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(created.ok()) << created.status();
+    Conv2DOp& conv = **created;
+    Buffers buf(s, 7);
+    ASSERT_TRUE(conv.Backward(buf.x.data(), buf.w.data(), 0, buf.dy.data(),
+                              buf.dx.data(), buf.dw.data(), buf.dbias(s))
+                    .ok());
+    // L = <conv(x, w) + b, dy>, so dL/dy = dy. Every perturbation of w gets
+    // a new weights step so the op reorders the changed kernel.
+    uint64_t step = 1;
+    auto loss = [&]() {
+      EXPECT_TRUE(conv.Forward(buf.x.data(), buf.w.data(), step++, buf.bias(s),
+                               buf.y.data())
+                      .ok());
+      return Dot(buf.y, buf.dy);
+    };
+    EXPECT_TRUE(GradientsClose(
+        buf.dx, NumericGradient(loss, buf.x.data(), buf.x.size(), kEps),
+        kGradientTolerance))
+        << "dx";
+    EXPECT_TRUE(GradientsClose(
+        buf.dw, NumericGradient(loss, buf.w.data(), buf.w.size(), kEps),
+        kGradientTolerance))
+        << "dw";
+    if (s.use_bias) {
+      EXPECT_TRUE(GradientsClose(
+          buf.db, NumericGradient(loss, buf.b.data(), buf.b.size(), kEps),
+          kGradientTolerance))
+          << "db";
+    }
+  }
+}
+
+// MNIST-sized layers, where oneDNN picks its blocked AVX-512 kernels (and
+// kernel layouts), against the double reference, forward and backward.
+TEST(Conv2DOp, TypicalLayersMatchNaiveReferenceForwardAndBackward) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape first;
+  first.batch = 4;
+  first.height = first.width = 28;
+  first.in_channels = 1;
+  first.out_channels = 32;
+  first.kernel_h = first.kernel_w = 3;
+  first.padding = Padding::kSame;
+  Conv2DShape second = first;
+  second.height = second.width = 14;
+  second.in_channels = 32;
+  second.out_channels = 64;
+  second.padding = Padding::kValid;
+  Conv2DShape strided = second;
+  strided.stride_h = strided.stride_w = 2;
+  strided.padding = Padding::kSame;
+  for (const Conv2DShape& s : {first, second, strided}) {
+    SCOPED_TRACE(Describe(s));
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    Buffers buf(s, 11);
+    ASSERT_TRUE(
+        (*conv)
+            ->Forward(buf.x.data(), buf.w.data(), 0, buf.bias(s), buf.y.data())
+            .ok());
+    ExpectNear(buf.y, RefForward(s, buf.x, buf.w, buf.b), 1e-3);
+    ASSERT_TRUE((*conv)
+                    ->Backward(buf.x.data(), buf.w.data(), 0, buf.dy.data(),
+                               buf.dx.data(), buf.dw.data(), buf.dbias(s))
+                    .ok());
+    std::vector<double> dx, dw, db;
+    RefBackward(s, buf.x, buf.w, buf.dy, &dx, &dw, &db);
+    // dw sums up to N * OH * OW = 3136 products.
+    ExpectNear(buf.dx, dx, 1e-3);
+    ExpectNear(buf.dw, dw, 1e-2);
+    ExpectNear(buf.db, db, 1e-2);
+  }
+}
+
+TEST(Conv2DOp, ForwardTwiceGivesIdenticalResults) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape s = Small(Padding::kSame, 1);
+  s.in_channels = 16;
+  s.out_channels = 32;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+      Conv2DOp::Create(s, engine.get());
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  Buffers buf(s);
+  std::vector<float> first(OutSize(s)), second(OutSize(s));
+  ASSERT_TRUE(
+      (*conv)
+          ->Forward(buf.x.data(), buf.w.data(), 0, buf.b.data(), first.data())
+          .ok());
+  ASSERT_TRUE(
+      (*conv)
+          ->Forward(buf.x.data(), buf.w.data(), 0, buf.b.data(), second.data())
+          .ok());
+  EXPECT_EQ(first, second);
+}
+
+TEST(Conv2DOp, ReordersKernelOncePerWeightsStep) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape s = Small(Padding::kSame, 1);
+  s.in_channels = 32;
+  s.out_channels = 64;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> created =
+      Conv2DOp::Create(s, engine.get());
+  ASSERT_TRUE(created.ok()) << created.status();
+  Conv2DOp& conv = **created;
+  Buffers buf(s);
+  auto forward = [&](uint64_t step) {
+    EXPECT_TRUE(conv.Forward(buf.x.data(), buf.w.data(), step, buf.b.data(),
+                             buf.y.data())
+                    .ok());
+    return buf.y;
+  };
+  std::vector<float> before = forward(5);
+  forward(5);
+  const int64_t per_step = conv.reorders_weights() ? 1 : 0;
+  EXPECT_EQ(conv.weight_reorder_count(), per_step);
+  // New values under a new step are used, not the cached copy.
+  for (float& v : buf.w) v *= 2.0f;
+  std::vector<float> after = forward(6);
+  EXPECT_EQ(conv.weight_reorder_count(), 2 * per_step);
+  ExpectNear(after, RefForward(s, buf.x, buf.w, buf.b), kForwardTolerance);
+  EXPECT_NE(before, after);
+}
+
+TEST(Conv2DOp, ResultsDoNotDependOnThreadCount) {
+  Conv2DShape s = Small(Padding::kSame, 1);
+  s.batch = 8;
+  s.height = s.width = 12;
+  s.in_channels = 16;
+  s.out_channels = 32;
+  Buffers one(s), two(s);
+  for (auto [threads, buf] : {std::pair<int, Buffers*>{1, &one}, {2, &two}}) {
+    std::unique_ptr<Engine> engine = MakeEngine(threads);
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(s, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    ASSERT_TRUE((*conv)
+                    ->Forward(buf->x.data(), buf->w.data(), 0, buf->b.data(),
+                              buf->y.data())
+                    .ok());
+    ASSERT_TRUE((*conv)
+                    ->Backward(buf->x.data(), buf->w.data(), 0, buf->dy.data(),
+                               buf->dx.data(), buf->dw.data(), buf->db.data())
+                    .ok());
+  }
+  for (size_t i = 0; i < one.y.size(); ++i)
+    ASSERT_NEAR(one.y[i], two.y[i], 1e-5);
+  for (size_t i = 0; i < one.dw.size(); ++i) {
+    ASSERT_NEAR(one.dw[i], two.dw[i], 1e-4);
+  }
+}
+
+TEST(Conv2DOp, FirstLayerSkipsInputGradient) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape s = Small(Padding::kSame, 1);
+  Conv2DShape first = s;
+  first.compute_dx = false;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> full =
+      Conv2DOp::Create(s, engine.get());
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> no_dx =
+      Conv2DOp::Create(first, engine.get());
+  ASSERT_TRUE(full.ok() && no_dx.ok());
+  Buffers a(s), b(s);
+  ASSERT_TRUE((*full)
+                  ->Backward(a.x.data(), a.w.data(), 0, a.dy.data(),
+                             a.dx.data(), a.dw.data(), a.db.data())
+                  .ok());
+  ASSERT_TRUE((*no_dx)
+                  ->Backward(b.x.data(), nullptr, 0, b.dy.data(), nullptr,
+                             b.dw.data(), b.db.data())
+                  .ok());
+  EXPECT_EQ(a.dw, b.dw);
+  EXPECT_EQ(a.db, b.db);
+  EXPECT_EQ((*no_dx)
+                ->Backward(b.x.data(), b.w.data(), 0, b.dy.data(), b.dx.data(),
+                           b.dw.data(), b.db.data())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Conv2DOp, RejectsBadShapesAndArguments) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape too_big = Small(Padding::kValid, 1);
+  too_big.kernel_h = 6;
+  EXPECT_EQ(Conv2DOp::Create(too_big, engine.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Conv2DShape empty = Small(Padding::kSame, 1);
+  empty.batch = 0;
+  EXPECT_EQ(Conv2DOp::Create(empty, engine.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Conv2DShape s = Small(Padding::kSame, 1);
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+      Conv2DOp::Create(s, engine.get());
+  ASSERT_TRUE(conv.ok());
+  Buffers buf(s);
+  // use_bias without b.
+  EXPECT_EQ((*conv)
+                ->Forward(buf.x.data(), buf.w.data(), 0, nullptr, buf.y.data())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

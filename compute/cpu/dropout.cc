@@ -1,0 +1,80 @@
+#include "compute/cpu/dropout.h"
+
+#include <array>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "compute/cpu/philox.h"
+
+namespace pstrain {
+namespace worker {
+namespace cpu {
+namespace {
+
+uint32_t Lo(uint64_t v) { return static_cast<uint32_t>(v); }
+uint32_t Hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DropoutOp>> DropoutOp::Create(
+    int64_t num_elements, float rate) {
+  if (num_elements <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Dropout: num_elements must be positive, got ", num_elements));
+  }
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Dropout: rate must be in [0, 1), got ", rate));
+  }
+  return std::unique_ptr<DropoutOp>(new DropoutOp(num_elements, rate));
+}
+
+DropoutOp::DropoutOp(int64_t num_elements, float rate)
+    : num_elements_(num_elements),
+      rate_(rate),
+      scale_(1.0f / (1.0f - rate)),
+      threshold_(static_cast<uint64_t>(
+          std::llround(static_cast<double>(rate) * 4294967296.0))),
+      mask_(num_elements) {}
+
+absl::Status DropoutOp::Forward(const float* x, const DropoutKey& key,
+                                float* y) {
+  if (x == nullptr || y == nullptr) {
+    return absl::InvalidArgumentError("Dropout forward: x and y are required");
+  }
+  const std::array<uint32_t, 2> philox_key = {Lo(key.seed), Hi(key.seed)};
+  std::array<uint32_t, 4> words{};
+  for (int64_t i = 0; i < num_elements_; ++i) {
+    const uint64_t e = key.offset + static_cast<uint64_t>(i);
+    const uint64_t block = e / 4;
+    const int lane = static_cast<int>(e % 4);
+    if (i == 0 || lane == 0) {
+      words = Philox4x32({Lo(block), Hi(block), Lo(key.step), Hi(key.step)},
+                         philox_key);
+    }
+    const bool keep = words[lane] >= threshold_;
+    mask_[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * scale_ : 0.0f;
+  }
+  has_forward_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status DropoutOp::Backward(const float* dy, float* dx) {
+  if (dy == nullptr || dx == nullptr) {
+    return absl::InvalidArgumentError(
+        "Dropout backward: dy and dx are required");
+  }
+  if (!has_forward_) {
+    return absl::FailedPreconditionError(
+        "Dropout backward: no Forward has run");
+  }
+  for (int64_t i = 0; i < num_elements_; ++i) {
+    dx[i] = mask_[i] ? dy[i] * scale_ : 0.0f;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cpu
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,536 @@
+#include "compute/gpu/graph_stage.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status_macros.h"
+#include "compute/gpu/stage_geometry.h"
+#include "compute/rng_tracker.h"
+
+namespace pstrain {
+namespace worker {
+namespace gpu {
+namespace {
+
+// The attention layer's variables (StagePlan::attention_variables' order)
+// among `values`, one buffer per variable of the model.
+template <typename Pointer>
+std::vector<Pointer> AttentionBuffers(const StagePlan& p,
+                                      absl::Span<Pointer const> values) {
+  std::vector<Pointer> out;
+  for (const int index : p.attention_variables) {
+    out.push_back(index >= 0 ? values[index] : nullptr);
+  }
+  return out;
+}
+
+AttentionWeights AttentionWeightsOf(const StagePlan& p,
+                                    absl::Span<const float* const> weights) {
+  const std::vector<const float*> w = AttentionBuffers(p, weights);
+  AttentionWeights a;
+  a.query_kernel = w[0];
+  a.query_bias = w[1];
+  a.key_kernel = w[2];
+  a.key_bias = w[3];
+  a.value_kernel = w[4];
+  a.value_bias = w[5];
+  a.output_kernel = w[6];
+  a.output_bias = w[7];
+  return a;
+}
+
+}  // namespace
+
+absl::Status GraphStage::Supports(const StagePlan& p) {
+  switch (p.kind) {
+    case StageKind::kMerge:
+      if (p.inputs.size() > static_cast<size_t>(kMaxMergeInputs)) {
+        return InLayer(
+            p.layer, absl::UnimplementedError(absl::StrCat(
+                         "a merge of ", p.inputs.size(),
+                         " inputs; the GPU merges at most ", kMaxMergeInputs)));
+      }
+      return absl::OkStatus();
+    case StageKind::kPermute:
+      if (p.in_shapes.empty() ||
+          p.in_shapes[0].size() > static_cast<size_t>(kMaxPermuteRank) ||
+          p.permutation.size() != p.in_shapes[0].size()) {
+        return InLayer(
+            p.layer,
+            absl::UnimplementedError(absl::StrCat(
+                "Permute of ", p.in_shapes.empty() ? 0 : p.in_shapes[0].size(),
+                " axes; the GPU permutes 1 to ", kMaxPermuteRank)));
+      }
+      return absl::OkStatus();
+    default:
+      return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
+                                                               int64_t batch,
+                                                               Device* device) {
+  if (device == nullptr) {
+    return absl::InvalidArgumentError("GraphStage: a device is required");
+  }
+  PSTRAIN_RETURN_IF_ERROR(Supports(plan));
+  std::unique_ptr<GraphStage> stage(
+      new GraphStage(std::move(plan), batch, device));
+  GraphStage& s = *stage;
+  const StagePlan& p = s.plan_;
+  const std::string& layer = p.layer;
+  absl::Status status;
+  switch (p.kind) {
+    case StageKind::kEmbedding: {
+      EmbeddingShape shape = p.embedding;
+      shape.ids *= batch;
+      status = TakeOp(layer, EmbeddingOp::Create(shape, device), &s.embedding_);
+      break;
+    }
+    case StageKind::kConv2D: {
+      Conv2DShape shape = p.conv;
+      shape.batch = batch;
+      status = TakeOp(layer, Conv2DOp::Create(shape, device), &s.conv_);
+      break;
+    }
+    case StageKind::kMaxPool2D: {
+      Pool2DShape shape = p.pool;
+      shape.batch = batch;
+      status = TakeOp(layer, MaxPool2DOp::Create(shape, device), &s.pool_);
+      break;
+    }
+    case StageKind::kDense: {
+      DenseShape shape = p.dense;
+      shape.batch *= batch;  // Rows: the plan's are per example.
+      status = TakeOp(layer, DenseOp::Create(shape, device), &s.dense_);
+      break;
+    }
+    case StageKind::kRelu:
+      status =
+          TakeOp(layer, ReluOp::Create(batch * p.in_size, device), &s.relu_);
+      break;
+    case StageKind::kSoftmax: {
+      SoftmaxShape shape = p.softmax;
+      shape.batch *= batch;
+      status = TakeOp(layer, SoftmaxOp::Create(shape, device), &s.softmax_);
+      break;
+    }
+    case StageKind::kDropout:
+      status = TakeOp(
+          layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
+          &s.dropout_);
+      break;
+    case StageKind::kActivation:
+    case StageKind::kMerge:
+    case StageKind::kConcatenate:
+    case StageKind::kRescaling:
+    case StageKind::kPermute:
+    case StageKind::kZeroPadding2D:
+    case StageKind::kAveragePooling2D:
+    case StageKind::kGlobalPooling:
+      status = InLayer(layer, s.InitKernelStage());
+      break;
+    case StageKind::kBatchNormalization: {
+      BatchNormShape shape;
+      shape.channels = p.in_shapes[0].back();
+      shape.rows = batch * (p.in_size / shape.channels);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      status =
+          TakeOp(layer, BatchNormOp::Create(shape, device), &s.batch_norm_);
+      break;
+    }
+    case StageKind::kLayerNormalization: {
+      LayerNormShape shape;
+      shape.width = p.in_shapes[0].back();
+      shape.rows = batch * (p.in_size / shape.width);
+      shape.epsilon = p.epsilon;
+      shape.center = p.center;
+      shape.scale = p.scale;
+      status =
+          TakeOp(layer, LayerNormOp::Create(shape, device), &s.layer_norm_);
+      break;
+    }
+    case StageKind::kMultiHeadAttention: {
+      // Inputs query, value and maybe key (default: the value), each
+      // [sequence, features].
+      const std::vector<int64_t>& q = p.in_shapes[0];
+      const std::vector<int64_t>& v = p.in_shapes[1];
+      const std::vector<int64_t>& k =
+          p.in_shapes.size() > 2 ? p.in_shapes[2] : v;
+      AttentionShape shape;
+      shape.batch = batch;
+      shape.tq = q[0];
+      shape.dq = q[1];
+      shape.tv = v[0];
+      shape.dv = v[1];
+      shape.dk = k[1];
+      shape.heads = p.heads;
+      shape.key_dim = p.key_dim;
+      shape.value_dim = p.value_dim;
+      shape.output_dim = p.output_dim;
+      shape.use_bias = p.use_bias;
+      shape.causal = p.causal;
+      status = TakeOp(layer, AttentionOp::Create(shape, device), &s.attention_);
+      break;
+    }
+  }
+  PSTRAIN_RETURN_IF_ERROR(status);
+  return stage;
+}
+
+absl::Status GraphStage::InitKernelStage() {
+  const StagePlan& p = plan_;
+  switch (p.kind) {
+    case StageKind::kActivation: {
+      const Activation a = p.activation.activation;
+      axiswise_ = a == Activation::kSoftmax || a == Activation::kLogSoftmax;
+      if (axiswise_) return absl::OkStatus();
+      PSTRAIN_ASSIGN_OR_RETURN(pointwise_, PointwiseParamsOf(p.activation));
+      return absl::OkStatus();
+    }
+    case StageKind::kMerge:
+      merge_ = MergeKindOf(p.merge);
+      return absl::OkStatus();
+    case StageKind::kConcatenate:
+      for (const int64_t size : p.in_sizes) {
+        concat_widths_.push_back(size / p.concat_rows);
+      }
+      return absl::OkStatus();
+    case StageKind::kPermute:  // Supports checks the rank.
+      permute_forward_ = TransposeGeometry(p.in_shapes[0], p.permutation);
+      permute_backward_ =
+          InverseTransposeGeometry(p.in_shapes[0], p.permutation);
+      return absl::OkStatus();
+    case StageKind::kZeroPadding2D:
+      padding_ = ZeroPaddingGeometry(p.in_shapes[0], p.pad_top, p.pad_bottom,
+                                     p.pad_left, p.pad_right);
+      return absl::OkStatus();
+    case StageKind::kAveragePooling2D: {
+      PSTRAIN_ASSIGN_OR_RETURN(avg_pool_, AvgPoolGeometryOf(p.pool, batch_));
+      return absl::OkStatus();
+    }
+    case StageKind::kGlobalPooling:
+      global_channels_ = p.in_shapes[0].back();
+      global_steps_ = p.in_size / global_channels_;
+      return absl::OkStatus();
+    default:
+      return absl::OkStatus();  // Rescaling needs nothing.
+  }
+}
+
+absl::StatusOr<const void*> GraphStage::Forward(
+    absl::Span<const void* const> inputs,
+    absl::Span<const float* const> weights, uint64_t weights_version,
+    const DropoutStep* dropout, float* y) {
+  const StagePlan& p = plan_;
+  auto weight = [&](int index) {
+    return index >= 0 ? weights[index] : nullptr;
+  };
+  const float* x = static_cast<const float*>(inputs[0]);
+  const cudaStream_t stream = device_->stream();
+  absl::Status status = device_->MakeCurrent();
+  if (!status.ok()) return InLayer(p.layer, status);
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+      status = embedding_->Forward(static_cast<const int32_t*>(inputs[0]),
+                                   weight(p.kernel), y);
+      break;
+    case StageKind::kConv2D:
+      status = conv_->Forward(x, weight(p.kernel), weights_version,
+                              weight(p.bias), y);
+      break;
+    case StageKind::kMaxPool2D:
+      status = pool_->Forward(x, y);
+      break;
+    case StageKind::kDense:
+      status = dense_->Forward(x, weight(p.kernel), weight(p.bias), y);
+      break;
+    case StageKind::kRelu:
+      status = relu_->Forward(x, y);
+      break;
+    case StageKind::kSoftmax:
+      status = softmax_->Forward(x, y);
+      break;
+    case StageKind::kDropout: {
+      // Inference: the identity; the input passes on untouched.
+      if (dropout == nullptr) return inputs[0];
+      DropoutKey key;
+      key.seed = p.dropout_seed;
+      key.step = static_cast<uint64_t>(dropout->step);
+      key.offset = DropoutElementOffset(dropout->example_offset, p.in_size);
+      status = dropout_->Forward(x, key, y);
+      break;
+    }
+    case StageKind::kActivation: {
+      const cpu::ActivationShape& a = p.activation;
+      status = CudaStatus(
+          axiswise_ ? LaunchAxisSoftmaxForward(
+                          x, a.outer * batch_, a.axis, a.inner,
+                          a.activation == Activation::kLogSoftmax, y, stream)
+                    : LaunchPointwiseForward(pointwise_, x, batch_ * p.in_size,
+                                             y, stream),
+          "activation forward");
+      break;
+    }
+    case StageKind::kMerge:
+    case StageKind::kConcatenate:
+      status = MergeForward(inputs, y);
+      break;
+    case StageKind::kRescaling:
+      status = CudaStatus(LaunchScaleShift(x, batch_ * p.out_size, p.rescale,
+                                           p.offset, y, stream),
+                          "Rescaling forward");
+      break;
+    case StageKind::kPermute:
+      status = CudaStatus(LaunchPermute(x, batch_, permute_forward_, y, stream),
+                          "Permute forward");
+      break;
+    case StageKind::kZeroPadding2D:
+      status = CudaStatus(LaunchPadNhwc(x, batch_, padding_, 0.0f, y, stream),
+                          "ZeroPadding2D forward");
+      break;
+    case StageKind::kAveragePooling2D:
+      status = CudaStatus(LaunchAvgPoolForward(x, avg_pool_, y, stream),
+                          "AveragePooling2D forward");
+      break;
+    case StageKind::kGlobalPooling:
+      status = CudaStatus(
+          LaunchGlobalPoolForward(x, batch_, global_steps_, global_channels_,
+                                  p.global_max, y, stream),
+          "global pooling forward");
+      break;
+    case StageKind::kBatchNormalization:
+      if (dropout != nullptr) {  // Training: the batch's statistics.
+        status = batch_norm_->ForwardTraining(
+            x, weight(p.kernel), weight(p.bias), y, nullptr, nullptr);
+      } else {
+        status = batch_norm_->ForwardInference(
+            x, weight(p.kernel), weight(p.bias), weight(p.moving_mean),
+            weight(p.moving_variance), y);
+      }
+      break;
+    case StageKind::kLayerNormalization:
+      status = layer_norm_->Forward(x, weight(p.kernel), weight(p.bias), y);
+      break;
+    case StageKind::kMultiHeadAttention: {
+      const float* value = static_cast<const float*>(inputs[1]);
+      const float* key =
+          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
+      status =
+          attention_->Forward(x, key, value, AttentionWeightsOf(p, weights), y);
+      break;
+    }
+  }
+  if (!status.ok()) return InLayer(p.layer, status);
+  return y;
+}
+
+absl::Status GraphStage::MergeForward(absl::Span<const void* const> inputs,
+                                      float* y) {
+  const StagePlan& p = plan_;
+  const cudaStream_t stream = device_->stream();
+  if (p.kind == StageKind::kMerge) {
+    MergeInputs in;
+    in.count = static_cast<int>(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      in.x[k] = static_cast<const float*>(inputs[k]);
+    }
+    return CudaStatus(
+        LaunchMergeForward(merge_, in, batch_ * p.out_size, y, stream),
+        "merge forward");
+  }
+  // Concatenate: each input's rows into its columns of y's rows.
+  const int64_t rows = batch_ * p.concat_rows;
+  int64_t row = 0;
+  for (const int64_t width : concat_widths_) row += width;
+  int64_t offset = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const size_t width = concat_widths_[k] * sizeof(float);
+    PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpy2DAsync(y + offset, row * sizeof(float), inputs[k], width,
+                          width, rows, cudaMemcpyDeviceToDevice, stream),
+        "Concatenate forward: cudaMemcpy2DAsync"));
+    offset += concat_widths_[k];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphStage::MergeBackward(absl::Span<const void* const> inputs,
+                                       const float* dy,
+                                       absl::Span<float* const> dx) {
+  const StagePlan& p = plan_;
+  const cudaStream_t stream = device_->stream();
+  MergeInputs in;
+  in.count = static_cast<int>(inputs.size());
+  for (size_t k = 0; k < inputs.size() && p.kind == StageKind::kMerge; ++k) {
+    in.x[k] = static_cast<const float*>(inputs[k]);
+  }
+  const int64_t rows = batch_ * p.concat_rows;
+  int64_t row = 0;
+  for (const int64_t width : concat_widths_) row += width;
+  int64_t offset = 0;
+  for (size_t k = 0; k < dx.size(); ++k) {
+    if (dx[k] != nullptr) {
+      if (p.kind == StageKind::kMerge) {
+        PSTRAIN_RETURN_IF_ERROR(
+            CudaStatus(LaunchMergeBackward(merge_, in, dy, batch_ * p.out_size,
+                                           static_cast<int>(k), dx[k], stream),
+                       "merge backward"));
+      } else {
+        const size_t width = concat_widths_[k] * sizeof(float);
+        PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+            cudaMemcpy2DAsync(dx[k], width, dy + offset, row * sizeof(float),
+                              width, rows, cudaMemcpyDeviceToDevice, stream),
+            "Concatenate backward: cudaMemcpy2DAsync"));
+      }
+    }
+    if (p.kind == StageKind::kConcatenate) offset += concat_widths_[k];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
+                                  const float* y, float* dy,
+                                  absl::Span<float* const> dx,
+                                  absl::Span<const float* const> weights,
+                                  uint64_t weights_version,
+                                  absl::Span<float* const> gradients) {
+  const StagePlan& p = plan_;
+  auto weight = [&](int index) {
+    return index >= 0 ? weights[index] : nullptr;
+  };
+  auto gradient = [&](int index) {
+    return index >= 0 ? gradients[index] : nullptr;
+  };
+  const float* x = static_cast<const float*>(inputs[0]);
+  float* dx0 = dx[0];
+  const cudaStream_t stream = device_->stream();
+  absl::Status status = device_->MakeCurrent();
+  if (!status.ok()) return InLayer(p.layer, status);
+  // The stages without variables run only for an input's gradient.
+  const bool no_dx = dx0 == nullptr && p.kind != StageKind::kMerge &&
+                     p.kind != StageKind::kConcatenate;
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+      status = embedding_->Backward(static_cast<const int32_t*>(inputs[0]), dy,
+                                    gradient(p.kernel));
+      break;
+    case StageKind::kConv2D:
+      status = conv_->Backward(x, weight(p.kernel), weights_version, dy, dx0,
+                               gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kDense:
+      status = dense_->Backward(x, weight(p.kernel), dy, dx0,
+                                gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kBatchNormalization:
+      status = batch_norm_->Backward(x, weight(p.kernel), dy, dx0,
+                                     gradient(p.kernel), gradient(p.bias));
+      // The moving statistics take the batch's, summed over its examples
+      // as gradients are (the ps averages them over the step's).
+      if (status.ok()) {
+        status = batch_norm_->ScaledStatistics(static_cast<float>(batch_),
+                                               gradient(p.moving_mean),
+                                               gradient(p.moving_variance));
+      }
+      break;
+    case StageKind::kLayerNormalization:
+      status = layer_norm_->Backward(x, weight(p.kernel), dy, dx0,
+                                     gradient(p.kernel), gradient(p.bias));
+      break;
+    case StageKind::kMultiHeadAttention: {
+      const std::vector<float*> dw = AttentionBuffers(p, gradients);
+      AttentionGradients grads;
+      grads.query_kernel = dw[0];
+      grads.query_bias = dw[1];
+      grads.key_kernel = dw[2];
+      grads.key_bias = dw[3];
+      grads.value_kernel = dw[4];
+      grads.value_bias = dw[5];
+      grads.output_kernel = dw[6];
+      grads.output_bias = dw[7];
+      grads.query = dx[0];
+      grads.value = dx[1];
+      // Keras's key defaults to the value: the op sums its gradient there.
+      grads.key = dx.size() > 2 ? dx[2] : dx[1];
+      const float* value = static_cast<const float*>(inputs[1]);
+      const float* key =
+          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
+      status = attention_->Backward(x, key, value,
+                                    AttentionWeightsOf(p, weights), dy, grads);
+      break;
+    }
+    default:
+      if (no_dx) return absl::OkStatus();
+      break;
+  }
+  switch (p.kind) {
+    case StageKind::kEmbedding:
+    case StageKind::kConv2D:
+    case StageKind::kDense:
+    case StageKind::kBatchNormalization:
+    case StageKind::kLayerNormalization:
+    case StageKind::kMultiHeadAttention:
+      break;
+    case StageKind::kMaxPool2D:
+      status = pool_->Backward(dy, dx0);
+      break;
+    case StageKind::kRelu:
+      status = relu_->Backward(y, dy, dx0);
+      break;
+    case StageKind::kSoftmax:
+      status = softmax_->Backward(y, dy, dx0);
+      break;
+    case StageKind::kDropout:
+      status = dropout_->Backward(dy, dx0);
+      break;
+    case StageKind::kActivation: {
+      const cpu::ActivationShape& a = p.activation;
+      status = CudaStatus(
+          axiswise_ ? LaunchAxisSoftmaxBackward(
+                          y, dy, a.outer * batch_, a.axis, a.inner,
+                          a.activation == Activation::kLogSoftmax, dx0, stream)
+                    : LaunchPointwiseBackward(pointwise_, x, y, dy,
+                                              batch_ * p.in_size, dx0, stream),
+          "activation backward");
+      break;
+    }
+    case StageKind::kMerge:
+    case StageKind::kConcatenate:
+      status = MergeBackward(inputs, dy, dx);
+      break;
+    case StageKind::kRescaling:
+      status = CudaStatus(LaunchScaleShift(dy, batch_ * p.in_size, p.rescale,
+                                           0.0f, dx0, stream),
+                          "Rescaling backward");
+      break;
+    case StageKind::kPermute:
+      status =
+          CudaStatus(LaunchPermute(dy, batch_, permute_backward_, dx0, stream),
+                     "Permute backward");
+      break;
+    case StageKind::kZeroPadding2D:
+      status = CudaStatus(LaunchCropNhwc(dy, batch_, padding_, dx0, stream),
+                          "ZeroPadding2D backward");
+      break;
+    case StageKind::kAveragePooling2D:
+      status = CudaStatus(LaunchAvgPoolBackward(dy, avg_pool_, dx0, stream),
+                          "AveragePooling2D backward");
+      break;
+    case StageKind::kGlobalPooling:
+      status = CudaStatus(
+          LaunchGlobalPoolBackward(x, y, dy, batch_, global_steps_,
+                                   global_channels_, p.global_max, dx0, stream),
+          "global pooling backward");
+      break;
+  }
+  return InLayer(p.layer, status);
+}
+
+}  // namespace gpu
+}  // namespace worker
+}  // namespace pstrain

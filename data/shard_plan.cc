@@ -1,0 +1,76 @@
+#include "data/shard_plan.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "data/shuffle.h"
+
+namespace pstrain {
+namespace data {
+
+absl::StatusOr<ShardPlan> ShardPlan::Create(int64_t num_examples,
+                                            const ShardOptions& options) {
+  if (num_examples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_examples is ", num_examples, "; must be >= 0"));
+  }
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ShardOptions.num_workers is ", options.num_workers, "; must be >= 1"));
+  }
+  if (options.worker_index < 0 || options.worker_index >= options.num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ShardOptions.worker_index is ", options.worker_index,
+                     "; must be in 0..", options.num_workers - 1));
+  }
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ShardOptions.batch_size is ", options.batch_size, "; must be >= 1"));
+  }
+  return ShardPlan(num_examples, options);
+}
+
+ShardPlan::ShardPlan(int64_t num_examples, const ShardOptions& options)
+    : num_examples_(num_examples), options_(options) {
+  const int64_t n = num_examples, w = options.worker_index,
+                workers = options.num_workers, b = options.batch_size;
+  // Divided in two steps, so W*B never overflows:
+  // floor(N/(W*B)) = floor(floor(N/W)/B), and likewise for ceil.
+  if (options.drop_remainder) {
+    steps_per_epoch_ = n / workers / b;
+    worker_examples_ = steps_per_epoch_ * b;
+  } else {
+    steps_per_epoch_ = ((n + workers - 1) / workers + b - 1) / b;
+    worker_examples_ = n > w ? (n - w + workers - 1) / workers : 0;
+  }
+}
+
+int64_t ShardPlan::dropped_per_epoch() const {
+  if (!options_.drop_remainder) return 0;
+  return num_examples_ -
+         steps_per_epoch_ * options_.num_workers * options_.batch_size;
+}
+
+int64_t ShardPlan::BatchSize(int64_t step) const {
+  return std::min(options_.batch_size,
+                  worker_examples_ - step * options_.batch_size);
+}
+
+std::vector<int64_t> ShardPlan::WorkerOrder(int64_t epoch) const {
+  std::vector<int64_t> order;
+  if (options_.shuffle) {
+    order = EpochPermutation(num_examples_, options_.seed, epoch);
+  } else {
+    order.resize(num_examples_);
+    for (int64_t i = 0; i < num_examples_; ++i) order[i] = i;
+  }
+  std::vector<int64_t> mine(worker_examples_);
+  for (int64_t i = 0; i < worker_examples_; ++i) {
+    mine[i] = order[options_.worker_index + i * options_.num_workers];
+  }
+  return mine;
+}
+
+}  // namespace data
+}  // namespace pstrain
