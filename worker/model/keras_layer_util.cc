@@ -183,7 +183,7 @@ absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
                                    ShapeString(layer.input_shape)));
 }
 
-// Conv2D's and MaxPooling2D's strides and padding for a `window` read from
+// The pooling layers' strides and padding for a `window` read from
 // field `window_key`; sets the layer's window fields and output_shape (with
 // the input's channels).
 absl::Status ParseWindow(const KerasFields& fields,

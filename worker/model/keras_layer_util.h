@@ -96,7 +96,7 @@ absl::StatusOr<int> ParseOneInt(const KerasFields& fields,
 absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
                         size_t rank, absl::string_view meaning);
 
-// Conv2D's and the pooling layers' strides and padding for a `window` read
+// The pooling layers' strides and padding for a `window` read
 // from field `window_key`; sets the layer's window fields and output_shape
 // (with the input's channels).
 absl::Status ParseWindow(const KerasFields& fields,
