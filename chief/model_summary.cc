@@ -36,7 +36,7 @@ std::string LayerTypeName(const worker::LayerSpec& layer) {
   const bool one_d = layer.input_shape.size() == 2;
   switch (layer.kind) {
     case LayerKind::kConv2D:
-      return "Conv2D";
+      return layer.depthwise ? "DepthwiseConv2D" : one_d ? "Conv1D" : "Conv2D";
     case LayerKind::kMaxPool2D:
       return "MaxPooling2D";
     case LayerKind::kFlatten:

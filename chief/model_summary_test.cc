@@ -67,6 +67,22 @@ TEST(ModelSummary, ShippedCnnListsEveryLayer) {
   EXPECT_TRUE(absl::StrContains(summary, "(Dense)")) << summary;
 }
 
+// The three convolutions share LayerKind::kConv2D; the summary names
+// each by its Keras class.
+TEST(ModelSummary, NamesDepthwiseAndOneDimensionalConvolutions) {
+  worker::LayerSpec conv;
+  conv.kind = worker::LayerKind::kConv2D;
+  conv.input_shape = {8, 8, 3};
+  EXPECT_EQ(LayerTypeName(conv), "Conv2D");
+  worker::LayerSpec depthwise = conv;
+  depthwise.depthwise = true;
+  depthwise.groups = 3;
+  EXPECT_EQ(LayerTypeName(depthwise), "DepthwiseConv2D");
+  worker::LayerSpec one_d = conv;
+  one_d.input_shape = {8, 3};
+  EXPECT_EQ(LayerTypeName(one_d), "Conv1D");
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

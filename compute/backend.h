@@ -10,11 +10,11 @@
 //   // grads hold sums over the batch; push them with r.examples.
 //
 // Gradient convention (what the ps expects): every gradient is the SUM over
-// the batch's examples of d(per-example loss)/dw, plus batch * d(L2)/dw for
-// the variables with a Keras L2 regularizer. The ps divides the sum of the
-// pushes of a step by their summed batch sizes, so N workers compute exactly
-// what one process with the global batch would: the mean loss's gradient
-// plus the L2 gradient once.
+// the batch's examples of d(per-example loss)/dw, plus batch * d(R)/dw for
+// the variables with a Keras regularizer R (L1, L2, L1L2). The ps divides
+// the sum of the pushes of a step by their summed batch sizes, so N workers
+// compute exactly what one process with the global batch would: the mean
+// loss's gradient plus the regularizer's gradient once.
 //
 // A Backend is used by one thread at a time.
 #ifndef PSTRAIN_COMPUTE_BACKEND_H_
@@ -97,7 +97,8 @@ struct StepInput {
 struct StepResult {
   // Sum over the batch of the per-example losses (without L2).
   double loss_sum = 0;
-  // The L2 regularization term, l2 * sum(w^2) over regularized kernels.
+  // The regularization term: l1 * sum(|w|) + l2 * sum(w^2) over the
+  // regularized variables (cpu/l2.h).
   double l2_loss = 0;
   // Examples whose prediction equals the label: the argmax of the output;
   // for binary cross-entropy, probability > 0.5 (Keras's binary accuracy);

@@ -172,9 +172,12 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       return true;
     }
     case LayerKind::kConv2D: {
-      if (in.size() != 3) {
+      // Conv1D: [steps, channels] as [1, steps, channels].
+      const bool one_d = in.size() == 2;
+      if (in.size() != 3 && !one_d) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "layer '", layer.name, "': Conv2D needs a rank-3 input"));
+            "layer '", layer.name,
+            "': Conv2D needs a rank-3 input (Conv1D a rank-2 one)"));
       }
       stage->kind = StageKind::kConv2D;
       PSTRAIN_ASSIGN_OR_RETURN(stage->kernel, FindVariable(layer, 0));
@@ -183,16 +186,20 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       }
       cpu::Conv2DShape& shape = stage->conv;
       shape.batch = 1;
-      shape.height = in[0];
-      shape.width = in[1];
-      shape.in_channels = in[2];
+      shape.height = one_d ? 1 : in[0];
+      shape.width = in[one_d ? 0 : 1];
+      shape.in_channels = in.back();
       shape.out_channels = layer.filters;
       shape.kernel_h = layer.kernel_h;
       shape.kernel_w = layer.kernel_w;
       shape.stride_h = layer.stride_h;
       shape.stride_w = layer.stride_w;
-      shape.padding =
-          layer.same_padding ? cpu::Padding::kSame : cpu::Padding::kValid;
+      shape.dilation_h = layer.dilation_h;
+      shape.dilation_w = layer.dilation_w;
+      shape.groups = layer.groups;
+      shape.padding = layer.causal_padding ? cpu::Padding::kCausal
+                      : layer.same_padding ? cpu::Padding::kSame
+                                           : cpu::Padding::kValid;
       shape.use_bias = layer.use_bias;
       shape.compute_dx = trainable_before;
       shape.fuse_relu =
@@ -398,6 +405,28 @@ absl::Status Planner::CheckEveryStageLeadsToTheOutput() const {
 }
 
 }  // namespace
+
+std::vector<RegularizedVariable> RegularizedVariables(const ModelSpec& spec) {
+  std::vector<Regularizer> by_variable(spec.variables.size());
+  for (const LayerSpec& layer : spec.layers) {
+    if (layer.shares >= 0) continue;
+    for (size_t v = 0; v < layer.variables.size() && v < 2; ++v) {
+      const Regularizer& r =
+          v == 0 ? layer.kernel_regularizer : layer.bias_regularizer;
+      if (!r.active()) continue;
+      for (size_t i = 0; i < spec.variables.size(); ++i) {
+        if (spec.variables[i].name() == layer.variables[v]) by_variable[i] = r;
+      }
+    }
+  }
+  std::vector<RegularizedVariable> regularized;
+  for (size_t i = 0; i < by_variable.size(); ++i) {
+    if (by_variable[i].active()) {
+      regularized.push_back({static_cast<int>(i), by_variable[i]});
+    }
+  }
+  return regularized;
+}
 
 absl::Status InLayer(const std::string& layer, const absl::Status& status) {
   if (status.ok()) return status;

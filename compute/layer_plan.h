@@ -9,7 +9,8 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(LayerPlan plan, PlanLayers(spec, options, rng));
 //   for (const StagePlan& stage : plan.stages) { ... make its op ... }
 //
-// Layers map to stages as follows: Conv2D to kConv2D (its ReLU fused into
+// Layers map to stages as follows: Conv2D, DepthwiseConv2D (a grouped
+// convolution) and Conv1D (one of height 1) to kConv2D (its ReLU fused into
 // the convolution with fuse_conv_relu, else a ReLU stage in place after it),
 // MaxPooling2D to kMaxPool2D, Dense to kDense (+ an in-place ReLU stage),
 // Dropout to kDropout (none for rate 0), Embedding to kEmbedding (reading a
@@ -161,6 +162,17 @@ struct LayerPlanOptions {
 absl::StatusOr<LayerPlan> PlanLayers(const ModelSpec& spec,
                                      const LayerPlanOptions& options,
                                      const RngTracker& rng);
+
+// A variable with a Keras regularizer (a kernel's, depthwise kernel's or
+// bias's), whose penalty the backends add to the loss (cpu/l2.h).
+struct RegularizedVariable {
+  int variable = 0;  // Index into the model's variables.
+  Regularizer regularizer;
+};
+
+// Every regularized variable of `spec`, once each (a shared layer's second
+// call adds none), in the order of the variables.
+std::vector<RegularizedVariable> RegularizedVariables(const ModelSpec& spec);
 
 // `status` with "layer '<layer>': " in front of its message.
 absl::Status InLayer(const std::string& layer, const absl::Status& status);

@@ -171,6 +171,63 @@ TEST(LayerPlan, PlansAGraphWithABranchAndAMerge) {
   EXPECT_EQ(plan->output_size, 4);
 }
 
+// DepthwiseConv2D is a grouped convolution and Conv1D one of height 1;
+// both carry their dilation and padding into the op's shape.
+TEST(LayerPlan, PlansDepthwiseAndOneDimensionalConvolutions) {
+  const ModelSpec spec = Parse(R"({"class_name": "Sequential", "config": {
+      "name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"name": "in",
+        "batch_input_shape": [null, 6, 4, 3]}},
+      {"class_name": "DepthwiseConv2D", "config": {"name": "dw",
+        "kernel_size": 3, "depth_multiplier": 2, "dilation_rate": 2,
+        "padding": "same", "activation": "relu",
+        "depthwise_regularizer": {"class_name": "L1", "config": {"l1": 0.1}}}},
+      {"class_name": "Reshape", "config": {"name": "r",
+        "target_shape": [24, 6]}},
+      {"class_name": "Conv1D", "config": {"name": "c", "filters": 2,
+        "kernel_size": 3, "padding": "causal", "dilation_rate": 2,
+        "bias_regularizer": {"class_name": "L2", "config": {"l2": 0.2}}}},
+      {"class_name": "Flatten", "config": {"name": "f"}},
+      {"class_name": "Dense", "config": {"name": "d", "units": 2,
+        "kernel_regularizer": {"class_name": "L1L2",
+                               "config": {"l1": 0.3, "l2": 0.4}}}}]}})");
+  const RngTracker rng(1, 0);
+  absl::StatusOr<LayerPlan> plan = PlanLayers(spec, LayerPlanOptions(), rng);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Kinds(*plan),
+            (std::vector<K>{K::kConv2D, K::kRelu, K::kConv2D, K::kDense}));
+  const cpu::Conv2DShape& dw = plan->stages[0].conv;
+  EXPECT_EQ(dw.groups, 3);
+  EXPECT_EQ(dw.in_channels, 3);
+  EXPECT_EQ(dw.out_channels, 6);
+  EXPECT_EQ(dw.dilation_h, 2);
+  EXPECT_EQ(dw.dilation_w, 2);
+  EXPECT_EQ(dw.padding, cpu::Padding::kSame);
+  const cpu::Conv2DShape& c = plan->stages[2].conv;
+  EXPECT_EQ(c.groups, 1);
+  EXPECT_EQ(c.height, 1);
+  EXPECT_EQ(c.width, 24);
+  EXPECT_EQ(c.in_channels, 6);
+  EXPECT_EQ(c.kernel_h, 1);
+  EXPECT_EQ(c.kernel_w, 3);
+  EXPECT_EQ(c.dilation_w, 2);
+  EXPECT_EQ(c.padding, cpu::Padding::kCausal);
+  EXPECT_EQ(plan->stages[2].out_size, 48);
+
+  // Variables: dw/depthwise_kernel, dw/bias, c/kernel, c/bias, d/kernel,
+  // d/bias.
+  const std::vector<RegularizedVariable> regularized =
+      RegularizedVariables(spec);
+  ASSERT_EQ(regularized.size(), 3u);
+  EXPECT_EQ(regularized[0].variable, 0);
+  EXPECT_EQ(regularized[0].regularizer.l1, 0.1f);
+  EXPECT_EQ(regularized[1].variable, 3);
+  EXPECT_EQ(regularized[1].regularizer.l2, 0.2f);
+  EXPECT_EQ(regularized[2].variable, 4);
+  EXPECT_EQ(regularized[2].regularizer.l1, 0.3f);
+  EXPECT_EQ(regularized[2].regularizer.l2, 0.4f);
+}
+
 // A layer nothing reads is refused, naming it.
 TEST(LayerPlan, RefusesALayerThatDoesNotLeadToTheOutput) {
   const RngTracker rng(1, 0);

@@ -1,4 +1,5 @@
-// The core layers: Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding.
+// The core layers: Conv2D, DepthwiseConv2D, Conv1D, MaxPooling2D, Flatten,
+// Dense, Dropout, Embedding.
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,26 +24,91 @@ absl::Status ParseConv2D(const KerasFields& fields, const ParseContext& context,
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t filters,
                            fields.Int("filters", 1, kMaxDim, std::nullopt));
   layer->filters = static_cast<int>(filters);
-  PSTRAIN_ASSIGN_OR_RETURN(const Window kernel,
+  ConvWindow w;
+  PSTRAIN_ASSIGN_OR_RETURN(w.kernel,
                            fields.IntPair("kernel_size", std::nullopt));
-  PSTRAIN_RETURN_IF_ERROR(
-      ParseWindow(fields, "kernel_size", kernel, {1, 1}, layer));
-  PSTRAIN_ASSIGN_OR_RETURN(const Window dilation,
+  PSTRAIN_ASSIGN_OR_RETURN(w.strides, fields.IntPair("strides", Window{1, 1}));
+  PSTRAIN_ASSIGN_OR_RETURN(w.dilation,
                            fields.IntPair("dilation_rate", Window{1, 1}));
-  if (dilation != Window{1, 1}) {
-    return fields.Unsupported("dilation_rate", *fields.Find("dilation_rate"),
-                              "expected 1 or [1, 1]");
-  }
   PSTRAIN_ASSIGN_OR_RETURN(const int64_t groups,
                            fields.Int("groups", 1, kMaxDim, 1));
   if (groups != 1) {
     return fields.Unsupported("groups", Json(groups), "expected 1");
   }
+  PSTRAIN_RETURN_IF_ERROR(
+      ParseConvWindow(fields, w, /*one_d=*/false, filters, layer));
   const int64_t in_channels = layer->input_shape[2];
-  layer->output_shape[2] = filters;
-  return ParseKernelAndBias(fields,
-                            {kernel.first, kernel.second, in_channels, filters},
-                            filters, context, layer, variables);
+  return ParseKernelAndBias(
+      fields, {w.kernel.first, w.kernel.second, in_channels, filters}, filters,
+      context, layer, variables);
+}
+
+// A grouped convolution of one input channel per group: its kernel
+// [kh, kw, channels, multiplier] is, element for element, the HWIO kernel
+// [kh, kw, 1, channels * multiplier] of `channels` groups, output channel
+// c * multiplier + m from input channel c.
+absl::Status ParseDepthwiseConv2D(const KerasFields& fields,
+                                  const ParseContext& context, LayerSpec* layer,
+                                  std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kConv2D;
+  layer->depthwise = true;
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const int64_t multiplier,
+      fields.Int("depth_multiplier", 1, kMaxDim, int64_t{1}));
+  ConvWindow w;
+  PSTRAIN_ASSIGN_OR_RETURN(w.kernel,
+                           fields.IntPair("kernel_size", std::nullopt));
+  PSTRAIN_ASSIGN_OR_RETURN(w.strides, fields.IntPair("strides", Window{1, 1}));
+  PSTRAIN_ASSIGN_OR_RETURN(w.dilation,
+                           fields.IntPair("dilation_rate", Window{1, 1}));
+  if (layer->input_shape.size() == 3 &&
+      layer->input_shape[2] * multiplier > kMaxDim) {
+    return fields.FieldError(
+        "depth_multiplier",
+        absl::StrCat(multiplier, " times the input's ", layer->input_shape[2],
+                     " channels is too many"));
+  }
+  const int64_t in_channels =
+      layer->input_shape.size() == 3 ? layer->input_shape[2] : 1;
+  const int64_t out_channels = in_channels * multiplier;
+  PSTRAIN_RETURN_IF_ERROR(
+      ParseConvWindow(fields, w, /*one_d=*/false, out_channels, layer));
+  layer->filters = static_cast<int>(out_channels);
+  layer->groups = static_cast<int>(in_channels);
+  return ParseKernelAndBias(
+      fields, {w.kernel.first, w.kernel.second, in_channels, multiplier},
+      out_channels, context, layer, variables, "depthwise", "depthwise_kernel");
+}
+
+// A Conv2D of height 1 over [1, steps, channels]: its kernel [k, in,
+// filters] is the HWIO kernel [1, k, in, filters].
+absl::Status ParseConv1D(const KerasFields& fields, const ParseContext& context,
+                         LayerSpec* layer,
+                         std::vector<VariableDef>* variables) {
+  layer->kind = LayerKind::kConv2D;
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t filters,
+                           fields.Int("filters", 1, kMaxDim, std::nullopt));
+  layer->filters = static_cast<int>(filters);
+  ConvWindow w;
+  PSTRAIN_ASSIGN_OR_RETURN(const int kernel,
+                           ParseOneInt(fields, "kernel_size", std::nullopt));
+  PSTRAIN_ASSIGN_OR_RETURN(const int strides,
+                           ParseOneInt(fields, "strides", 1));
+  PSTRAIN_ASSIGN_OR_RETURN(const int dilation,
+                           ParseOneInt(fields, "dilation_rate", 1));
+  w.kernel = {1, kernel};
+  w.strides = {1, strides};
+  w.dilation = {1, dilation};
+  PSTRAIN_ASSIGN_OR_RETURN(const int64_t groups,
+                           fields.Int("groups", 1, kMaxDim, 1));
+  if (groups != 1) {
+    return fields.Unsupported("groups", Json(groups), "expected 1");
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      ParseConvWindow(fields, w, /*one_d=*/true, filters, layer));
+  const int64_t in_channels = layer->input_shape[1];
+  return ParseKernelAndBias(fields, {kernel, in_channels, filters}, filters,
+                            context, layer, variables);
 }
 
 absl::Status ParseMaxPooling2D(const KerasFields& fields, const ParseContext&,
@@ -123,9 +189,17 @@ absl::Status ParseEmbedding(const KerasFields& fields,
   if (mask_zero) {
     return fields.Unsupported("mask_zero", Json(true), "expected false");
   }
-  for (const char* key :
-       {"embeddings_regularizer", "activity_regularizer",
-        "embeddings_constraint", "quantization_config", "lora_rank"}) {
+  // Keras's penalty is over the whole table; pstrain's tables live on the
+  // ps (and may grow), and a worker holds only the rows its batch reads.
+  if (const Json* regularizer = fields.Find("embeddings_regularizer")) {
+    return fields.Unsupported(
+        "embeddings_regularizer", *regularizer,
+        "expected null: the table lives on the ps tasks and no worker holds "
+        "all of it, so Keras's penalty over the whole table cannot be "
+        "computed");
+  }
+  for (const char* key : {"activity_regularizer", "embeddings_constraint",
+                          "quantization_config", "lora_rank"}) {
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
   }
   Initializer uniform;

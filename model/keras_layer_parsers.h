@@ -24,6 +24,11 @@ using LayerParser = absl::Status (*)(const KerasFields& fields,
 // keras_core_layers.cc
 absl::Status ParseConv2D(const KerasFields& fields, const ParseContext& context,
                          LayerSpec* layer, std::vector<VariableDef>* variables);
+absl::Status ParseDepthwiseConv2D(const KerasFields& fields,
+                                  const ParseContext& context, LayerSpec* layer,
+                                  std::vector<VariableDef>* variables);
+absl::Status ParseConv1D(const KerasFields& fields, const ParseContext& context,
+                         LayerSpec* layer, std::vector<VariableDef>* variables);
 absl::Status ParseMaxPooling2D(const KerasFields& fields,
                                const ParseContext& context, LayerSpec* layer,
                                std::vector<VariableDef>* variables);

@@ -1,5 +1,7 @@
 #include "model/keras_layer_util.h"
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -136,7 +138,9 @@ absl::Status ParseKernelAndBias(const KerasFields& fields,
                                 const std::vector<int64_t>& kernel_shape,
                                 int64_t units, const ParseContext& context,
                                 LayerSpec* layer,
-                                std::vector<VariableDef>* variables) {
+                                std::vector<VariableDef>* variables,
+                                absl::string_view kernel_key,
+                                absl::string_view kernel_variable) {
   PSTRAIN_RETURN_IF_ERROR(ParseActivation(fields, "activation", "linear",
                                           context, layer->output_shape.size(),
                                           layer));
@@ -147,17 +151,23 @@ absl::Status ParseKernelAndBias(const KerasFields& fields,
   zeros.mutable_zeros();
   PSTRAIN_ASSIGN_OR_RETURN(
       Initializer kernel_init,
-      ParseInitializer(fields, "kernel_initializer", glorot));
+      ParseInitializer(fields, absl::StrCat(kernel_key, "_initializer"),
+                       glorot));
   PSTRAIN_ASSIGN_OR_RETURN(Initializer bias_init,
                            ParseInitializer(fields, "bias_initializer", zeros));
-  PSTRAIN_ASSIGN_OR_RETURN(layer->l2, ParseL2(fields, "kernel_regularizer"));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      layer->kernel_regularizer,
+      ParseRegularizer(fields, absl::StrCat(kernel_key, "_regularizer")));
+  PSTRAIN_ASSIGN_OR_RETURN(layer->bias_regularizer,
+                           ParseRegularizer(fields, "bias_regularizer"));
   // Keras 3's quantization and LoRA would change what is computed.
-  for (const char* key :
-       {"bias_regularizer", "activity_regularizer", "kernel_constraint",
-        "bias_constraint", "quantization_config", "lora_rank"}) {
+  for (const std::string& key :
+       {std::string("activity_regularizer"),
+        absl::StrCat(kernel_key, "_constraint"), std::string("bias_constraint"),
+        std::string("quantization_config"), std::string("lora_rank")}) {
     PSTRAIN_RETURN_IF_ERROR(fields.ExpectNull(key));
   }
-  PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, "kernel", kernel_shape,
+  PSTRAIN_RETURN_IF_ERROR(AddVariable(fields, kernel_variable, kernel_shape,
                                       std::move(kernel_init), false,
                                       context.seed, layer, variables));
   if (!layer->use_bias) return absl::OkStatus();
@@ -173,7 +183,7 @@ absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
                                    ShapeString(layer.input_shape)));
 }
 
-// Conv2D's and MaxPooling2D's strides and padding for a `window` read from
+// The pooling layers' strides and padding for a `window` read from
 // field `window_key`; sets the layer's window fields and output_shape (with
 // the input's channels).
 absl::Status ParseWindow(const KerasFields& fields,
@@ -210,6 +220,97 @@ absl::Status ParseWindow(const KerasFields& fields,
                          length(in_w, window.second, strides.second),
                          layer->input_shape[2]};
   return absl::OkStatus();
+}
+
+absl::Status ParseConvWindow(const KerasFields& fields, const ConvWindow& w,
+                             bool one_d, int64_t out_channels,
+                             LayerSpec* layer) {
+  PSTRAIN_RETURN_IF_ERROR(
+      one_d ? ExpectRank(fields, *layer, 2, "[steps, channels]")
+            : ExpectRank(fields, *layer, 3, "[height, width, channels]"));
+  PSTRAIN_RETURN_IF_ERROR(ExpectChannelsLast(fields));
+  // As Keras writes them: Conv1D's as one integer.
+  const auto describe = [one_d](Window pair) {
+    return one_d ? absl::StrCat(pair.second)
+                 : absl::StrCat("[", pair.first, ", ", pair.second, "]");
+  };
+  if (std::max(w.strides.first, w.strides.second) > 1 &&
+      std::max(w.dilation.first, w.dilation.second) > 1) {
+    return fields.Error(absl::StrCat(
+        "strides ", describe(w.strides), " with dilation_rate ",
+        describe(w.dilation),
+        " is not supported (Keras refuses strides > 1 together with "
+        "dilation_rate > 1)"));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(const std::string padding,
+                           fields.String("padding", "valid"));
+  if (padding != "valid" && padding != "same" &&
+      !(one_d && padding == "causal")) {
+    return fields.Unsupported("padding", Json(padding),
+                              one_d
+                                  ? "expected \"valid\", \"same\" or \"causal\""
+                                  : "expected \"valid\" or \"same\"");
+  }
+  layer->kernel_h = w.kernel.first;
+  layer->kernel_w = w.kernel.second;
+  layer->stride_h = w.strides.first;
+  layer->stride_w = w.strides.second;
+  layer->dilation_h = w.dilation.first;
+  layer->dilation_w = w.dilation.second;
+  layer->same_padding = padding == "same";
+  layer->causal_padding = padding == "causal";
+  const int64_t in_h = one_d ? 1 : layer->input_shape[0];
+  const int64_t in_w = layer->input_shape[one_d ? 0 : 1];
+  const int64_t extent_h = (int64_t{w.kernel.first} - 1) * w.dilation.first + 1;
+  const int64_t extent_w =
+      (int64_t{w.kernel.second} - 1) * w.dilation.second + 1;
+  if (padding == "valid" && (in_h < extent_h || in_w < extent_w)) {
+    const bool dilated = w.dilation != Window{1, 1};
+    return fields.Error(absl::StrCat(
+        "kernel_size ", describe(w.kernel),
+        dilated ? absl::StrCat(" with dilation_rate ", describe(w.dilation))
+                : "",
+        " does not fit the input ", ShapeString(layer->input_shape),
+        " with padding \"valid\""));
+  }
+  const auto length = [&](int64_t in, int64_t extent, int64_t s) {
+    return padding == "valid" ? (in - extent) / s + 1 : (in + s - 1) / s;
+  };
+  const int64_t out_w = length(in_w, extent_w, w.strides.second);
+  if (one_d) {
+    layer->output_shape = {out_w, out_channels};
+  } else {
+    layer->output_shape = {length(in_h, extent_h, w.strides.first), out_w,
+                           out_channels};
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ParseOneInt(const KerasFields& fields,
+                                absl::string_view key,
+                                std::optional<int> fallback) {
+  const Json* value = fields.Find(key);
+  if (value != nullptr && value->is_array() && value->size() == 1) {
+    const Json& first = (*value)[0];
+    if (!IsIntegerIn(first, 1, std::numeric_limits<int>::max())) {
+      return fields.FieldError(
+          key, absl::StrCat("expected an integer in [1, ",
+                            std::numeric_limits<int>::max(), "], got ",
+                            DescribeJson(*value)));
+    }
+    return first.get<int>();
+  }
+  if (value != nullptr && !value->is_number_integer()) {
+    return fields.FieldError(
+        key, absl::StrCat("expected an integer or a list of 1 integer, ",
+                          JsonGot(*value)));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const int64_t n,
+      fields.Int(key, 1, std::numeric_limits<int>::max(),
+                 fallback.has_value() ? std::optional<int64_t>(*fallback)
+                                      : std::nullopt));
+  return static_cast<int>(n);
 }
 
 // A number field in [min, +inf); `fallback` when absent or null.

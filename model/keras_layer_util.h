@@ -56,19 +56,47 @@ absl::Status AddVariable(const KerasFields& fields, absl::string_view suffix,
                          std::vector<VariableDef>* variables);
 
 // Conv2D's and Dense's activation, kernel and bias: kernel of
-// `kernel_shape`, bias of `units`. REQUIRES: layer->output_shape is set.
+// `kernel_shape`, bias of `units`, and their regularizers. The kernel's
+// fields are `<kernel_key>_initializer`, `_regularizer` and `_constraint`
+// and its variable `<layer>/<kernel_variable>` (DepthwiseConv2D:
+// "depthwise", "depthwise_kernel"). REQUIRES: layer->output_shape is set.
 absl::Status ParseKernelAndBias(const KerasFields& fields,
                                 const std::vector<int64_t>& kernel_shape,
                                 int64_t units, const ParseContext& context,
                                 LayerSpec* layer,
-                                std::vector<VariableDef>* variables);
+                                std::vector<VariableDef>* variables,
+                                absl::string_view kernel_key = "kernel",
+                                absl::string_view kernel_variable = "kernel");
+
+// A convolution's window: (height, width) of its kernel, strides and
+// dilation_rate (a Conv1D's height is 1).
+struct ConvWindow {
+  Window kernel;
+  Window strides{1, 1};
+  Window dilation{1, 1};
+};
+
+// Conv2D's, DepthwiseConv2D's (one_d false, input [height, width,
+// channels]) and Conv1D's (one_d, input [steps, channels]) padding
+// ("valid", "same", and for Conv1D "causal") and window: sets the layer's
+// window fields and its output_shape, whose channels are `out_channels`.
+// Refuses, as Keras does, strides > 1 together with dilation_rate > 1.
+absl::Status ParseConvWindow(const KerasFields& fields, const ConvWindow& w,
+                             bool one_d, int64_t out_channels,
+                             LayerSpec* layer);
+
+// Conv1D's kernel_size, strides, dilation_rate: an integer n or a list [n],
+// in [1, 2^31 - 1]; `fallback` when absent or null.
+absl::StatusOr<int> ParseOneInt(const KerasFields& fields,
+                                absl::string_view key,
+                                std::optional<int> fallback);
 
 // OK when the layer's input has `rank` dimensions per example; `meaning`
 // names them for the message ("[height, width, channels]").
 absl::Status ExpectRank(const KerasFields& fields, const LayerSpec& layer,
                         size_t rank, absl::string_view meaning);
 
-// Conv2D's and the pooling layers' strides and padding for a `window` read
+// The pooling layers' strides and padding for a `window` read
 // from field `window_key`; sets the layer's window fields and output_shape
 // (with the input's channels).
 absl::Status ParseWindow(const KerasFields& fields,

@@ -30,6 +30,8 @@ struct LayerClass {
 
 constexpr LayerClass kLayerClasses[] = {
     {"Conv2D", ParseConv2D},
+    {"DepthwiseConv2D", ParseDepthwiseConv2D},
+    {"Conv1D", ParseConv1D},
     {"MaxPooling2D", ParseMaxPooling2D},
     {"Flatten", ParseFlatten},
     {"Dense", ParseDense},
@@ -62,7 +64,8 @@ constexpr LayerClass kLayerClasses[] = {
 };
 
 constexpr absl::string_view kSupportedLayers =
-    "InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, "
+    "InputLayer, Conv2D, DepthwiseConv2D, Conv1D, MaxPooling2D, Flatten, "
+    "Dense, Dropout, Embedding, "
     "Activation, ReLU, LeakyReLU, ELU, Softmax, Add, Subtract, Multiply, "
     "Average, Maximum, Minimum, Concatenate, BatchNormalization, "
     "LayerNormalization, AveragePooling2D, GlobalAveragePooling1D, "

@@ -39,13 +39,23 @@ namespace worker {
 //   InputLayer    batch_shape / batch_input_shape (batch dimension null or
 //                 any; every other dimension known)
 //   Conv2D        filters, kernel_size, strides, padding "valid"|"same",
+//                 dilation_rate (strides 1 where it is above 1, as Keras),
 //                 activation, use_bias, kernel_initializer, bias_initializer,
-//                 kernel_regularizer; data_format channels_last (or null),
-//                 dilation_rate 1, groups 1; rank-3 input
+//                 kernel_regularizer, bias_regularizer; data_format
+//                 channels_last (or null), groups 1; rank-3 input
+//   DepthwiseConv2D  kernel_size, strides, padding, depth_multiplier,
+//                 dilation_rate, activation, use_bias, depthwise_initializer,
+//                 bias_initializer, depthwise_regularizer, bias_regularizer;
+//                 rank-3 input; variable depthwise_kernel [kh, kw, in, mult]
+//   Conv1D        filters, kernel_size, strides, padding "valid"|"same"|
+//                 "causal", dilation_rate, activation, use_bias, the
+//                 initializers and regularizers; groups 1; input [steps,
+//                 channels]; kernel [k, in, filters]
 //   MaxPooling2D  pool_size, strides (null: pool_size), padding; rank-3 input
 //   Flatten       any input (data_format channels_last or null)
 //   Dense         units, activation, use_bias, initializers,
-//                 kernel_regularizer; on the last axis of any input
+//                 kernel_regularizer, bias_regularizer; on the last axis of
+//                 any input
 //   Dropout       rate in [0, 1)
 //   Embedding     input_dim, output_dim, embeddings_initializer (default
 //                 RandomUniform(-0.05, 0.05)); reads a model input [T] of int
@@ -65,7 +75,8 @@ namespace worker {
 // approximation), sigmoid, hard_sigmoid (tf.keras 2.x's 0.2 x + 0.5 for a
 // model it or TensorFlow.js wrote, Keras 3's x / 6 + 0.5 otherwise), tanh,
 // silu, swish, elu, selu, softplus. Initializers: keras_objects.h.
-// Regularizers: L2{l2}, or L1L2 with l1 == 0. Layer names must be unique,
+// Regularizers: L1{l1}, L2{l2}, L1L2{l1, l2} (none on an Embedding: its
+// table lives on the ps). Layer names must be unique,
 // non-empty and free of '/'.
 //
 // Errors are INVALID_ARGUMENT, one line starting "model: " that names the

@@ -27,8 +27,9 @@ constexpr char kCnnKeras2[] = "model/shipped/testdata/cnn_keras2.json";
 constexpr char kMlpKeras2[] = "model/shipped/testdata/mlp_keras2.json";
 // The end of the message refusing an unknown layer class.
 constexpr char kSupportedLayers[] =
-    "is not supported (supported: InputLayer, Conv2D, MaxPooling2D, Flatten, "
-    "Dense, Dropout, Embedding, Activation, ReLU, LeakyReLU, ELU, Softmax, "
+    "is not supported (supported: InputLayer, Conv2D, DepthwiseConv2D, "
+    "Conv1D, MaxPooling2D, Flatten, Dense, Dropout, Embedding, Activation, "
+    "ReLU, LeakyReLU, ELU, Softmax, "
     "Add, Subtract, Multiply, Average, Maximum, Minimum, Concatenate, "
     "BatchNormalization, LayerNormalization, AveragePooling2D, "
     "GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D, "
@@ -138,8 +139,13 @@ std::string Describe(const LayerSpec& l) {
       " filters=", l.filters, " kernel=", l.kernel_h, "x", l.kernel_w,
       " strides=", l.stride_h, "x", l.stride_w, " same=", l.same_padding,
       " units=", l.units, " activation=", static_cast<int>(l.activation),
-      " use_bias=", l.use_bias, " l2=", l.l2, " rate=", l.rate,
-      " input_dim=", l.input_dim, " output_dim=", l.output_dim,
+      " dilation=", l.dilation_h, "x", l.dilation_w, " groups=", l.groups,
+      " depthwise=", l.depthwise, " causal=", l.causal_padding,
+      " use_bias=", l.use_bias, " kernel_l1=", l.kernel_regularizer.l1,
+      " kernel_l2=", l.kernel_regularizer.l2,
+      " bias_l1=", l.bias_regularizer.l1, " bias_l2=", l.bias_regularizer.l2,
+      " rate=", l.rate, " input_dim=", l.input_dim,
+      " output_dim=", l.output_dim,
       " variables=", absl::StrJoin(l.variables, ","));
 }
 
@@ -223,7 +229,12 @@ TEST(KerasModel, LoadsShippedCnn) {
   EXPECT_EQ(model.layers[6].activation, Activation::kLinear);
   // The tutorial's L2(1e-5) on every kernel.
   for (const int i : {0, 2, 5, 6}) {
-    EXPECT_EQ(model.layers[i].l2, 1e-5f) << model.layers[i].name;
+    EXPECT_EQ(model.layers[i].kernel_regularizer.l2, 1e-5f)
+        << model.layers[i].name;
+    EXPECT_EQ(model.layers[i].kernel_regularizer.l1, 0.0f)
+        << model.layers[i].name;
+    EXPECT_FALSE(model.layers[i].bias_regularizer.active())
+        << model.layers[i].name;
   }
   for (const VariableDef& v : model.variables) {
     EXPECT_EQ(v.dtype(), DT_FLOAT) << v.name();
@@ -256,7 +267,7 @@ TEST(KerasModel, LoadsShippedMlp) {
   EXPECT_EQ(model.layers[2].rate, 0.4f);
   EXPECT_EQ(model.layers[3].activation, Activation::kSoftmax);
   for (const LayerSpec& layer : model.layers) {
-    EXPECT_EQ(layer.l2, 0.0f) << layer.name;
+    EXPECT_FALSE(layer.kernel_regularizer.active()) << layer.name;
   }
 }
 
@@ -410,6 +421,240 @@ TEST(KerasModel, ComputesSamePaddingAndStridedShapes) {
   EXPECT_EQ(model.layers[3].stride_h, 2);
 }
 
+// A Keras 3 layer object: module, registered_name, the config's dtype
+// policy, as Keras 3's to_json writes them.
+std::string Keras3Layer(const std::string& class_name,
+                        const std::string& fields) {
+  return absl::StrCat(
+      R"({"module": "keras.layers", "class_name": ")", class_name,
+      R"(", "registered_name": null, "config": {"dtype": {"module": "keras",
+         "class_name": "DTypePolicy", "config": {"name": "float32"},
+         "registered_name": null}, )",
+      fields, "}}");
+}
+
+// The same convolutions as Keras 3 and as tf.keras 2.x write them.
+TEST(KerasModel, ReadsDilatedDepthwiseAndOneDimensionalConvolutions) {
+  const std::string l1 = R"({"module": "keras.regularizers",
+      "class_name": "L1", "config": {"l1": 0.01}, "registered_name": null})";
+  const std::string l1l2 = R"({"module": "keras.regularizers",
+      "class_name": "L1L2", "config": {"l1": 0.002, "l2": 0.003},
+      "registered_name": null})";
+  const std::string keras3 = absl::StrCat(
+      R"({"module": "keras", "class_name": "Sequential",
+          "registered_name": null, "config": {"name": "sequential",
+          "layers": [{"module": "keras.layers", "class_name": "InputLayer",
+            "registered_name": null, "config": {"name": "input",
+            "batch_shape": [null, 12, 10, 3], "dtype": "float32"}}, )",
+      Keras3Layer("Conv2D",
+                  absl::StrCat(R"("name": "dilated", "filters": 4,
+          "kernel_size": [3, 3], "strides": [1, 1], "padding": "valid",
+          "data_format": "channels_last", "dilation_rate": [2, 3],
+          "groups": 1, "activation": "relu", "use_bias": true,
+          "kernel_regularizer": )",
+                               l1, R"(, "bias_regularizer": )", l1l2)),
+      ", ",
+      Keras3Layer("DepthwiseConv2D", absl::StrCat(R"("name": "depthwise",
+          "kernel_size": [3, 3], "strides": [1, 1], "padding": "same",
+          "data_format": "channels_last", "dilation_rate": [2, 2],
+          "depth_multiplier": 2, "activation": "linear", "use_bias": true,
+          "depthwise_initializer": {"module": "keras.initializers",
+            "class_name": "HeNormal", "config": {"seed": null},
+            "registered_name": null},
+          "bias_initializer": {"module": "keras.initializers",
+            "class_name": "Zeros", "config": {}, "registered_name": null},
+          "depthwise_regularizer": )",
+                                                  l1l2,
+                                                  R"(, "bias_regularizer": null,
+          "activity_regularizer": null, "depthwise_constraint": null,
+          "bias_constraint": null)")),
+      ", ",
+      Keras3Layer("Reshape", R"("name": "steps", "target_shape": [32, 8])"),
+      ", ", Keras3Layer("Conv1D", R"("name": "causal", "filters": 5,
+          "kernel_size": [3], "strides": [1], "padding": "causal",
+          "data_format": "channels_last", "dilation_rate": [4], "groups": 1,
+          "activation": "tanh", "use_bias": false)"),
+      ", ", Keras3Layer("Conv1D", R"("name": "strided", "filters": 2,
+          "kernel_size": [4], "strides": [3], "padding": "same",
+          "dilation_rate": [1], "groups": 1)"),
+      "]}}");
+  const std::string keras2 = Sequential({
+      Input("12, 10, 3"),
+      Layer("Conv2D", R"("name": "dilated", "filters": 4, "kernel_size": 3,
+          "dilation_rate": [2, 3], "activation": "relu",
+          "kernel_regularizer": {"class_name": "L1", "config": {"l1": 0.01}},
+          "bias_regularizer": {"class_name": "L1L2",
+                               "config": {"l1": 0.002, "l2": 0.003}})"),
+      Layer("DepthwiseConv2D", R"("name": "depthwise", "kernel_size": 3,
+          "padding": "same", "dilation_rate": 2, "depth_multiplier": 2,
+          "depthwise_initializer": {"class_name": "HeNormal",
+                                    "config": {"seed": null}},
+          "depthwise_regularizer": {"class_name": "L1L2",
+                                    "config": {"l1": 0.002, "l2": 0.003}})"),
+      Layer("Reshape", R"("name": "steps", "target_shape": [32, 8])"),
+      Layer("Conv1D", R"("name": "causal", "filters": 5, "kernel_size": 3,
+          "padding": "causal", "dilation_rate": 4, "activation": "tanh",
+          "use_bias": false)"),
+      Layer("Conv1D", R"("name": "strided", "filters": 2, "kernel_size": 4,
+          "strides": 3, "padding": "same")"),
+  });
+  const ModelSpec model = MustParse(keras3);
+  EXPECT_EQ(Describe(model), Describe(MustParse(keras2)));
+  EXPECT_EQ(Variables(model), Variables(MustParse(keras2)));
+  EXPECT_EQ(OutputShapes(model),
+            (std::vector<std::vector<int64_t>>{
+                {8, 4, 4},   // 12 - 5 + 1, 10 - 7 + 1 (extents 5, 7)
+                {8, 4, 8},   // same; 4 channels times 2
+                {32, 8},     // reshaped to [steps, channels]
+                {32, 5},     // causal: as many steps
+                {11, 2}}));  // ceil(32 / 3)
+  EXPECT_EQ(Variables(model), (std::vector<std::string>{
+                                  "dilated/kernel [3, 3, 3, 4]",
+                                  "dilated/bias [4]",
+                                  "depthwise/depthwise_kernel [3, 3, 4, 2]",
+                                  "depthwise/bias [8]",
+                                  "causal/kernel [3, 8, 5]",
+                                  "strided/kernel [4, 5, 2]",
+                                  "strided/bias [2]",
+                              }));
+  const LayerSpec& dilated = model.layers[0];
+  EXPECT_EQ(dilated.kind, LayerKind::kConv2D);
+  EXPECT_EQ(dilated.dilation_h, 2);
+  EXPECT_EQ(dilated.dilation_w, 3);
+  EXPECT_EQ(dilated.groups, 1);
+  EXPECT_EQ(dilated.kernel_regularizer.l1, 0.01f);
+  EXPECT_EQ(dilated.kernel_regularizer.l2, 0.0f);
+  EXPECT_EQ(dilated.bias_regularizer.l1, 0.002f);
+  EXPECT_EQ(dilated.bias_regularizer.l2, 0.003f);
+  const LayerSpec& depthwise = model.layers[1];
+  EXPECT_EQ(depthwise.kind, LayerKind::kConv2D);
+  EXPECT_TRUE(depthwise.depthwise);
+  EXPECT_EQ(depthwise.groups, 4);
+  EXPECT_EQ(depthwise.filters, 8);
+  EXPECT_TRUE(depthwise.same_padding);
+  EXPECT_EQ(depthwise.kernel_regularizer.l2, 0.003f);
+  EXPECT_FALSE(depthwise.bias_regularizer.active());
+  EXPECT_EQ(model.variables[2].initializer().kind_case(),
+            Initializer::kVarianceScaling);
+  const LayerSpec& causal = model.layers[3];
+  EXPECT_TRUE(causal.causal_padding);
+  EXPECT_FALSE(causal.same_padding);
+  EXPECT_EQ(causal.kernel_h, 1);
+  EXPECT_EQ(causal.kernel_w, 3);
+  EXPECT_EQ(causal.dilation_w, 4);
+  EXPECT_EQ(causal.activation, Activation::kTanh);
+  EXPECT_EQ(model.layers[4].stride_w, 3);
+  EXPECT_TRUE(model.layers[4].same_padding);
+}
+
+// Keras's defaults: depth_multiplier 1, L1 0.01, L2 0.01, L1L2 0 and 0.
+TEST(KerasModel, AppliesDepthwiseAndRegularizerDefaults) {
+  const ModelSpec model = MustParse(Sequential({
+      Input("5, 5, 3"),
+      Layer("DepthwiseConv2D", R"("name": "dw", "kernel_size": 2,
+          "depthwise_regularizer": "l1", "bias_regularizer": "L2")"),
+      Layer("Flatten", R"("name": "f")"),
+      Layer("Dense", R"("name": "d", "units": 2,
+          "kernel_regularizer": {"class_name": "L1L2", "config": {}})"),
+  }));
+  EXPECT_EQ(model.layers[0].output_shape, (std::vector<int64_t>{4, 4, 3}));
+  EXPECT_EQ(model.layers[0].kernel_regularizer.l1, 0.01f);
+  EXPECT_EQ(model.layers[0].bias_regularizer.l2, 0.01f);
+  EXPECT_FALSE(model.layers[2].kernel_regularizer.active());
+  EXPECT_EQ(Variables(model)[0], "dw/depthwise_kernel [2, 2, 3, 1]");
+}
+
+TEST(KerasModel, RefusesConvolutionOptionsItCannotCompute) {
+  const auto image = [](const std::string& class_name,
+                        const std::string& fields) {
+    return Sequential(
+        {Input("8, 8, 2"),
+         Layer(class_name, absl::StrCat(R"("name": "c", )", fields))});
+  };
+  const auto steps = [](const std::string& fields) {
+    return Sequential(
+        {Input("9, 2"),
+         Layer("Conv1D",
+               absl::StrCat(R"("name": "c", "filters": 2, )", fields))});
+  };
+  const std::string conv = "model: layer 1 'c' (Conv2D): ";
+  const std::string depthwise = "model: layer 1 'c' (DepthwiseConv2D): ";
+  const std::string one_d = "model: layer 1 'c' (Conv1D): ";
+  ExpectError(image("Conv2D", R"("filters": 2, "kernel_size": 3,
+                                 "strides": 2, "dilation_rate": 2)"),
+              conv +
+                  "strides [2, 2] with dilation_rate [2, 2] is not "
+                  "supported (Keras refuses strides > 1 together with "
+                  "dilation_rate > 1)");
+  ExpectError(image("Conv2D", R"("filters": 2, "kernel_size": 3,
+                                 "dilation_rate": 4)"),
+              conv +
+                  "kernel_size [3, 3] with dilation_rate [4, 4] does not "
+                  "fit the input [8, 8, 2] with padding \"valid\"");
+  ExpectError(image("Conv2D", R"("filters": 2, "kernel_size": 3,
+                                 "padding": "causal")"),
+              conv +
+                  "padding \"causal\" is not supported (expected "
+                  "\"valid\" or \"same\")");
+  ExpectError(image("DepthwiseConv2D", R"("kernel_size": 3,
+                                          "strides": [1, 2],
+                                          "dilation_rate": [2, 1])"),
+              depthwise +
+                  "strides [1, 2] with dilation_rate [2, 1] is not "
+                  "supported (Keras refuses strides > 1 together "
+                  "with dilation_rate > 1)");
+  ExpectError(image("DepthwiseConv2D", R"("kernel_size": 3,
+                                          "depth_multiplier": 0)"),
+              depthwise +
+                  "depth_multiplier: 0 is out of range [1, "
+                  "2147483647]");
+  ExpectError(image("DepthwiseConv2D", R"("kernel_size": 3,
+                                          "depthwise_constraint":
+                                          {"class_name": "NonNeg"})"),
+              depthwise +
+                  "depthwise_constraint NonNeg is not supported "
+                  "(expected null)");
+  ExpectError(image("DepthwiseConv2D", R"("kernel_size": 3,
+                                          "depthwise_regularizer":
+                                          {"class_name": "L3"})"),
+              depthwise +
+                  "depthwise_regularizer L3 is not supported "
+                  "(supported: L1, L2, L1L2)");
+  ExpectError(steps(R"("kernel_size": 3, "groups": 2)"),
+              one_d + "groups 2 is not supported (expected 1)");
+  ExpectError(steps(R"("kernel_size": 3, "padding": "full")"),
+              one_d +
+                  "padding \"full\" is not supported (expected "
+                  "\"valid\", \"same\" or \"causal\")");
+  ExpectError(steps(R"("kernel_size": 3, "strides": 2, "dilation_rate": 2)"),
+              one_d +
+                  "strides 2 with dilation_rate 2 is not supported "
+                  "(Keras refuses strides > 1 together with "
+                  "dilation_rate > 1)");
+  ExpectError(steps(R"("kernel_size": [3, 3])"),
+              one_d +
+                  "kernel_size: expected an integer or a list of 1 "
+                  "integer, got an array");
+  ExpectError(steps(R"("kernel_size": 5, "dilation_rate": 3)"),
+              one_d +
+                  "kernel_size 5 with dilation_rate 3 does not fit the "
+                  "input [9, 2] with padding \"valid\"");
+  ExpectError(Sequential({Input("8, 8, 2"),
+                          Layer("Conv1D", R"("name": "c", "filters": 2,
+                                             "kernel_size": 3)")}),
+              one_d +
+                  "expects an input of rank 2 [steps, channels], got "
+                  "[8, 8, 2]");
+  ExpectError(
+      Sequential({Input("4"), Layer("Embedding", R"("name": "e", "input_dim": 5,
+                      "output_dim": 2, "embeddings_regularizer":
+                      {"class_name": "L2", "config": {"l2": 0.1}})")}),
+      "model: layer 1 'e' (Embedding): embeddings_regularizer L2 is not "
+      "supported (expected null: the table lives on the ps tasks and no "
+      "worker holds all of it, so Keras's penalty over the whole table "
+      "cannot be computed)");
+}
+
 TEST(KerasModel, ReadsEmbeddingModels) {
   // tf.keras 2.x: no InputLayer; the shape and input_length on the layer.
   const ModelSpec model = MustParse(Sequential({
@@ -469,7 +714,8 @@ TEST(KerasModel, ReadsActivationLayersAndRegularizers) {
       Layer("Dropout", R"("name": "dropout", "rate": 0)"),
       Layer("Activation", R"("name": "softmax", "activation": "softmax")"),
   }));
-  EXPECT_EQ(model.layers[0].l2, 0.001f);
+  EXPECT_EQ(model.layers[0].kernel_regularizer.l2, 0.001f);
+  EXPECT_EQ(model.layers[0].kernel_regularizer.l1, 0.0f);
   EXPECT_EQ(model.layers[0].activation, Activation::kLinear);
   EXPECT_EQ(Kinds(model), (std::vector<LayerKind>{
                               LayerKind::kDense, LayerKind::kActivation,
@@ -556,9 +802,9 @@ TEST(KerasModel, RefusesUnsupportedOptions) {
   ExpectError(conv1("data_format", "channels_first"),
               at + "data_format \"channels_first\" is not supported (expected "
                    "\"channels_last\")");
-  ExpectError(conv1("dilation_rate", Json::parse("[2, 2]")),
-              at + "dilation_rate [2, 2] is not supported (expected 1 or "
-                   "[1, 1])");
+  ExpectError(conv1("dilation_rate", Json::parse("[0, 2]")),
+              at + "dilation_rate: [0, 2] is out of range (each value in "
+                   "[1, 2147483647])");
   ExpectError(conv1("groups", 2),
               at + "groups 2 is not supported (expected 1)");
   ExpectError(conv1("quantization_config",
@@ -569,17 +815,17 @@ TEST(KerasModel, RefusesUnsupportedOptions) {
               at + "lora_rank 4 is not supported (expected null)");
   ExpectError(conv1("kernel_regularizer",
                     Json::parse(R"({"module": "keras.regularizers",
-                        "class_name": "L1", "config": {"l1": 0.01},
+                        "class_name": "OrthogonalRegularizer",
+                        "config": {"factor": 0.01},
                         "registered_name": null})")),
-              at + "kernel_regularizer L1 is not supported (supported: L2, "
-                   "and L1L2 with l1 = 0)");
-  ExpectError(conv1("kernel_regularizer", Json::parse(R"({"class_name": "L1L2",
-                        "config": {"l1": 0.01, "l2": 0.01}})")),
-              at + "kernel_regularizer.config.l1 0.01 is not supported "
-                   "(expected 0: only L2 penalties are)");
-  ExpectError(conv1("bias_regularizer",
+              at + "kernel_regularizer OrthogonalRegularizer is not supported "
+                   "(supported: L1, L2, L1L2)");
+  ExpectError(conv1("bias_regularizer", Json::parse(R"({"class_name": "L1L2",
+                                    "config": {"l1": -0.5}})")),
+              at + "bias_regularizer.config.l1: -0.5 is negative");
+  ExpectError(conv1("activity_regularizer",
                     Json::parse(R"({"class_name": "L2", "config": {}})")),
-              at + "bias_regularizer L2 is not supported (expected null)");
+              at + "activity_regularizer L2 is not supported (expected null)");
   ExpectError(
       conv1("kernel_constraint",
             Json::parse(R"({"class_name": "MaxNorm", "config": {}})")),

@@ -244,28 +244,31 @@ absl::StatusOr<Initializer> ParseInitializer(const KerasFields& fields,
   return init;
 }
 
-// The L2 factor of the regularizer in field `key`; 0 when absent or null.
-absl::StatusOr<float> ParseL2(const KerasFields& fields,
-                              absl::string_view key) {
+absl::StatusOr<Regularizer> ParseRegularizer(const KerasFields& fields,
+                                             absl::string_view key) {
   PSTRAIN_ASSIGN_OR_RETURN(KerasObject object, fields.Object(key));
-  if (object.class_name.empty()) return 0.0f;
+  if (object.class_name.empty()) return Regularizer();
   const KerasFields config = fields.Nested(*object.config, key);
+  const std::string& name = object.class_name;
+  double l1 = 0;
   double l2 = 0;
-  if (object.class_name == "L2" || object.class_name == "l2") {
+  if (name == "L1" || name == "l1") {
+    PSTRAIN_ASSIGN_OR_RETURN(l1, config.Number("l1", 0.01));
+  } else if (name == "L2" || name == "l2") {
     PSTRAIN_ASSIGN_OR_RETURN(l2, config.Number("l2", 0.01));
-  } else if (object.class_name == "L1L2" || object.class_name == "l1_l2") {
-    PSTRAIN_ASSIGN_OR_RETURN(const double l1, config.Number("l1", 0.0));
-    if (l1 != 0) {
-      return config.Unsupported("l1", Json(l1),
-                                "expected 0: only L2 penalties are");
-    }
+  } else if (name == "L1L2" || name == "l1_l2") {
+    PSTRAIN_ASSIGN_OR_RETURN(l1, config.Number("l1", 0.0));
     PSTRAIN_ASSIGN_OR_RETURN(l2, config.Number("l2", 0.0));
   } else {
     return fields.Unsupported(key, *fields.Find(key),
-                              "supported: L2, and L1L2 with l1 = 0");
+                              "supported: L1, L2, L1L2");
   }
+  if (l1 < 0) return config.FieldError("l1", absl::StrCat(l1, " is negative"));
   if (l2 < 0) return config.FieldError("l2", absl::StrCat(l2, " is negative"));
-  return static_cast<float>(l2);
+  Regularizer regularizer;
+  regularizer.l1 = static_cast<float>(l1);
+  regularizer.l2 = static_cast<float>(l2);
+  return regularizer;
 }
 
 }  // namespace worker

@@ -8,6 +8,8 @@
 #include "absl/strings/string_view.h"
 #include "model/keras_fields.h"
 #include "proto/training.pb.h"
+#include "model/keras_fields.h"
+#include "model/model_spec.h"
 
 namespace pstrain {
 namespace worker {
@@ -27,8 +29,12 @@ absl::StatusOr<Initializer> ParseInitializer(const KerasFields& fields,
                                              absl::string_view key,
                                              const Initializer& fallback);
 
-// The L2 factor of the regularizer in field `key`; 0 when absent or null.
-absl::StatusOr<float> ParseL2(const KerasFields& fields, absl::string_view key);
+// The regularizer in field `key` (Keras's L1, L2, L1L2 or their snake_case
+// names, with Keras's defaults: L1 0.01, L2 0.01, L1L2 0 and 0); none when
+// absent or null. INVALID_ARGUMENT naming the field for another class or a
+// negative factor.
+absl::StatusOr<Regularizer> ParseRegularizer(const KerasFields& fields,
+                                             absl::string_view key);
 
 }  // namespace worker
 }  // namespace pstrain

@@ -262,6 +262,58 @@ TEST(ParseInitializer, UnknownNamesListTheSupportedOnes) {
               at + "\"he_normalv2\" is not supported " + supported);
 }
 
+// ParseRegularizer on {"kernel_regularizer": <value>}.
+absl::StatusOr<Regularizer> ParseKernelRegularizer(const Json& value) {
+  const Json layer = {{"kernel_regularizer", value}};
+  const KerasFields fields(layer, kWhere);
+  return ParseRegularizer(fields, "kernel_regularizer");
+}
+
+// Keras's classes, their snake_case names and bare strings, with Keras's
+// defaults (L1 0.01, L2 0.01, L1L2 0 and 0), as both Keras versions and
+// TF.js write them.
+TEST(ParseRegularizer, EveryFormWithKerasDefaults) {
+  const struct {
+    const char* json;
+    float l1, l2;
+  } cases[] = {
+      {R"(null)", 0, 0},
+      {R"("l1")", 0.01f, 0},
+      {R"("L2")", 0, 0.01f},
+      {R"({"class_name": "L1", "config": {"l1": 0.5}})", 0.5f, 0},
+      {R"({"class_name": "l2", "config": {}})", 0, 0.01f},
+      {R"({"class_name": "L1L2", "config": {}})", 0, 0},
+      {R"({"class_name": "l1_l2", "config": {"l1": 0.25, "l2": 0.125}})", 0.25f,
+       0.125f},
+      {R"({"module": "keras.regularizers", "class_name": "L1L2",
+           "config": {"l1": 0.002, "l2": 0}, "registered_name": null})",
+       0.002f, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    absl::StatusOr<Regularizer> r = ParseKernelRegularizer(Json::parse(c.json));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->l1, c.l1);
+    EXPECT_EQ(r->l2, c.l2);
+  }
+}
+
+TEST(ParseRegularizer, RefusesOtherClassesAndNegativeFactors) {
+  absl::StatusOr<Regularizer> r = ParseKernelRegularizer(
+      Json::parse(R"({"class_name": "OrthogonalRegularizer"})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            absl::StrCat(kWhere,
+                         "kernel_regularizer OrthogonalRegularizer is not "
+                         "supported (supported: L1, L2, L1L2)"));
+  r = ParseKernelRegularizer(
+      Json::parse(R"({"class_name": "L1", "config": {"l1": -0.1}})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(
+      r.status().message(),
+      absl::StrCat(kWhere, "kernel_regularizer.config.l1: -0.1 is negative"));
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain

@@ -70,6 +70,14 @@ struct ActivationParams {
   int axis = 0;
 };
 
+// Keras's L1, L2 and L1L2 weight regularizers: a penalty
+// l1 * sum(|w|) + l2 * sum(w^2) added to the loss (compute/cpu/l2.h).
+struct Regularizer {
+  float l1 = 0;
+  float l2 = 0;
+  bool active() const { return l1 != 0 || l2 != 0; }
+};
+
 enum class MergeOp { kAdd, kSubtract, kMultiply, kAverage, kMaximum, kMinimum };
 
 // Where a layer's input comes from: the output of an earlier layer
@@ -104,12 +112,22 @@ struct LayerSpec {
   // Conv2D: filters, kernel and strides. MaxPool2D: the pool size in kernel_h
   // and kernel_w, and strides. Both: same_padding is Keras's "same" (output
   // ceil(in / stride)), else "valid" (floor((in - kernel) / stride) + 1).
+  // kConv2D also computes Keras's DepthwiseConv2D (depthwise: groups is the
+  // input's channels, filters = channels * depth_multiplier) and Conv1D (an
+  // input of rank 2, [steps, channels], seen as height 1: kernel_h,
+  // stride_h and dilation_h are 1). causal_padding: Conv1D's "causal",
+  // (kernel_w - 1) * dilation_w zeros on the left only.
   int filters = 0;
   int kernel_h = 0;
   int kernel_w = 0;
   int stride_h = 1;
   int stride_w = 1;
   bool same_padding = false;
+  int dilation_h = 1;
+  int dilation_w = 1;
+  int groups = 1;
+  bool depthwise = false;
+  bool causal_padding = false;
 
   int64_t units = 0;  // Dense.
 
@@ -151,10 +169,12 @@ struct LayerSpec {
   int64_t attention_output_dim = 0;
   bool causal = false;
 
-  // Conv2D and Dense. `l2` is the kernel_regularizer's factor: the worker adds
-  // l2 * sum(kernel^2) to the loss (0: no penalty).
+  // Conv2D (and DepthwiseConv2D, Conv1D) and Dense: the regularizers of the
+  // kernel (variables[0]; DepthwiseConv2D's depthwise_regularizer) and of
+  // the bias (variables[1]): the worker adds their penalties to the loss.
   bool use_bias = true;
-  float l2 = 0;
+  Regularizer kernel_regularizer;
+  Regularizer bias_regularizer;
 
   // Dropout: fraction of inputs zeroed in training, in [0, 1). Keras's
   // "seed" is ignored; masks come from the run seed.

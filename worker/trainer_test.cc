@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 #include "ps/variable_store.h"
 #include "tests/constant_backend.h"
-#include "worker/cpu/model_test_util.h"
+#include "compute/cpu/model_test_util.h"
 
 namespace pstrain {
 namespace worker {

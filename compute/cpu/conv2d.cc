@@ -1,5 +1,6 @@
 #include "compute/cpu/conv2d.h"
 
+#include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
 
 namespace pstrain {
@@ -27,13 +28,24 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                           {"kernel_h", shape.kernel_h},
                           {"kernel_w", shape.kernel_w},
                           {"stride_h", shape.stride_h},
-                          {"stride_w", shape.stride_w}});
+                          {"stride_w", shape.stride_w},
+                          {"dilation_h", shape.dilation_h},
+                          {"dilation_w", shape.dilation_w},
+                          {"groups", shape.groups}});
   if (!status.ok()) return status;
+  if (shape.in_channels % shape.groups != 0 ||
+      shape.out_channels % shape.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Conv2D: groups ", shape.groups, " must divide in_channels ",
+        shape.in_channels, " and out_channels ", shape.out_channels));
+  }
   absl::StatusOr<Window> out_h =
-      KerasWindow(shape.height, shape.kernel_h, shape.stride_h, shape.padding);
+      KerasWindow(shape.height, DilatedExtent(shape.kernel_h, shape.dilation_h),
+                  shape.stride_h, shape.padding);
   if (!out_h.ok()) return out_h.status();
   absl::StatusOr<Window> out_w =
-      KerasWindow(shape.width, shape.kernel_w, shape.stride_w, shape.padding);
+      KerasWindow(shape.width, DilatedExtent(shape.kernel_w, shape.dilation_w),
+                  shape.stride_w, shape.padding);
   if (!out_w.ok()) return out_w.status();
   std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out_h, *out_w));
   status = op->Init();
@@ -50,12 +62,27 @@ absl::Status Conv2DOp::Init() {
         F32Desc({s.batch, s.in_channels, s.height, s.width}, Tag::nhwc);
     memory::desc y_md = F32Desc(
         {s.batch, s.out_channels, out_h_.output, out_w_.output}, Tag::nhwc);
-    memory::dims w_dims = {s.out_channels, s.in_channels, s.kernel_h,
-                           s.kernel_w};
-    memory::desc w_md = F32Desc(w_dims, Tag::hwio);
+    // Keras's kernel [kh, kw, in / groups, out] as oneDNN's OIHW dims, or
+    // with groups its GOIHW dims over the same memory (out = g * out/g + o).
+    const int64_t in_g = s.in_channels / s.groups;
+    const int64_t out_g = s.out_channels / s.groups;
+    memory::dims w_dims;
+    memory::desc w_md;
+    if (s.groups == 1) {
+      w_dims = {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
+      w_md = F32Desc(w_dims, Tag::hwio);
+    } else {
+      w_dims = {s.groups, out_g, in_g, s.kernel_h, s.kernel_w};
+      w_md = memory::desc(w_dims, memory::data_type::f32,
+                          memory::dims{out_g, 1, s.out_channels,
+                                       s.kernel_w * in_g * s.out_channels,
+                                       in_g * s.out_channels});
+    }
     memory::desc w_any(w_dims, memory::data_type::f32, Tag::any);
     memory::desc b_md = F32Desc({s.out_channels}, Tag::a);
     memory::dims strides = {s.stride_h, s.stride_w};
+    // oneDNN counts the inputs skipped between taps: rate - 1.
+    memory::dims dilates = {s.dilation_h - 1, s.dilation_w - 1};
     memory::dims pad_l = {out_h_.pad_before, out_w_.pad_before};
     memory::dims pad_r = {out_h_.pad_after, out_w_.pad_after};
     dnnl::primitive_attr attr = UserScratchpadAttr();
@@ -79,10 +106,10 @@ absl::Status Conv2DOp::Init() {
         s.use_bias
             ? dnnl::convolution_forward::desc(
                   prop_kind::forward_training, algorithm::convolution_direct,
-                  x_md, w_any, b_md, y_md, strides, pad_l, pad_r)
+                  x_md, w_any, b_md, y_md, strides, dilates, pad_l, pad_r)
             : dnnl::convolution_forward::desc(
                   prop_kind::forward_training, algorithm::convolution_direct,
-                  x_md, w_any, y_md, strides, pad_l, pad_r);
+                  x_md, w_any, y_md, strides, dilates, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, fwd_attr, e);
     fwd_ = dnnl::convolution_forward(fwd_pd);
     fwd_weights_.Init(w_md, fwd_pd.weights_desc(), engine_);
@@ -97,7 +124,7 @@ absl::Status Conv2DOp::Init() {
       dx_mem_ = UserMemory(x_md, e);
       dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct,
                                                  x_md, w_any, y_md, strides,
-                                                 pad_l, pad_r);
+                                                 dilates, pad_l, pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(desc, attr, e, fwd_pd);
       bwd_data_ = dnnl::convolution_backward_data(pd);
       // When backward data wants the forward's layout, one cached copy
@@ -116,10 +143,10 @@ absl::Status Conv2DOp::Init() {
     dnnl::convolution_backward_weights::desc bw_desc =
         s.use_bias ? dnnl::convolution_backward_weights::desc(
                          algorithm::convolution_direct, x_md, w_any, b_md, y_md,
-                         strides, pad_l, pad_r)
+                         strides, dilates, pad_l, pad_r)
                    : dnnl::convolution_backward_weights::desc(
                          algorithm::convolution_direct, x_md, w_any, y_md,
-                         strides, pad_l, pad_r);
+                         strides, dilates, pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_desc, attr, e,
                                                              fwd_pd);
     bwd_weights_ = dnnl::convolution_backward_weights(bw_pd);

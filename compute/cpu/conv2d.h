@@ -1,9 +1,11 @@
 // Keras Conv2D (channels_last) forward and backward on oneDNN.
 //
 // Activations are NHWC float32 [N, H, W, C]; the kernel is HWIO
-// [kh, kw, in, out] exactly as Keras stores it (and the ps holds it); the
-// bias is [out]. Create once per shape, then call Forward and Backward every
-// step:
+// [kh, kw, in / groups, out] exactly as Keras stores it (and the ps holds
+// it); the bias is [out]. Dilation (Keras's dilation_rate), groups
+// (DepthwiseConv2D: groups = in) and causal padding (Conv1D, as height 1)
+// are oneDNN's dilates, grouped weights and left-only padding. Create once per
+// shape, then call Forward and Backward every step:
 //
 //   Conv2DShape shape;
 //   shape.batch = 32; shape.height = 28; shape.width = 28;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "compute/cpu/test_util.h"
@@ -34,9 +36,11 @@ std::unique_ptr<Engine> MakeEngine(int threads = 0) {
 struct Dim {
   int64_t out, pad;
 };
+// k: the kernel's extent, (taps - 1) * dilation + 1.
 Dim RefDim(int64_t in, int64_t k, int64_t s, Padding padding) {
   if (padding == Padding::kValid) return {(in - k) / s + 1, 0};
   const int64_t out = (in + s - 1) / s;
+  if (padding == Padding::kCausal) return {out, k - 1};
   const int64_t total = std::max<int64_t>((out - 1) * s + k - in, 0);
   return {out, total / 2};
 }
@@ -45,30 +49,42 @@ int64_t Size(const Conv2DShape& s) {
   return s.batch * s.height * s.width * s.in_channels;
 }
 int64_t KernelSize(const Conv2DShape& s) {
-  return s.kernel_h * s.kernel_w * s.in_channels * s.out_channels;
+  return s.kernel_h * s.kernel_w * (s.in_channels / s.groups) * s.out_channels;
+}
+Dim RefH(const Conv2DShape& s) {
+  return RefDim(s.height, (s.kernel_h - 1) * s.dilation_h + 1, s.stride_h,
+                s.padding);
+}
+Dim RefW(const Conv2DShape& s) {
+  return RefDim(s.width, (s.kernel_w - 1) * s.dilation_w + 1, s.stride_w,
+                s.padding);
 }
 int64_t OutSize(const Conv2DShape& s) {
-  Dim h = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
-  Dim w = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
-  return s.batch * h.out * w.out * s.out_channels;
+  return s.batch * RefH(s).out * RefW(s).out * s.out_channels;
 }
 
 // Calls f(n, oh, ow, ih, iw, kh, kw) for every output position and kernel
-// tap that lands inside the (unpadded) input.
+// tap (dilation apart) that lands inside the (unpadded) input.
 template <typename F>
 void ForEachTap(const Conv2DShape& s, F f) {
-  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
-  Dim dw = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  Dim dh = RefH(s);
+  Dim dw = RefW(s);
   for (int64_t n = 0; n < s.batch; ++n)
     for (int64_t oh = 0; oh < dh.out; ++oh)
       for (int64_t ow = 0; ow < dw.out; ++ow)
         for (int64_t kh = 0; kh < s.kernel_h; ++kh)
           for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-            const int64_t ih = oh * s.stride_h + kh - dh.pad;
-            const int64_t iw = ow * s.stride_w + kw - dw.pad;
+            const int64_t ih = oh * s.stride_h + kh * s.dilation_h - dh.pad;
+            const int64_t iw = ow * s.stride_w + kw * s.dilation_w - dw.pad;
             if (ih < 0 || ih >= s.height || iw < 0 || iw >= s.width) continue;
             f(n, oh, ow, ih, iw, kh, kw);
           }
+}
+
+// With groups: output channel o reads the input channels of its group,
+// kernel [kh, kw, ci / groups, co].
+int64_t GroupOf(const Conv2DShape& s, int64_t o) {
+  return o / (s.out_channels / s.groups);
 }
 
 // Naive NHWC x HWIO convolution in double.
@@ -76,19 +92,21 @@ std::vector<double> RefForward(const Conv2DShape& s,
                                const std::vector<float>& x,
                                const std::vector<float>& w,
                                const std::vector<float>& b) {
-  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
-  Dim dw = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  Dim dh = RefH(s);
+  Dim dw = RefW(s);
   const int64_t ci = s.in_channels, co = s.out_channels;
+  const int64_t cg = ci / s.groups;
   std::vector<double> y(OutSize(s), 0.0);
   for (int64_t i = 0; i < OutSize(s); ++i) y[i] = s.use_bias ? b[i % co] : 0;
   ForEachTap(s, [&](int64_t n, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
                     int64_t kh, int64_t kw) {
-    for (int64_t c = 0; c < ci; ++c)
-      for (int64_t o = 0; o < co; ++o) {
+    for (int64_t o = 0; o < co; ++o)
+      for (int64_t c = 0; c < cg; ++c) {
+        const int64_t in_c = GroupOf(s, o) * cg + c;
         y[((n * dh.out + oh) * dw.out + ow) * co + o] +=
             static_cast<double>(
-                x[((n * s.height + ih) * s.width + iw) * ci + c]) *
-            w[((kh * s.kernel_w + kw) * ci + c) * co + o];
+                x[((n * s.height + ih) * s.width + iw) * ci + in_c]) *
+            w[((kh * s.kernel_w + kw) * cg + c) * co + o];
       }
   });
   return y;
@@ -99,20 +117,22 @@ void RefBackward(const Conv2DShape& s, const std::vector<float>& x,
                  const std::vector<float>& w, const std::vector<float>& dy,
                  std::vector<double>* dx, std::vector<double>* dw,
                  std::vector<double>* db) {
-  Dim dh = RefDim(s.height, s.kernel_h, s.stride_h, s.padding);
-  Dim dwd = RefDim(s.width, s.kernel_w, s.stride_w, s.padding);
+  Dim dh = RefH(s);
+  Dim dwd = RefW(s);
   const int64_t ci = s.in_channels, co = s.out_channels;
+  const int64_t cg = ci / s.groups;
   dx->assign(Size(s), 0.0);
   dw->assign(KernelSize(s), 0.0);
   db->assign(co, 0.0);
   for (int64_t i = 0; i < OutSize(s); ++i) (*db)[i % co] += dy[i];
   ForEachTap(s, [&](int64_t n, int64_t oh, int64_t ow, int64_t ih, int64_t iw,
                     int64_t kh, int64_t kw) {
-    for (int64_t c = 0; c < ci; ++c)
-      for (int64_t o = 0; o < co; ++o) {
+    for (int64_t o = 0; o < co; ++o)
+      for (int64_t c = 0; c < cg; ++c) {
         const double g = dy[((n * dh.out + oh) * dwd.out + ow) * co + o];
-        const int64_t xi = ((n * s.height + ih) * s.width + iw) * ci + c;
-        const int64_t wi = ((kh * s.kernel_w + kw) * ci + c) * co + o;
+        const int64_t xi =
+            ((n * s.height + ih) * s.width + iw) * ci + GroupOf(s, o) * cg + c;
+        const int64_t wi = ((kh * s.kernel_w + kw) * cg + c) * co + o;
         (*dx)[xi] += g * w[wi];
         (*dw)[wi] += g * x[xi];
       }
@@ -320,6 +340,93 @@ TEST(Conv2DOp, TypicalLayersMatchNaiveReferenceForwardAndBackward) {
     ExpectNear(buf.dw, dw, 1e-2);
     ExpectNear(buf.db, db, 1e-2);
   }
+}
+
+// DepthwiseConv2D (groups = in, multiplier 1 and 3), a grouped
+// convolution of 2 channels per group, dilation (with same padding, and
+// valid), and Conv1D's causal padding (height 1, dilated and strided),
+// forward and backward against the naive loops.
+TEST(Conv2DOp, GroupedDilatedAndCausalMatchNaiveReference) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape base;
+  base.batch = 3;
+  base.height = 7;
+  base.width = 6;
+  base.in_channels = 4;
+  base.out_channels = 4;
+  base.kernel_h = base.kernel_w = 3;
+  std::vector<std::pair<std::string, Conv2DShape>> cases;
+  Conv2DShape s = base;
+  s.groups = 4;
+  s.padding = Padding::kSame;
+  cases.push_back({"depthwise same", s});
+  s.out_channels = 12;
+  s.kernel_w = 2;
+  s.stride_h = s.stride_w = 2;
+  s.padding = Padding::kValid;
+  cases.push_back({"depthwise x3 strided", s});
+  s = base;
+  s.groups = 2;
+  s.out_channels = 6;
+  s.dilation_h = 2;
+  s.dilation_w = 3;
+  s.padding = Padding::kSame;
+  cases.push_back({"grouped dilated same", s});
+  s = base;
+  s.dilation_h = s.dilation_w = 2;
+  cases.push_back({"dilated valid", s});
+  s = base;
+  s.height = 1;
+  s.width = 9;
+  s.kernel_h = 1;
+  s.dilation_w = 2;
+  s.padding = Padding::kCausal;
+  cases.push_back({"causal dilated", s});
+  s.dilation_w = 1;
+  s.stride_w = 2;
+  s.use_bias = false;
+  cases.push_back({"causal strided, no bias", s});
+  for (const auto& [name, shape] : cases) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+        Conv2DOp::Create(shape, engine.get());
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    ASSERT_EQ((*conv)->out_height() * (*conv)->out_width() *
+                  shape.out_channels * shape.batch,
+              OutSize(shape));
+    Buffers buf(shape, 13);
+    ASSERT_TRUE((*conv)
+                    ->Forward(buf.x.data(), buf.w.data(), 0, buf.bias(shape),
+                              buf.y.data())
+                    .ok());
+    ExpectNear(buf.y, RefForward(shape, buf.x, buf.w, buf.b), 1e-4);
+    ASSERT_TRUE((*conv)
+                    ->Backward(buf.x.data(), buf.w.data(), 0, buf.dy.data(),
+                               buf.dx.data(), buf.dw.data(), buf.dbias(shape))
+                    .ok());
+    std::vector<double> dx, dw, db;
+    RefBackward(shape, buf.x, buf.w, buf.dy, &dx, &dw, &db);
+    ExpectNear(buf.dx, dx, 1e-4);
+    ExpectNear(buf.dw, dw, 1e-4);
+    if (shape.use_bias) ExpectNear(buf.db, db, 1e-4);
+  }
+}
+
+TEST(Conv2DOp, RefusesGroupsThatDoNotDivideTheChannels) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape s;
+  s.batch = 1;
+  s.height = s.width = 4;
+  s.in_channels = 4;
+  s.out_channels = 6;
+  s.kernel_h = s.kernel_w = 3;
+  s.groups = 4;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+      Conv2DOp::Create(s, engine.get());
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(conv.status().message(),
+            "Conv2D: groups 4 must divide in_channels 4 and out_channels 6");
 }
 
 TEST(Conv2DOp, ForwardTwiceGivesIdenticalResults) {

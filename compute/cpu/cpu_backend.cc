@@ -10,12 +10,13 @@
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "compute/cpu/engine.h"
+#include "compute/cpu/l2.h"
 #include "compute/cpu/layer_graph.h"
 #include "compute/cpu/losses.h"
 #include "compute/layer_plan.h"
 #include "compute/loss_config.h"
-#include "compute/rng_tracker.h"
 #include "data/model_input.h"
+#include "compute/rng_tracker.h"
 
 namespace pstrain {
 namespace worker {
@@ -29,11 +30,11 @@ using cpu::LayerGraph;
 // an evaluation size or two.
 constexpr size_t kMaxCachedGraphs = 4;
 
-// A kernel with an L2 penalty: its index among the variables and factor.
+// A regularized variable (a kernel or bias): its index, size, regularizer.
 struct Regularized {
   int variable = 0;
   int64_t size = 0;  // Its elements.
-  float l2 = 0;
+  Regularizer regularizer;
 };
 
 class CpuBackend : public Backend {
@@ -77,8 +78,8 @@ class CpuBackend : public Backend {
   // reads the rows as they are; one of several inputs gets its columns
   // (model_input.h), as int32 for ids.
   std::vector<const void*> SplitInputs(const StepInput& input);
-  // l2 * sum(w^2) over the regularized kernels; adds
-  // gradient_batch * 2 * l2 * w to their gradients (none for 0).
+  // The regularizers' penalty (cpu/l2.h) over the regularized variables;
+  // adds gradient_batch times its gradient to theirs (none for 0).
   double L2Penalty(int64_t gradient_batch);
 
   const ModelSpec spec_;
@@ -118,13 +119,9 @@ absl::Status CpuBackend::Init() {
     for (int64_t d : def.shape().dims()) size *= d;
     variable_sizes_.push_back(size);
   }
-  for (const LayerSpec& layer : spec_.layers) {
-    if (layer.l2 == 0 || layer.variables.empty()) continue;
-    for (size_t i = 0; i < spec_.variables.size(); ++i) {
-      if (spec_.variables[i].name() != layer.variables[0]) continue;
-      regularized_.push_back(
-          {static_cast<int>(i), variable_sizes_[i], layer.l2});
-    }
+  for (const RegularizedVariable& r : RegularizedVariables(spec_)) {
+    regularized_.push_back(
+        {r.variable, variable_sizes_[r.variable], r.regularizer});
   }
   weight_ptrs_.resize(spec_.variables.size());
   gradient_ptrs_.resize(spec_.variables.size());
@@ -226,16 +223,10 @@ absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
 double CpuBackend::L2Penalty(int64_t gradient_batch) {
   double penalty = 0;
   for (const Regularized& r : regularized_) {
-    const float* w = weight_ptrs_[r.variable];
-    double sum_squares = 0;
-    for (int64_t i = 0; i < r.size; ++i) {
-      sum_squares += static_cast<double>(w[i]) * w[i];
-    }
-    penalty += r.l2 * sum_squares;
-    if (gradient_batch == 0) continue;
-    float* dw = gradient_ptrs_[r.variable];
-    const float scale = static_cast<float>(2.0 * r.l2 * gradient_batch);
-    for (int64_t i = 0; i < r.size; ++i) dw[i] += scale * w[i];
+    penalty += cpu::AddRegularization(
+        weight_ptrs_[r.variable], r.size, r.regularizer,
+        static_cast<double>(gradient_batch),
+        gradient_batch == 0 ? nullptr : gradient_ptrs_[r.variable]);
   }
   return penalty;
 }

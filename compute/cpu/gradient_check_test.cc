@@ -152,7 +152,8 @@ class Checker {
   }
 
   // The summed training loss (the models here have no dropout) with w
-  // moved by h * direction.
+  // moved by h * direction, and the regularizers' penalty batch times, as
+  // their gradient is (backend.h).
   double Loss(Tensor& w, const std::vector<float>& direction, double h) {
     float* values = w.data<float>();
     std::vector<float> saved(values, values + w.num_elements());
@@ -163,7 +164,7 @@ class Checker {
         backend_->TrainStep(Input(), vars_.weight_map, &vars_.gradient_map);
     std::copy(saved.begin(), saved.end(), values);
     EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? result->loss_sum : 0;
+    return result.ok() ? result->loss_sum + kBatch * result->l2_loss : 0;
   }
 
   ModelSpec spec_;
@@ -276,6 +277,77 @@ TEST(GradientCheck, ResidualConvolutionBlock) {
                     Layer("MaxPooling2D", "pool", "", {"r"})},
                    Head("pool"))))
       .CheckAll("residual block");
+}
+
+// Conv2D's dilation_rate, DepthwiseConv2D and Conv1D, each after a Dense
+// (so their input gradient is checked through its kernel's), in every
+// padding, with strides, dilation, depth_multiplier and without bias.
+TEST(GradientCheck, DilatedDepthwiseAndOneDimensionalConvolutions) {
+  const std::vector<std::pair<std::string, std::string>> images = {
+      {"Conv2D", R"("filters": 3, "kernel_size": 3, "dilation_rate": 2)"},
+      {"Conv2D", R"("filters": 2, "kernel_size": [2, 3],
+                    "dilation_rate": [2, 1], "padding": "same")"},
+      {"DepthwiseConv2D", R"("kernel_size": 3, "padding": "same")"},
+      {"DepthwiseConv2D", R"("kernel_size": 2, "padding": "same")"},
+      {"DepthwiseConv2D", R"("kernel_size": [2, 3], "depth_multiplier": 2,
+                             "strides": 2, "use_bias": false)"},
+      {"DepthwiseConv2D", R"("kernel_size": 2, "dilation_rate": 2,
+                             "depth_multiplier": 3, "padding": "same",
+                             "activation": "tanh")"},
+  };
+  for (const auto& [class_name, fields] : images) {
+    Checker(Model("6, 5, 2", Join({Dense("pre", 3, "x", "tanh"),
+                                   Layer(class_name, "c", fields, {"pre"})},
+                                  Head("c"))))
+        .CheckAll(absl::StrCat(class_name, " ", fields));
+  }
+  for (const char* fields :
+       {R"("filters": 3, "kernel_size": 3)",
+        R"("filters": 2, "kernel_size": 3, "padding": "same", "strides": 2)",
+        R"("filters": 3, "kernel_size": 2, "padding": "causal",
+           "dilation_rate": 3)",
+        R"("filters": 2, "kernel_size": [3], "padding": "causal",
+           "strides": 2, "use_bias": false, "activation": "relu")",
+        R"("filters": 2, "kernel_size": 2, "padding": "same",
+           "dilation_rate": [2])"}) {
+    Checker(Model("7, 3", Join({Dense("pre", 4, "x", "tanh"),
+                                Layer("Conv1D", "c", fields, {"pre"})},
+                               Head("c"))))
+        .CheckAll(absl::StrCat("Conv1D ", fields));
+  }
+}
+
+// L1, L2 and L1L2 on kernels, biases and a depthwise kernel: the loss
+// checked is the summed loss plus batch times the penalty, whose gradient
+// the backend adds.
+TEST(GradientCheck, Regularizers) {
+  const std::string l1 = R"({"class_name": "L1", "config": {"l1": 0.05}})";
+  const std::string l2 = R"({"class_name": "L2", "config": {"l2": 0.03}})";
+  const std::string l1l2 =
+      R"({"class_name": "L1L2", "config": {"l1": 0.02, "l2": 0.04}})";
+  Checker checker(Model(
+      "5, 4, 2", {Layer("Conv2D", "c",
+                        absl::StrCat(R"("filters": 3, "kernel_size": 2,
+                                  "bias_initializer": "random_normal",
+                                  "kernel_regularizer": )",
+                                     l1, R"(, "bias_regularizer": )", l1l2),
+                        {"x"}),
+                  Layer("DepthwiseConv2D", "dw",
+                        absl::StrCat(R"("kernel_size": 2, "padding": "same",
+                                  "bias_initializer": "random_normal",
+                                  "depthwise_regularizer": )",
+                                     l1l2, R"(, "bias_regularizer": )", l2),
+                        {"c"}),
+                  Layer("Flatten", "flat", "", {"dw"}),
+                  Layer("Dense", "out",
+                        absl::StrCat(R"("units": 3, "bias_initializer": "ones",
+                                  "kernel_regularizer": )",
+                                     l2, R"(, "bias_regularizer": )", l1),
+                        {"flat"})}));
+  // |w| has a kink at 0: a step of kStep moves one of c/kernel's weights
+  // across it (its difference quotient is then off by 0.1), one of kStep /
+  // 10 none.
+  checker.CheckAll("regularizers", kStep / 10);
 }
 
 // Two inputs, float features and ids: the Embedding's table and the

@@ -23,6 +23,14 @@ struct Conv2DShape {
   int64_t kernel_w = 0;
   int64_t stride_h = 1;
   int64_t stride_w = 1;
+  // Taps of the kernel this many inputs apart (Keras's dilation_rate).
+  int64_t dilation_h = 1;
+  int64_t dilation_w = 1;
+  // A grouped convolution: in_channels and out_channels split into `groups`
+  // consecutive groups, output group g reading input group g only; the
+  // kernel is [kh, kw, in_channels / groups, out_channels] (Keras's layout;
+  // DepthwiseConv2D is groups = in_channels).
+  int64_t groups = 1;
   Padding padding = Padding::kValid;
   bool use_bias = true;
   // False for a first layer, whose input needs no gradient: Backward then

@@ -25,6 +25,10 @@ absl::StatusOr<Window> KerasWindow(int64_t input, int64_t kernel,
     return window;
   }
   window.output = (input + stride - 1) / stride;
+  if (padding == Padding::kCausal) {
+    window.pad_before = kernel - 1;
+    return window;
+  }
   int64_t total =
       std::max<int64_t>((window.output - 1) * stride + kernel - input, 0);
   window.pad_before = total / 2;

@@ -10,6 +10,10 @@
 // max((output - 1) * stride + kernel - input, 0), of which the top/left side
 // gets total / 2 and the bottom/right side the rest (TensorFlow's rule, so an
 // odd total pads one more row at the bottom).
+// Keras "causal" (Conv1D): output = ceil(input / stride), all kernel - 1
+// padding before (left), none after: output t sees inputs up to t * stride.
+// For a dilated convolution, `kernel` is the dilated extent
+// (kernel - 1) * dilation + 1 (DilatedExtent).
 //
 // Flatten needs no op: an NHWC activation [N, H, W, C] is, byte for byte, the
 // row-major [N, H * W * C] matrix that Keras's Flatten (channels_last)
@@ -27,7 +31,7 @@ namespace pstrain {
 namespace worker {
 namespace cpu {
 
-enum class Padding { kValid, kSame };
+enum class Padding { kValid, kSame, kCausal };
 
 struct Window {
   int64_t output = 0;
@@ -39,6 +43,12 @@ struct Window {
 // INVALID_ARGUMENT if a size is not positive or, for kValid, kernel > input.
 absl::StatusOr<Window> KerasWindow(int64_t input, int64_t kernel,
                                    int64_t stride, Padding padding);
+
+// The extent of a kernel of `kernel` taps `dilation` apart: Keras's
+// effective kernel size, (kernel - 1) * dilation + 1.
+inline int64_t DilatedExtent(int64_t kernel, int64_t dilation) {
+  return (kernel - 1) * dilation + 1;
+}
 
 // Row length of a flattened NHWC activation: height * width * channels.
 inline int64_t FlattenedSize(int64_t height, int64_t width, int64_t channels) {

@@ -28,6 +28,10 @@ TEST(KerasWindow, MatchesKerasOutputSizesAndPadding) {
       {7, 1, 3, Padding::kSame, 3, 0, 0},
       {5, 5, 1, Padding::kSame, 5, 2, 2},
       {3, 5, 1, Padding::kSame, 3, 2, 2},  // Kernel larger than input.
+      // Causal (Conv1D): kernel - 1 before, none after.
+      {6, 3, 1, Padding::kCausal, 6, 2, 0},
+      {7, 3, 2, Padding::kCausal, 4, 2, 0},
+      {4, 5, 1, Padding::kCausal, 4, 4, 0},  // A dilated extent (3 taps, 2).
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(testing::Message() << "input " << c.input << " kernel "
@@ -50,6 +54,13 @@ TEST(KerasWindow, RejectsNonPositiveSizes) {
   EXPECT_FALSE(KerasWindow(0, 1, 1, Padding::kSame).ok());
   EXPECT_FALSE(KerasWindow(4, 0, 1, Padding::kSame).ok());
   EXPECT_FALSE(KerasWindow(4, 1, 0, Padding::kValid).ok());
+}
+
+TEST(DilatedExtent, IsTapsMinusOneTimesDilationPlusOne) {
+  EXPECT_EQ(DilatedExtent(3, 1), 3);
+  EXPECT_EQ(DilatedExtent(3, 2), 5);
+  EXPECT_EQ(DilatedExtent(1, 4), 1);
+  EXPECT_EQ(DilatedExtent(2, 3), 4);
 }
 
 TEST(FlattenedSize, IsHeightTimesWidthTimesChannels) {

@@ -1,5 +1,7 @@
 #include "compute/gpu/conv2d.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -51,8 +53,12 @@ Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device, Window out_h,
       device_(device),
       out_h_(out_h),
       out_w_(out_w),
-      extra_h_(out_h.pad_after - out_h.pad_before),
-      extra_w_(out_w.pad_after - out_w.pad_before),
+      extra_top_(std::max<int64_t>(out_h.pad_before - out_h.pad_after, 0)),
+      extra_left_(std::max<int64_t>(out_w.pad_before - out_w.pad_after, 0)),
+      extra_h_(std::abs(out_h.pad_after - out_h.pad_before)),
+      extra_w_(std::abs(out_w.pad_after - out_w.pad_before)),
+      pad_h_(std::min(out_h.pad_before, out_h.pad_after)),
+      pad_w_(std::min(out_w.pad_before, out_w.pad_after)),
       pads_input_(extra_h_ != 0 || extra_w_ != 0) {}
 
 absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
@@ -65,32 +71,44 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                                           {"kernel_h", shape.kernel_h},
                                           {"kernel_w", shape.kernel_w},
                                           {"stride_h", shape.stride_h},
-                                          {"stride_w", shape.stride_w}}));
+                                          {"stride_w", shape.stride_w},
+                                          {"dilation_h", shape.dilation_h},
+                                          {"dilation_w", shape.dilation_w},
+                                          {"groups", shape.groups}}));
+  if (shape.in_channels % shape.groups != 0 ||
+      shape.out_channels % shape.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kOp, ": groups ", shape.groups, " must divide in_channels ",
+        shape.in_channels, " and out_channels ", shape.out_channels));
+  }
   if (shape.fuse_relu) {
     return absl::InvalidArgumentError(
         "Conv2D: fuse_relu is a CPU (oneDNN) option; apply ReluOp after the "
         "GPU convolution");
   }
-  PSTRAIN_ASSIGN_OR_RETURN(const Window out_h,
-                           cpu::KerasWindow(shape.height, shape.kernel_h,
-                                            shape.stride_h, shape.padding));
-  PSTRAIN_ASSIGN_OR_RETURN(const Window out_w,
-                           cpu::KerasWindow(shape.width, shape.kernel_w,
-                                            shape.stride_w, shape.padding));
-  // Keras's rule gives pad_after - pad_before of 0 or 1 (window.h); the
-  // padding scheme below relies on it.
-  if (out_h.pad_after - out_h.pad_before > 1 ||
-      out_w.pad_after - out_w.pad_before > 1) {
-    return absl::InternalError(absl::StrCat(kOp, ": unexpected padding"));
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const Window out_h,
+      cpu::KerasWindow(shape.height,
+                       cpu::DilatedExtent(shape.kernel_h, shape.dilation_h),
+                       shape.stride_h, shape.padding));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const Window out_w,
+      cpu::KerasWindow(shape.width,
+                       cpu::DilatedExtent(shape.kernel_w, shape.dilation_w),
+                       shape.stride_w, shape.padding));
+  // The input with its asymmetric part of the padding ("same": 0 or 1 after;
+  // "causal": extent - 1 before).
   PSTRAIN_RETURN_IF_ERROR(CheckElements(
       kOp, "x",
-      {shape.batch, shape.height + 1, shape.width + 1, shape.in_channels}));
+      {shape.batch, shape.height + std::abs(out_h.pad_after - out_h.pad_before),
+       shape.width + std::abs(out_w.pad_after - out_w.pad_before),
+       shape.in_channels}));
   PSTRAIN_RETURN_IF_ERROR(CheckElements(
       kOp, "y", {shape.batch, out_h.output, out_w.output, shape.out_channels}));
-  PSTRAIN_RETURN_IF_ERROR(CheckElements(
-      kOp, "w",
-      {shape.kernel_h, shape.kernel_w, shape.in_channels, shape.out_channels}));
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckElements(kOp, "w",
+                    {shape.kernel_h, shape.kernel_w,
+                     shape.in_channels / shape.groups, shape.out_channels}));
   PSTRAIN_RETURN_IF_ERROR(CheckDevice(kOp, device));
   std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, device, out_h, out_w));
   PSTRAIN_RETURN_IF_ERROR(op->Init());
@@ -106,19 +124,27 @@ absl::Status Conv2DOp::Init() {
                            NhwcTensor(kOp, s.batch, in_h, in_w, s.in_channels));
   PSTRAIN_ASSIGN_OR_RETURN(y_desc_, NhwcTensor(kOp, s.batch, out_h_.output,
                                                out_w_.output, s.out_channels));
+  // With groups, cuDNN's filter is [out, in / groups, kh, kw]: the KRSC
+  // transpose of Keras's [kh, kw, in / groups, out].
   PSTRAIN_ASSIGN_OR_RETURN(
-      w_desc_,
-      KrscFilter(kOp, s.out_channels, s.in_channels, s.kernel_h, s.kernel_w));
+      w_desc_, KrscFilter(kOp, s.out_channels, s.in_channels / s.groups,
+                          s.kernel_h, s.kernel_w));
   PSTRAIN_ASSIGN_OR_RETURN(conv_desc_, CreateConvolutionDescriptor(kOp));
-  // Keras's Conv2D is a cross-correlation. cuDNN pads pad_before on both
-  // sides; the extra row/column (if any) is already in the input.
+  // Keras's Conv2D is a cross-correlation. cuDNN pads the symmetric part on
+  // both sides; the rest (if any) is already in the input.
   PSTRAIN_RETURN_IF_ERROR(CudnnStatus(
       cudnnSetConvolution2dDescriptor(
-          conv_desc_.get(), static_cast<int>(out_h_.pad_before),
-          static_cast<int>(out_w_.pad_before), static_cast<int>(s.stride_h),
-          static_cast<int>(s.stride_w), /*dilation_h=*/1, /*dilation_w=*/1,
+          conv_desc_.get(), static_cast<int>(pad_h_), static_cast<int>(pad_w_),
+          static_cast<int>(s.stride_h), static_cast<int>(s.stride_w),
+          static_cast<int>(s.dilation_h), static_cast<int>(s.dilation_w),
           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
       "Conv2D: cudnnSetConvolution2dDescriptor"));
+  if (s.groups != 1) {
+    PSTRAIN_RETURN_IF_ERROR(
+        CudnnStatus(cudnnSetConvolutionGroupCount(conv_desc_.get(),
+                                                  static_cast<int>(s.groups)),
+                    "Conv2D: cudnnSetConvolutionGroupCount"));
+  }
   // FP32 FMA only: on Ampere and later, CUDNN_DEFAULT_MATH would allow TF32
   // tensor cores (10-bit mantissa), far from the CPU's results.
   PSTRAIN_RETURN_IF_ERROR(
@@ -140,7 +166,7 @@ absl::Status Conv2DOp::Init() {
   }
   PSTRAIN_RETURN_IF_ERROR(ChooseAlgorithms());
 
-  const int64_t w_bytes = s.kernel_h * s.kernel_w * s.in_channels *
+  const int64_t w_bytes = s.kernel_h * s.kernel_w * (s.in_channels / s.groups) *
                           s.out_channels * int64_t{sizeof(float)};
   PSTRAIN_ASSIGN_OR_RETURN(w_krsc_, device_->Allocate(w_bytes));
   PSTRAIN_ASSIGN_OR_RETURN(dw_krsc_, device_->Allocate(w_bytes));
@@ -236,7 +262,7 @@ absl::Status Conv2DOp::PrepareWeights(const float* w, uint64_t weights_step) {
   w_krsc_valid_ = false;
   const Conv2DShape& s = shape_;
   PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-      LaunchTranspose(w, s.kernel_h * s.kernel_w * s.in_channels,
+      LaunchTranspose(w, s.kernel_h * s.kernel_w * (s.in_channels / s.groups),
                       s.out_channels, w_krsc_.floats(), device_->stream()),
       "Conv2D: transpose w HWIO->KRSC"));
   w_krsc_valid_ = true;
@@ -253,8 +279,8 @@ absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
   g.height = s.height;
   g.width = s.width;
   g.channels = s.in_channels;
-  g.top = 0;
-  g.left = 0;
+  g.top = extra_top_;
+  g.left = extra_left_;
   g.padded_height = s.height + extra_h_;
   g.padded_width = s.width + extra_w_;
   PSTRAIN_RETURN_IF_ERROR(CudaStatus(
@@ -328,8 +354,8 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
       g.height = s.height;
       g.width = s.width;
       g.channels = s.in_channels;
-      g.top = 0;
-      g.left = 0;
+      g.top = extra_top_;
+      g.left = extra_left_;
       g.padded_height = s.height + extra_h_;
       g.padded_width = s.width + extra_w_;
       PSTRAIN_RETURN_IF_ERROR(CudaStatus(
@@ -346,7 +372,8 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
       "Conv2D backward: cudnnConvolutionBackwardFilter"));
   PSTRAIN_RETURN_IF_ERROR(CudaStatus(
       LaunchTranspose(dw_krsc_.floats(), s.out_channels,
-                      s.kernel_h * s.kernel_w * s.in_channels, dw, stream),
+                      s.kernel_h * s.kernel_w * (s.in_channels / s.groups), dw,
+                      stream),
       "Conv2D backward: transpose dw KRSC->HWIO"));
   if (!s.use_bias) return absl::OkStatus();
   return CudaStatus(LaunchBiasGrad(dy, s.batch * out_h_.output * out_w_.output,

@@ -3,8 +3,10 @@
 // device pointers everywhere.
 //
 // Activations are NHWC float32 [N, H, W, C]; the kernel is HWIO
-// [kh, kw, in, out] as Keras stores it (and the ps holds it); the bias is
-// [out]. Create once per shape, then call Forward and Backward every step:
+// [kh, kw, in / groups, out] as Keras stores it (and the ps holds it); the
+// bias is [out]. Dilation and groups (DepthwiseConv2D) are cuDNN's
+// (cudnnSetConvolution2dDescriptor, cudnnSetConvolutionGroupCount). Create once
+// per shape, then call Forward and Backward every step:
 //
 //   Conv2DShape shape;
 //   shape.batch = 32; shape.height = 28; shape.width = 28;
@@ -32,6 +34,8 @@
 //   into a buffer one row and/or column larger (zeros at the bottom/right)
 //   and lets cuDNN pad pad_before on both sides, as TensorFlow does; dx is
 //   computed in that layout and cropped. Symmetric cases use cuDNN directly.
+//   Conv1D's "causal" (all the padding before) is the same scheme: the
+//   input copied below extent - 1 zero columns, cuDNN padding nothing.
 // - Algorithms are chosen once, in Create, by cuDNN's heuristics
 //   (cudnnGet*_v7): the first that is deterministic, uses plain FP32 FMA math
 //   (no TF32, so results match the CPU to float32 accuracy) and fits in the
@@ -121,10 +125,16 @@ class Conv2DOp {
   Device* const device_;
   const Window out_h_;
   const Window out_w_;
-  // The input as cuDNN sees it: extra_h_ / extra_w_ (0 or 1) rows / columns
-  // appended when Keras pads one more after than before.
+  // The input as cuDNN sees it: extra_h_ / extra_w_ zero rows / columns
+  // added where Keras pads one side more than the other ("same": one after;
+  // "causal": all before, extra_top_ / extra_left_ of them), and cuDNN's
+  // own symmetric padding pad_h_ / pad_w_.
+  const int64_t extra_top_;
+  const int64_t extra_left_;
   const int64_t extra_h_;
   const int64_t extra_w_;
+  const int64_t pad_h_;
+  const int64_t pad_w_;
   const bool pads_input_;
 
   TensorDescriptor x_desc_;  // [N, H + extra_h_, W + extra_w_, in]

@@ -41,10 +41,10 @@ constexpr size_t kMaxCachedGraphs = 4;
 // gradient buffers (256 bytes: what cuBLAS and cuDNN like best).
 constexpr int64_t kAlignFloats = 64;
 
-// A kernel with an L2 penalty: its index among the variables and factor.
+// A regularized variable (a kernel or bias): its index and regularizer.
 struct Regularized {
   int variable = 0;
-  float l2 = 0;
+  Regularizer regularizer;
 };
 
 // One GPU's copy of the model and its buffers.
@@ -97,8 +97,8 @@ class GpuBackend : public Backend {
   // slice of the batch.
   absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
                                       const BatchSlice& slice, bool train);
-  // The L2 penalty; with gradient_batch > 0 adds gradient_batch times its
-  // gradient to the first GPU's gradients.
+  // The regularizers' penalty; with gradient_batch > 0 adds gradient_batch
+  // times its gradient to the first GPU's gradients.
   absl::StatusOr<double> L2Penalty(int64_t gradient_batch);
   // Grows `buffer` on `replica`'s GPU to at least `bytes`.
   absl::Status Reserve(Replica& replica, DeviceBuffer& buffer, int64_t bytes);
@@ -155,13 +155,8 @@ absl::Status GpuBackend::Init() {
     variable_sizes_.push_back(size);
     total_floats_ += (size + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
   }
-  for (const LayerSpec& layer : spec_.layers) {
-    if (layer.l2 == 0 || layer.variables.empty()) continue;
-    for (size_t i = 0; i < spec_.variables.size(); ++i) {
-      if (spec_.variables[i].name() == layer.variables[0]) {
-        regularized_.push_back({static_cast<int>(i), layer.l2});
-      }
-    }
+  for (const RegularizedVariable& r : RegularizedVariables(spec_)) {
+    regularized_.push_back({r.variable, r.regularizer});
   }
   std::vector<Device*> devices;
   for (int index : options_.devices) {
@@ -379,20 +374,14 @@ absl::StatusOr<double> GpuBackend::L2Penalty(int64_t gradient_batch) {
   for (const Regularized& r : regularized_) {
     const float* w = first.weight_ptrs[r.variable];
     const int64_t n = variable_sizes_[r.variable];
-    if (gradient_batch == 0) {
-      PSTRAIN_ASSIGN_OR_RETURN(
-          double term,
-          gpu::AddL2Regularization(w, n, r.l2, nullptr, first.device.get()));
-      penalty += term;
-    } else {
-      // l2 * batch: the penalty batch times, its gradient batch times.
-      PSTRAIN_ASSIGN_OR_RETURN(
-          double term,
-          gpu::AddL2Regularization(
-              w, n, static_cast<float>(double{r.l2} * gradient_batch),
-              first.gradient_ptrs[r.variable], first.device.get()));
-      penalty += term / static_cast<double>(gradient_batch);
-    }
+    // The penalty once, its gradient batch times (backend.h).
+    PSTRAIN_ASSIGN_OR_RETURN(
+        double term,
+        gpu::AddRegularization(
+            w, n, r.regularizer, static_cast<double>(gradient_batch),
+            gradient_batch == 0 ? nullptr : first.gradient_ptrs[r.variable],
+            first.device.get()));
+    penalty += term;
   }
   return penalty;
 }

@@ -1,7 +1,8 @@
 // GpuBackend against CpuBackend (gpu_backend_test_util.h says what is
 // compared and to what tolerance) on Functional graphs: branches, merges,
 // concatenation, shared layers, two inputs of floats and ids, and every
-// layer kind of the plan: each activation, merge, pooling, padding,
+// layer kind of the plan: each convolution (dilated, depthwise, 1D) and
+// regularizer, each activation, merge, pooling, padding,
 // Rescaling, Permute, BatchNormalization, LayerNormalization and
 // MultiHeadAttention; and what the GPU still refuses.
 //
@@ -188,6 +189,62 @@ TEST(GpuBackend, PoolingPaddingRescalingAndPermuteMatchTheCpu) {
            GraphLayer("GlobalMaxPooling2D", "gmp", "", {"avg"}),
            GraphDense("out", 3, "gmp")}),
       /*mse=*/true);
+}
+
+// Dilated Conv2D, DepthwiseConv2D (grouped cuDNN convolutions) and
+// Conv1D in every padding (causal: the input copied right of its zeros),
+// with L1, L2 and L1L2 regularizers on kernels, a depthwise kernel and
+// biases (the penalty and its gradient on cuBLAS and the sign kernel).
+TEST(GpuBackend, DilatedDepthwiseConv1DAndRegularizersMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::pair<std::string, std::string>> images = {
+      {"Conv2D", R"("filters": 3, "kernel_size": 3, "dilation_rate": 2)"},
+      {"Conv2D", R"("filters": 2, "kernel_size": [2, 3],
+                    "dilation_rate": [2, 1], "padding": "same")"},
+      {"DepthwiseConv2D", R"("kernel_size": 3, "padding": "same")"},
+      {"DepthwiseConv2D", R"("kernel_size": [2, 3], "depth_multiplier": 2,
+                             "strides": 2, "use_bias": false)"},
+      {"DepthwiseConv2D", R"("kernel_size": 2, "dilation_rate": 2,
+                             "depth_multiplier": 3, "padding": "same")"},
+  };
+  for (const auto& [class_name, fields] : images) {
+    CompareGraph(absl::StrCat(class_name, " ", fields),
+                 GraphModel("6, 5, 2",
+                            Join({GraphDense("pre", 3, "x", "tanh"),
+                                  GraphLayer(class_name, "c", fields, {"pre"})},
+                                 Head("c"))));
+  }
+  for (const char* fields :
+       {R"("filters": 3, "kernel_size": 3)",
+        R"("filters": 2, "kernel_size": 3, "padding": "same", "strides": 2)",
+        R"("filters": 3, "kernel_size": 2, "padding": "causal",
+           "dilation_rate": 3)",
+        R"("filters": 2, "kernel_size": 3, "padding": "causal",
+           "strides": 2, "use_bias": false)"}) {
+    CompareGraph(
+        absl::StrCat("Conv1D ", fields),
+        GraphModel("7, 3", Join({GraphDense("pre", 4, "x", "tanh"),
+                                 GraphLayer("Conv1D", "c", fields, {"pre"})},
+                                Head("c"))));
+  }
+  const std::string l1 = R"({"class_name": "L1", "config": {"l1": 0.05}})";
+  const std::string l1l2 =
+      R"({"class_name": "L1L2", "config": {"l1": 0.02, "l2": 0.04}})";
+  CompareGraph(
+      "regularizers",
+      GraphModel(
+          "5, 4, 2",
+          Join({GraphLayer("Conv2D", "c",
+                           absl::StrCat(R"("filters": 3, "kernel_size": 2,
+                                           "kernel_regularizer": )",
+                                        l1, R"(, "bias_regularizer": )", l1l2),
+                           {"x"}),
+                GraphLayer("DepthwiseConv2D", "dw",
+                           absl::StrCat(R"("kernel_size": 2, "padding": "same",
+                                           "depthwise_regularizer": )",
+                                        l1l2),
+                           {"c"})},
+               Head("dw"))));
 }
 
 // BatchNormalization (its moving statistics' "gradients" are the batch's

@@ -745,6 +745,29 @@ TEST_F(GpuOpsTest, L2MatchesTheCpuRegularizer) {
 // ---------------------------------------------------------------------------
 // Embedding.
 
+// L1 and L1L2 with a gradient scale (a batch), against the CPU's; a few
+// exact zeros check sign(0) = 0.
+TEST_F(GpuOpsTest, L1AndL1L2MatchTheCpuRegularizer) {
+  const int64_t n = 30011;
+  std::vector<float> w = RandomFloats(n, 902);
+  for (int64_t i = 0; i < n; i += 97) w[i] = 0.0f;
+  DeviceBuffer gw = Upload(w);
+  for (const auto& [l1, l2] :
+       {std::pair<float, float>{1e-3f, 0.0f}, {2e-3f, 5e-4f}}) {
+    Regularizer r;
+    r.l1 = l1;
+    r.l2 = l2;
+    std::vector<float> dw = RandomFloats(n, 903);
+    DeviceBuffer gdw = Upload(dw);
+    const double want = cpu::AddRegularization(w.data(), n, r, 6.0, dw.data());
+    absl::StatusOr<double> got =
+        AddRegularization(gw.floats(), n, r, 6.0, gdw.floats(), device_.get());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_NEAR(*got, want, kRelative * want);
+    EXPECT_TRUE(Near(Download(gdw), ToDouble(dw)));
+  }
+}
+
 TEST_F(GpuOpsTest, EmbeddingGathersRowsAndSumsRepeatedIdsGradients) {
   EmbeddingShape shape;
   shape.ids = 37;

@@ -85,6 +85,14 @@ __global__ void ReluForwardKernel(const float* x, int64_t n, float* y) {
   }
 }
 
+__global__ void AddScaledSignKernel(const float* w, int64_t n, float alpha,
+                                    float* dw) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const float v = w[i];
+    dw[i] += alpha * (v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f));
+  }
+}
+
 __global__ void ReluBackwardKernel(const float* y, const float* dy, int64_t n,
                                    float* dx) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
@@ -257,6 +265,13 @@ cudaError_t LaunchReluForward(const float* x, int64_t n, float* y,
                               cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   ReluForwardKernel<<<BlocksFor(n), kThreads, 0, stream>>>(x, n, y);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddScaledSign(const float* w, int64_t n, float alpha,
+                                float* dw, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  AddScaledSignKernel<<<BlocksFor(n), kThreads, 0, stream>>>(w, n, alpha, dw);
   return cudaGetLastError();
 }
 

@@ -51,6 +51,10 @@ cudaError_t LaunchReluForward(const float* x, int64_t n, float* y,
 cudaError_t LaunchReluBackward(const float* y, const float* dy, int64_t n,
                                float* dx, cudaStream_t stream);
 
+// dw[i] += alpha * sign(w[i]) (sign(0) = 0): an L1 regularizer's gradient.
+cudaError_t LaunchAddScaledSign(const float* w, int64_t n, float alpha,
+                                float* dw, cudaStream_t stream);
+
 // Dropout forward over n elements whose global indices start at `offset`
 // (kernel_math.h's DropoutForwardBlock for every Philox block they touch).
 cudaError_t LaunchDropoutForward(const float* x, int64_t n, uint64_t seed,

@@ -138,16 +138,43 @@ function fixedBatch(model, inputs, batch, seed) {
 // probability is clipped, which is checked. The gradient is taken of the
 // SUM of the per-example losses directly (what pstrain's backends push),
 // rather than of the mean times the batch.
-function expectedResults(model, batch) {
+function expectedResults(model, batch, c) {
   const x = inputTensors(batch);
   const classes = model.outputs[0].shape[1];
   const y = tf.oneHot(tf.tensor1d(batch.labels, 'int32'), classes);
   const vars = model.trainableWeights.map((w) => w.read());
-  const {value, grads} = tf.variableGrads(
-      () => tf.sum(tf.metrics.categoricalCrossentropy(
-          y, forward(model, x))),
-      vars);
+  const batchSize = batch.labels.length;
+  // The layers' regularizers' penalty, as TF.js's layers compute it
+  // (model.calculateLosses()): pstrain adds its gradient batch times to
+  // the summed loss's (worker/backend.h), so the gradient taken is of
+  // sum + batch * penalty.
+  const penalty = () => {
+    const losses = model.calculateLosses();
+    return losses.length === 0 ? tf.scalar(0) : tf.addN(losses);
+  };
   const probs = forward(model, x);
+  const regularization = tf.tidy(() => penalty().dataSync()[0]);
+  if (!c.gradients) {
+    // Dilated convolutions: TF.js 4.22 has no gradient for them (its
+    // Conv2D and DepthwiseConv2dNative gradients assert dilation 1), so
+    // such a case checks the forward pass: the loss and the predictions.
+    const value = tf.sum(tf.metrics.categoricalCrossentropy(y, probs));
+    return finishExpected(model, x, batch, probs, value, null, vars,
+                          regularization);
+  }
+  const {value, grads} = tf.variableGrads(
+      () => tf.add(tf.sum(tf.metrics.categoricalCrossentropy(
+                       y, forward(model, x))),
+                   tf.mul(batchSize, penalty())),
+      vars);
+  // The loss alone, without the penalty.
+  const lossSum = tf.sub(value, batchSize * regularization);
+  return finishExpected(model, x, batch, probs, lossSum, grads, vars,
+                        regularization);
+}
+
+function finishExpected(model, x, batch, probs, value, grads, vars,
+                        regularization) {
   // pstrain computes the loss from the logits; TF.js from the clipped
   // probabilities. The two agree (gradients included) only while no
   // probability is clipped: refuse a case where one would be.
@@ -158,12 +185,16 @@ function expectedResults(model, batch) {
   }
   const predicted = Array.from(tf.argMax(probs, -1).dataSync());
   const correct = predicted.filter((p, i) => p === batch.labels[i]).length;
-  const gradients = {};
-  model.trainableWeights.forEach((w, i) => {
-    const g = grads[vars[i].name];
-    gradients[w.originalName] = tensorEntry(g.shape, g.dataSync());
-  });
-  const expected = {loss_sum: f32(value.dataSync()[0]), correct, gradients};
+  const expected = {loss_sum: f32(value.dataSync()[0]), correct};
+  if (grads !== null) {
+    const gradients = {};
+    model.trainableWeights.forEach((w, i) => {
+      const g = grads[vars[i].name];
+      gradients[w.originalName] = tensorEntry(g.shape, g.dataSync());
+    });
+    expected.gradients = gradients;
+  }
+  if (regularization !== 0) expected.regularization = f32(regularization);
   const statistics = batchStatistics(model, x);
   if (Object.keys(statistics).length > 0) {
     expected.batch_statistics = statistics;
@@ -343,6 +374,126 @@ function layerNormMerge() {
   return tf.model({name: 'layer_norm_merge', inputs: input, outputs: output});
 }
 
+// TF.js 4.22 has no causal Conv1D (conv1dWithBias throws
+// NotImplementedError); Keras defines it as the valid convolution of the
+// input padded on the left with dilation_rate * (kernel_size - 1) zeros.
+// causalConv1d builds that padding as Reshape -> ZeroPadding2D -> Reshape
+// (layers named causal_pad_*) before a valid Conv1D, and
+// foldCausalPadding rewrites the JSON into what Keras writes: the Conv1D
+// with padding "causal" reading the padding's input.
+function causalConv1d(x, args) {
+  const [steps, channels] = x.shape.slice(1);
+  const pad = (args.dilationRate ?? 1) * (args.kernelSize - 1);
+  const prefix = `causal_pad_${args.name}`;
+  let y = tf.layers.reshape({name: `${prefix}_a`,
+                             targetShape: [1, steps, channels]}).apply(x);
+  y = tf.layers.zeroPadding2d({name: `${prefix}_b`,
+                               padding: [[0, 0], [pad, 0]]}).apply(y);
+  y = tf.layers.reshape({name: `${prefix}_c`,
+                         targetShape: [steps + pad, channels]}).apply(y);
+  return tf.layers.conv1d({...args, padding: 'valid'}).apply(y);
+}
+
+// TF.js 4.22's DepthwiseConv2D.getConfig writes its depthwise_regularizer
+// as its depthwise_constraint too (serializeConstraint of the
+// regularizer); the models here have no constraints.
+function clearDepthwiseConstraints(json) {
+  for (const layer of json.config.layers) {
+    if (layer.class_name === 'DepthwiseConv2D') {
+      layer.config.depthwise_constraint = null;
+    }
+  }
+  return json;
+}
+
+function foldCausalPadding(json) {
+  const layers = json.config.layers;
+  if (!layers.every((l) => l.name !== undefined)) return json;  // Sequential.
+  const byName = new Map(layers.map((l) => [l.name, l]));
+  const isPad = (name) => name.startsWith('causal_pad_');
+  for (const layer of layers) {
+    if (layer.class_name !== 'Conv1D') continue;
+    let inbound = layer.inbound_nodes;
+    if (!isPad(inbound[0][0][0])) continue;
+    while (isPad(inbound[0][0][0])) {
+      inbound = byName.get(inbound[0][0][0]).inbound_nodes;
+    }
+    layer.inbound_nodes = JSON.parse(JSON.stringify(inbound));
+    layer.config.padding = 'causal';
+  }
+  json.config.layers = layers.filter((l) => !isPad(l.name));
+  return json;
+}
+
+// DepthwiseConv2D(3, depth_multiplier 2, same; L1 on its kernel, L1L2 on
+// its bias) -> Conv2D(4, 3, strides 2, relu; L1L2 on its kernel) on
+// [9, 8, 3] -> Reshape [12, 4] -> Conv1D(5, 3, causal, tanh; L1 on its
+// bias) -> Conv1D(3, 4, strides 2, same; L1 on its kernel) -> Flatten ->
+// Dense(5, softmax). Gradients are of the summed loss plus batch times the
+// penalty.
+function convVariants() {
+  const input = tf.input({name: 'input', shape: [9, 8, 3]});
+  let x = tf.layers.depthwiseConv2d({
+    name: 'depthwise_conv2d', kernelSize: 3, depthMultiplier: 2,
+    padding: 'same',
+    depthwiseRegularizer: tf.regularizers.l1({l1: 0.01}),
+    biasRegularizer: tf.regularizers.l1l2({l1: 0.02, l2: 0.03}),
+  }).apply(input);
+  x = tf.layers.conv2d({
+    name: 'conv2d', filters: 4, kernelSize: 3, strides: 2,
+    activation: 'relu',
+    kernelRegularizer: tf.regularizers.l1l2({l1: 0.005, l2: 0.01}),
+  }).apply(x);
+  x = tf.layers.reshape({name: 'reshape', targetShape: [12, 4]}).apply(x);
+  x = causalConv1d(x, {
+    name: 'conv1d', filters: 5, kernelSize: 3, activation: 'tanh',
+    biasRegularizer: tf.regularizers.l1({l1: 0.05}),
+  });
+  x = tf.layers.conv1d({
+    name: 'conv1d_1', filters: 3, kernelSize: 4, strides: 2,
+    padding: 'same', kernelRegularizer: tf.regularizers.l1({l1: 0.02}),
+  }).apply(x);
+  x = tf.layers.flatten({name: 'flatten'}).apply(x);
+  const output =
+      tf.layers.dense({name: 'dense', units: 5, activation: 'softmax'})
+          .apply(x);
+  return tf.model({name: 'conv_variants', inputs: input, outputs: output});
+}
+
+// Dilated: Conv2D(4, 3, dilation 2, relu) on [10, 9, 2] ->
+// DepthwiseConv2D(2, depth_multiplier 2, same; not dilated: TF.js 4.22's
+// DepthwiseConv2D layer ignores dilationRate, "TODO(cais): Add support for
+// dilation") -> Reshape
+// [15, 16] -> Conv1D(4, 3, causal, dilation 2, tanh) -> Conv1D(3, 2,
+// same, dilation 3) -> Flatten -> Dense(5, softmax), with an L1L2 kernel
+// regularizer. Forward only (see expectedResults).
+function dilatedConvs() {
+  const input = tf.input({name: 'input', shape: [10, 9, 2]});
+  let x = tf.layers.conv2d({
+    name: 'conv2d', filters: 4, kernelSize: 3, dilationRate: 2,
+    activation: 'relu',
+    kernelRegularizer: tf.regularizers.l1l2({l1: 0.01, l2: 0.02}),
+  }).apply(input);
+  x = tf.layers.depthwiseConv2d({
+    name: 'depthwise_conv2d', kernelSize: 2, depthMultiplier: 2,
+    padding: 'same',
+  }).apply(x);
+  x = tf.layers.reshape({name: 'reshape', targetShape: [15, 16]}).apply(x);
+  x = causalConv1d(x, {
+    name: 'conv1d', filters: 4, kernelSize: 3, dilationRate: 2,
+    activation: 'tanh',
+  });
+  x = tf.layers.conv1d({
+    name: 'conv1d_1', filters: 3, kernelSize: 2, padding: 'same',
+    dilationRate: 3,
+  }).apply(x);
+  x = tf.layers.flatten({name: 'flatten'}).apply(x);
+  const output =
+      tf.layers.dense({name: 'dense', units: 5, activation: 'softmax'})
+          .apply(x);
+  return tf.model({name: 'dilated_convs', inputs: input, outputs: output});
+}
+
 // The functional MLP shares mlp_sequential's seed: same layer names, same
 // values, so its expected results must come out identical. `inputs`: per
 // model input, its shape and, for ids, the vocabulary.
@@ -353,7 +504,10 @@ const CASES = [
   {name: 'resnet_block', build: resnetBlock, inputs: [{shape: [8, 8, 2]}], batch: 4, seed: 3},
   {name: 'two_input', build: twoInput, inputs: [{shape: [4]}, {shape: [3], ids: 20}], batch: 8, seed: 4},
   {name: 'layer_norm_merge', build: layerNormMerge, inputs: [{shape: [6, 5]}], batch: 8, seed: 5},
+  {name: 'conv_variants', build: convVariants, inputs: [{shape: [9, 8, 3]}], batch: 6, seed: 6},
+  {name: 'dilated_convs', build: dilatedConvs, inputs: [{shape: [10, 9, 2]}], batch: 6, seed: 7, gradients: false},
 ];
+for (const c of CASES) c.gradients = c.gradients ?? true;
 
 // JSON with one line per numeric array (the tensors), indented otherwise.
 function serialize(value, indent = '') {
@@ -403,10 +557,11 @@ async function main() {
       tfjs_version: tf.version.tfjs,
       tfjs_backend: tf.getBackend(),
       loss: 'sparse categorical cross-entropy on the softmax output',
-      model: JSON.parse(model.toJSON()),
+      model: clearDepthwiseConstraints(
+          foldCausalPadding(JSON.parse(model.toJSON()))),
       batch: batchEntry,
       weights,
-      expected: expectedResults(model, batch),
+      expected: expectedResults(model, batch, c),
     };
     const file = path.join(outDir, `${c.name}.json`);
     fs.writeFileSync(file, serialize(record) + '\n');
