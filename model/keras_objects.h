@@ -7,9 +7,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "model/keras_fields.h"
-#include "proto/training.pb.h"
-#include "model/keras_fields.h"
 #include "model/model_spec.h"
+#include "proto/training.pb.h"
 
 namespace pstrain {
 namespace worker {

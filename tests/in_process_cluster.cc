@@ -111,12 +111,11 @@ absl::Status InProcessCluster::Start() {
     workers.push_back(absl::StrCat("\"127.0.0.1:", 1001 + w, "\""));
   }
   PSTRAIN_ASSIGN_OR_RETURN(
-      TfConfig tf,
-      ParseTfConfig(absl::StrCat(
-          R"({"cluster": {"chief": ["127.0.0.1:1000"], "ps": [)",
-          absl::StrJoin(ps, ", "), R"(], "worker": [)",
-          absl::StrJoin(workers, ", "),
-          R"(]}, "task": {"type": "chief", "index": 0}})")));
+      TfConfig tf, ParseTfConfig(absl::StrCat(
+                       R"({"cluster": {"chief": ["127.0.0.1:1000"], "ps": [)",
+                       absl::StrJoin(ps, ", "), R"(], "worker": [)",
+                       absl::StrJoin(workers, ", "),
+                       R"(]}, "task": {"type": "chief", "index": 0}})")));
   state_ = std::make_unique<chief::RunState>(
       kRunId, config_, placement_, tf.cluster, total_steps_, total_steps_);
   for (int task = 0; task < options_.num_ps; ++task) {
@@ -131,7 +130,8 @@ absl::Status InProcessCluster::Start() {
   for (int w = 0; w < options_.num_workers; ++w) {
     auto worker = std::make_unique<Worker>();
     worker->index = w;
-    auto connection = std::make_unique<chief::LocalChiefConnection>(state_.get());
+    auto connection =
+        std::make_unique<chief::LocalChiefConnection>(state_.get());
     worker->connection = connection.get();
     worker->chief = std::make_unique<chief::ChiefClient>(
         std::move(connection), MakeTask(JOB_WORKER, w));

@@ -30,12 +30,12 @@
 #include "chief/local_chief_connection.h"
 #include "chief/run_state.h"
 #include "common/placement.h"
+#include "data/dataset.h"
+#include "model/keras_model.h"
 #include "ps/ps_client.h"
 #include "ps/ps_service.h"
 #include "ps/shard.h"
 #include "tests/constant_backend.h"
-#include "data/dataset.h"
-#include "model/keras_model.h"
 
 namespace pstrain {
 namespace testing {

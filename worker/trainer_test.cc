@@ -19,10 +19,10 @@
 #include "chief/local_chief_connection.h"
 #include "chief/run_state.h"
 #include "common/tf_config.h"
+#include "compute/cpu/model_test_util.h"
 #include "gtest/gtest.h"
 #include "ps/variable_store.h"
 #include "tests/constant_backend.h"
-#include "compute/cpu/model_test_util.h"
 
 namespace pstrain {
 namespace worker {
@@ -158,7 +158,8 @@ class TrainerTest : public ::testing::Test {
     train_.labels.assign(kExamples, 1);
     train_.num_classes = 2;
     state_ = NewState(collective);
-    auto connection = std::make_unique<chief::LocalChiefConnection>(state_.get());
+    auto connection =
+        std::make_unique<chief::LocalChiefConnection>(state_.get());
     connection_ = connection.get();
     chief_ = std::make_unique<chief::ChiefClient>(std::move(connection),
                                                   MakeTask(JOB_WORKER, 0));

@@ -15,8 +15,8 @@
 #include "compute/cpu/losses.h"
 #include "compute/layer_plan.h"
 #include "compute/loss_config.h"
-#include "data/model_input.h"
 #include "compute/rng_tracker.h"
+#include "data/model_input.h"
 
 namespace pstrain {
 namespace worker {
