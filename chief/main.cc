@@ -63,6 +63,7 @@
 #include "worker/model/dynamic_embeddings.h"
 #include "worker/model/keras_model.h"
 #include "worker/model_input.h"
+#include "worker/replica_checkpoint.h"
 #include "worker/trainer.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -149,6 +150,10 @@ ABSL_FLAG(std::string, strategy, "auto",
           "(only chief and worker tasks: the workers hold the model and "
           "all-reduce their gradients) or auto (what TF_CONFIG's cluster "
           "is)");
+ABSL_FLAG(std::string, allreduce_dtype, "float32",
+          "Collective runs (TF_CONFIG without \"ps\"): what the workers' "
+          "all-reduce sends, float32 or bf16 (half the bytes, every sum "
+          "rounded to bfloat16); handed to every worker with the run");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -592,6 +597,17 @@ int Main() {
       return Fail(fits.message());
     }
   }
+  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  if (allreduce_dtype != "float32" && allreduce_dtype != "bf16") {
+    return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
+                             "\" must be float32 or bf16"));
+  }
+  if (!collective && allreduce_dtype != "float32") {
+    return Fail(absl::StrCat(
+        "--allreduce_dtype: ", allreduce_dtype,
+        " applies to collective runs only (TF_CONFIG has a \"ps\" job: the "
+        "workers push float32 gradients to the ps tasks)"));
+  }
   if (absl::GetFlag(FLAGS_replicas_to_aggregate) > num_workers) {
     return Fail(absl::StrCat(
         "--replicas_to_aggregate: ", absl::GetFlag(FLAGS_replicas_to_aggregate),
@@ -634,6 +650,7 @@ int Main() {
   }
   config.set_data_format(data_format);
   config.set_skip_bad_lines(bad_lines == "skip");
+  config.set_allreduce_dtype(allreduce_dtype);
   const bool criteo = data_format == "criteo";
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
@@ -842,6 +859,15 @@ int Main() {
   checkpointer_options.run_id = run_id;
   checkpointer_options.keep = absl::GetFlag(FLAGS_keep_checkpoints);
   driver_options.collective = collective;
+  if (collective) {
+    // The checkpoint of step 0 (the replicas' initial values, from the
+    // run's seed); worker 0 writes the later ones.
+    checkpointer_options.save_slices = [&spec, &config](const std::string& dir,
+                                                        int64_t) {
+      return worker::SaveInitialReplica(spec->variables, config.optimizer(),
+                                        dir);
+    };
+  }
   ps::PsClusterClient* const ps_client = collective ? nullptr : ps->get();
   chief::Checkpointer checkpointer(checkpointer_options, &config, &*placement,
                                    ps_client);

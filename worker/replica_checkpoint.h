@@ -38,6 +38,15 @@ inline constexpr char kReplicaCheckpointFile[] = "worker-0.data";
 absl::StatusOr<std::vector<SavedSlice>> SaveReplica(const LocalReplica& replica,
                                                     const std::string& dir);
 
+// Writes the initial values of a replica of `variables` trained with
+// `optimizer` (what every worker's LocalReplica::Create makes from the
+// run's seed) into <dir>/worker-0.data: a collective run's checkpoint of
+// step 0, which the chief writes before training. INVALID_ARGUMENT or
+// UNIMPLEMENTED as LocalReplica::Create.
+absl::StatusOr<std::vector<SavedSlice>> SaveInitialReplica(
+    const std::vector<VariableDef>& variables, const OptimizerConfig& optimizer,
+    const std::string& dir);
+
 // Loads the complete checkpoint in `dir` into `replica`: every variable's
 // value and optimizer slots, at the checkpoint's step. DATA_LOSS for a
 // damaged checkpoint; FAILED_PRECONDITION naming an array the checkpoint

@@ -35,10 +35,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "chief/chief_client.h"
 #include "ps/ps_client.h"
 #include "ps/variable_store.h"
@@ -110,6 +112,12 @@ struct TrainerOptions {
   // chief_patience) for the chief to restore the run, never retries as it
   // is: the replicas may differ.
   std::function<absl::Status(int64_t step, int64_t generation)> restore;
+  // Collective runs: told, during the backend's TrainStep of `step`, that
+  // a variable's gradient is final (StepInput::gradient_ready), so that the
+  // replica all-reduces it while the rest of the backward runs.
+  std::function<void(int64_t step, const std::string& variable,
+                     absl::Span<float> gradient)>
+      gradient_ready;
 };
 
 absl::StatusOr<RunLength> ComputeRunLength(const TrainingConfig& config,

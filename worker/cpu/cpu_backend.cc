@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,8 +79,11 @@ class CpuBackend : public Backend {
   // (model_input.h), as int32 for ids.
   std::vector<const void*> SplitInputs(const StepInput& input);
   // l2 * sum(w^2) over the regularized kernels; adds
-  // gradient_batch * 2 * l2 * w to their gradients (none for 0).
+  // gradient_batch * 2 * l2 * w to their gradients (none for 0), but for
+  // those reported_ (their L2 part is in already).
   double L2Penalty(int64_t gradient_batch);
+  // Adds gradient_batch * 2 * l2 * w to `r`'s gradient.
+  void AddL2Gradient(const Regularized& r, int64_t gradient_batch);
 
   const ModelSpec spec_;
   const CpuBackendOptions options_;
@@ -89,6 +93,9 @@ class CpuBackend : public Backend {
   int64_t outputs_ = 0;  // Floats per example of the model's output.
   std::vector<int64_t> variable_sizes_;  // Elements of each variable.
   std::vector<Regularized> regularized_;
+  // Per variable: whether this TrainStep reported its gradient final
+  // (StepInput::gradient_ready).
+  std::vector<bool> reported_;
 
   std::vector<std::pair<int64_t, CachedGraph>> graphs_;
   uint64_t use_counter_ = 0;
@@ -118,6 +125,7 @@ absl::Status CpuBackend::Init() {
     for (int64_t d : def.shape().dims()) size *= d;
     variable_sizes_.push_back(size);
   }
+  reported_.assign(spec_.variables.size(), false);
   for (const LayerSpec& layer : spec_.layers) {
     if (layer.l2 == 0 || layer.variables.empty()) continue;
     for (size_t i = 0; i < spec_.variables.size(); ++i) {
@@ -232,12 +240,17 @@ double CpuBackend::L2Penalty(int64_t gradient_batch) {
       sum_squares += static_cast<double>(w[i]) * w[i];
     }
     penalty += r.l2 * sum_squares;
-    if (gradient_batch == 0) continue;
-    float* dw = gradient_ptrs_[r.variable];
-    const float scale = static_cast<float>(2.0 * r.l2 * gradient_batch);
-    for (int64_t i = 0; i < r.size; ++i) dw[i] += scale * w[i];
+    if (gradient_batch == 0 || reported_[r.variable]) continue;
+    AddL2Gradient(r, gradient_batch);
   }
   return penalty;
+}
+
+void CpuBackend::AddL2Gradient(const Regularized& r, int64_t gradient_batch) {
+  const float* w = weight_ptrs_[r.variable];
+  float* dw = gradient_ptrs_[r.variable];
+  const float scale = static_cast<float>(2.0 * r.l2 * gradient_batch);
+  for (int64_t i = 0; i < r.size; ++i) dw[i] += scale * w[i];
 }
 
 absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
@@ -248,6 +261,7 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
   PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
   PSTRAIN_RETURN_IF_ERROR(ResolveGradients(gradients));
   StepResult result;
+  std::fill(reported_.begin(), reported_.end(), false);
   if (input.batch == 0) {
     // A worker with no examples this step still pushes: zeros.
     for (size_t i = 0; i < gradient_ptrs_.size(); ++i) {
@@ -258,8 +272,20 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
     PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(input.batch));
     PSTRAIN_ASSIGN_OR_RETURN(result,
                              ForwardAndLoss(input, graph, /*train=*/true));
-    PSTRAIN_RETURN_IF_ERROR(
-        graph->Backward(weight_ptrs_, input.weights_version, gradient_ptrs_));
+    std::function<void(int)> ready;
+    if (input.gradient_ready) {
+      ready = [this, &input](int v) {
+        for (const Regularized& r : regularized_) {
+          if (r.variable == v) AddL2Gradient(r, input.batch);
+        }
+        reported_[v] = true;
+        input.gradient_ready(
+            spec_.variables[v].name(),
+            absl::MakeSpan(gradient_ptrs_[v], variable_sizes_[v]));
+      };
+    }
+    PSTRAIN_RETURN_IF_ERROR(graph->Backward(weight_ptrs_, input.weights_version,
+                                            gradient_ptrs_, ready));
   }
   // L2: the penalty once, its gradient batch times (backend.h).
   result.l2_loss = L2Penalty(/*gradient_batch=*/input.batch);
