@@ -46,6 +46,8 @@ TEST(CollectiveEvaluation, ChiefEvaluatesEachEpochsCheckpoint) {
     accuracies.push_back(std::stod((*it)[4]));
   }
   ASSERT_EQ(accuracies.size(), 2u) << log;
+  std::printf("epoch-end test accuracy %.4f, %.4f; loss %.4f, %.4f\n",
+              accuracies[0], accuracies[1], losses[0], losses[1]);
   // Trained: well above chance (0.1) after one epoch of the mlp, and the
   // second epoch's loss not worse than the first's by much.
   EXPECT_GT(accuracies[0], 0.6);
