@@ -10,7 +10,9 @@
 #
 #   bench/collective_vs_ps.sh [--model cnn] [--workers 2] [--ps 1]
 #                             [--steps 200] [--batch_size 64] [--runs 3]
-# (run_cluster.sh gives each worker --threads=1.)
+#                             [--bin_dir DIR]
+# (run_cluster.sh gives each worker --threads=1, and builds --config=opt
+# binaries unless --bin_dir names a folder holding {chief,ps,worker}/.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ ps=1
 steps=200
 batch=64
 runs=3
+bin_flags=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -28,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --steps) steps="$2"; shift 2 ;;
     --batch_size) batch="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
+    --bin_dir) bin_flags=(--bin_dir "$2"); shift 2 ;;
     *) echo "collective_vs_ps.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +44,8 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores;" \
 # One run; prints "<mode> <steps/s> <images/s>".
 run() {  # run MODE NUM_PS
   local dir=$scratch/$1-$RANDOM
-  deploy/local/run_cluster.sh --ps "$2" --workers "$workers" --model_dir "$dir" \
+  deploy/local/run_cluster.sh "${bin_flags[@]}" --ps "$2" --workers "$workers" \
+    --model_dir "$dir" \
     --model="$model" --steps="$steps" --batch_size="$batch" \
     --print_every_steps=1000000 >"$dir.log" 2>&1 || {
     echo "collective_vs_ps.sh: the $1 run failed; its log:" >&2
