@@ -50,7 +50,7 @@ struct CheckpointerOptions {
   // Writes the data files of the checkpoint of `step` into `dir` and
   // returns their slices. Unset: the ps tasks do (their Save). A collective
   // run's worker 0, which holds every variable, sets it and writes the
-  // checkpoints itself (worker/replica_checkpoint.h), in the same layout.
+  // checkpoints itself (collective/replica_checkpoint.h), in the same layout.
   std::function<absl::StatusOr<std::vector<SavedSlice>>(const std::string& dir,
                                                         int64_t step)>
       save_slices;

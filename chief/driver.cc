@@ -77,7 +77,9 @@ int64_t Driver::NextCheckpointStep(int64_t step) const {
   const int64_t every = options_.checkpoint_every_steps;
   if (every > 0) next = (step / every + 1) * every;
   const int64_t per_epoch = state_->steps_per_epoch();
-  if (options_.evaluator_task && per_epoch > 0) {
+  // At each epoch's end a checkpoint, for the evaluator or (collective: the
+  // variables are in the workers) for the chief to evaluate.
+  if ((options_.evaluator_task || options_.collective) && per_epoch > 0) {
     const int64_t epoch_end = (step / per_epoch + 1) * per_epoch;
     next = next > 0 ? std::min(next, epoch_end) : epoch_end;
   }
@@ -89,6 +91,10 @@ absl::Status Driver::StartCollective() {
       options_.model_dir,
       [](absl::string_view line) { LogError(absl::StrCat("chief: ", line)); });
   if (absl::IsNotFound(latest.status())) {
+    // The checkpoint of step 0: the replicas' initial values, written by
+    // the chief from the run's seed (the Checkpointer's save_slices), so
+    // that the run always has one to go back to, as a ps run does.
+    PSTRAIN_RETURN_IF_ERROR(checkpointer_->Save(0, 0).status());
     state_->Recovered(0, 0);
     return absl::OkStatus();
   }
@@ -217,8 +223,12 @@ absl::Status Driver::Train() {
   absl::Time last_checkpoint;
   int64_t step = 0;
   int64_t next_epoch_end = 0;
+  // Collective runs: the epoch that ended and whose line waits for its
+  // checkpoint (the chief evaluates that), else 0.
+  int64_t epoch_to_print = 0;
   // (Re)starts the loop at the current generation's first step.
   auto start_loop = [&] {
+    epoch_to_print = 0;
     step = last_print_step_ = state_->start_step();
     pause = NextCheckpointStep(step);
     state_->SetPauseAtStep(pause);
@@ -247,6 +257,7 @@ absl::Status Driver::Train() {
       absl::Status saved = SaveCheckpoint(total);
       if (!IsPeerFailure(saved)) {
         PSTRAIN_RETURN_IF_ERROR(saved);
+        if (epoch_to_print > 0) PrintProgress(total, epoch_to_print);
         break;
       }
       SuspectEveryPs(
@@ -271,11 +282,17 @@ absl::Status Driver::Train() {
     }
     PrintEvaluatorReports();
     if (step >= next_epoch_end && next_epoch_end <= total && per_epoch > 0) {
-      PrintProgress(step, (next_epoch_end + per_epoch - 1) / per_epoch);
+      const int64_t ended = (next_epoch_end + per_epoch - 1) / per_epoch;
+      if (options_.collective) {
+        epoch_to_print = ended;  // once its checkpoint is written
+      } else {
+        PrintProgress(step, ended);
+      }
       next_epoch_end = next_epoch_end == total
                            ? total + 1
                            : std::min(total, next_epoch_end + per_epoch);
-    } else if (step >= next_print && step > last_print_step_) {
+    } else if (step >= next_print && step > last_print_step_ &&
+               epoch_to_print == 0) {
       PrintProgress(step, /*ended_epoch=*/0);
     }
     if (pause > 0 && step >= pause && suspect_ps_.empty()) {
@@ -292,8 +309,14 @@ absl::Status Driver::Train() {
       PSTRAIN_RETURN_IF_ERROR(saved);
       state_->SetPhase(PHASE_TRAINING);
       last_checkpoint = absl::Now();
+      const int64_t saved_step = pause;
       pause = NextCheckpointStep(pause);
       state_->SetPauseAtStep(pause);
+      if (epoch_to_print > 0) {
+        // The workers go on meanwhile: the chief evaluates the checkpoint.
+        PrintProgress(saved_step, epoch_to_print);
+        epoch_to_print = 0;
+      }
     } else if (pause == 0 && options_.checkpoint_every > absl::ZeroDuration() &&
                absl::Now() - last_checkpoint >= options_.checkpoint_every) {
       pause = state_->PauseAtNextStep();
@@ -409,10 +432,9 @@ void Driver::PrintProgress(int64_t step, int64_t ended_epoch) {
   }
   if (end_of_epoch && options_.evaluator_task) {
     absl::StrAppend(&line, "  (the evaluator evaluates the checkpoint)");
-  } else if (end_of_epoch && options_.collective) {
-    absl::StrAppend(&line, "  (collective: evaluated at the end)");
   } else if (end_of_epoch) {
-    absl::StatusOr<Evaluation> eval = Evaluate();
+    absl::StatusOr<Evaluation> eval =
+        options_.collective ? EvaluateCollectiveStep(step) : Evaluate();
     if (eval.ok()) {
       evaluation = *eval;
       absl::StrAppend(&line, "  ", FormatEvaluation(*eval));

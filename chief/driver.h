@@ -39,8 +39,7 @@
 // WaitForTasks).
 //
 // A run always has a checkpoint to go back to: one of step 0 is written
-// before training when model_dir has none (in a ps run; a collective run
-// goes back to the run's seed).
+// before training when model_dir has none.
 //
 // driver.cc defines the run and its training loop; driver_recovery.cc the
 // failure handling; driver_evaluation.cc the evaluations.
@@ -52,10 +51,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
 #include "chief/criteo_evaluation.h"
@@ -105,10 +106,12 @@ struct DriverOptions {
   bool skip_bad_lines = false;
   // A collective run (no ps tasks; the Driver's `ps` is null): the workers
   // hold the variables. Start resumes at the newest good checkpoint (the
-  // workers restore it; none is written at step 0), the checkpoints are
-  // written by worker 0 while the workers hold (Checkpointer::
-  // AwaitWorkerSave), and the chief evaluates the final checkpoint, not
-  // each epoch's end.
+  // workers restore it), or writes the one of step 0 through the
+  // Checkpointer (whose save_slices writes the replicas' initial values);
+  // the later checkpoints are written by worker 0 while the workers hold
+  // (Checkpointer::AwaitWorkerSave), one at each epoch's end among them,
+  // which the chief evaluates for that epoch's line, as it evaluates the
+  // ps tasks' variables in a ps run.
   bool collective = false;
 };
 
@@ -144,6 +147,12 @@ class Driver {
   absl::Status StartCollective();
   // Collective runs: evaluates the newest good checkpoint's variables.
   absl::StatusOr<Evaluation> EvaluateLatestCheckpoint();
+  // Collective runs: evaluates the checkpoint of `step` (an epoch's end).
+  absl::StatusOr<Evaluation> EvaluateCollectiveStep(int64_t step);
+  // Evaluates the checkpoint in `dir`, or returns its evaluation made
+  // before (the last epoch's end is also the run's final checkpoint).
+  absl::StatusOr<Evaluation> EvaluateCheckpoint(const std::string& dir,
+                                                const CheckpointIndex& index);
   // Collective runs: a worker died or restarted, so its replica is gone
   // (and the others' all-reduce broke): holds the workers, waits for every
   // one to be back, and has all of them restore the newest good checkpoint
@@ -212,6 +221,9 @@ class Driver {
   int64_t last_print_step_ = 0;
   // TensorBoard logs and history (chief/run_log.h), from training on.
   std::unique_ptr<RunLog> run_log_;
+  // Collective runs: the last checkpoint evaluated (its directory) and its
+  // evaluation.
+  std::optional<std::pair<std::string, Evaluation>> last_checkpoint_evaluation_;
 };
 
 }  // namespace chief

@@ -35,15 +35,14 @@ absl::StatusOr<Evaluation> Driver::FinalEvaluation() {
   return Evaluate();
 }
 
-absl::StatusOr<Evaluation> Driver::EvaluateLatestCheckpoint() {
-  PSTRAIN_ASSIGN_OR_RETURN(
-      LoadedCheckpoint latest,
-      FindLatestGoodCheckpoint(options_.model_dir, [](absl::string_view line) {
-        LogError(absl::StrCat("chief: ", line));
-      }));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      std::vector<WholeVariable> variables,
-      ReadVariables(latest.dir, latest.index, /*with_slots=*/false));
+absl::StatusOr<Evaluation> Driver::EvaluateCheckpoint(
+    const std::string& dir, const CheckpointIndex& index) {
+  if (last_checkpoint_evaluation_.has_value() &&
+      last_checkpoint_evaluation_->first == dir) {
+    return last_checkpoint_evaluation_->second;
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(std::vector<WholeVariable> variables,
+                           ReadVariables(dir, index, /*with_slots=*/false));
   std::vector<Tensor> storage;
   storage.reserve(variables.size());
   worker::Weights weights;
@@ -51,7 +50,7 @@ absl::StatusOr<Evaluation> Driver::EvaluateLatestCheckpoint() {
     PSTRAIN_ASSIGN_OR_RETURN(Tensor t,
                              Tensor::Create(DT_FLOAT, variable.shape));
     if (variable.dtype != DT_FLOAT || t.num_bytes() != variable.data.size()) {
-      return absl::DataLossError(absl::StrCat("evaluating ", latest.dir, ": '",
+      return absl::DataLossError(absl::StrCat("evaluating ", dir, ": '",
                                               variable.name,
                                               "' is not float32 of its shape"));
     }
@@ -59,9 +58,28 @@ absl::StatusOr<Evaluation> Driver::EvaluateLatestCheckpoint() {
     storage.push_back(std::move(t));
     weights[variable.name] = &storage.back();
   }
-  return EvaluateOnTestSet(
-      evaluator_, *test_, weights, latest.index.step(), options_.eval_batch,
-      config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY);
+  PSTRAIN_ASSIGN_OR_RETURN(
+      Evaluation evaluation,
+      EvaluateOnTestSet(
+          evaluator_, *test_, weights, index.step(), options_.eval_batch,
+          config_->loss().kind() == LossConfig::BINARY_CROSSENTROPY));
+  last_checkpoint_evaluation_.emplace(dir, evaluation);
+  return evaluation;
+}
+
+absl::StatusOr<Evaluation> Driver::EvaluateLatestCheckpoint() {
+  PSTRAIN_ASSIGN_OR_RETURN(
+      LoadedCheckpoint latest,
+      FindLatestGoodCheckpoint(options_.model_dir, [](absl::string_view line) {
+        LogError(absl::StrCat("chief: ", line));
+      }));
+  return EvaluateCheckpoint(latest.dir, latest.index);
+}
+
+absl::StatusOr<Evaluation> Driver::EvaluateCollectiveStep(int64_t step) {
+  const std::string dir = CheckpointDir(options_.model_dir, step);
+  PSTRAIN_ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(dir));
+  return EvaluateCheckpoint(dir, index);
 }
 
 absl::StatusOr<Evaluation> Driver::Evaluate() {

@@ -1,7 +1,7 @@
 // The `chief` binary: owns a pstrain run.
 //
-//   export TF_CONFIG='{"cluster": {...}, "task": {"type": "chief", "index": 0}}'
-//   chief --model=cnn --optimizer=adam --epochs=2 --model_dir=/tmp/run
+//   export TF_CONFIG='{"cluster": {...}, "task": {"type": "chief", "index":
+//   0}}' chief --model=cnn --optimizer=adam --epochs=2 --model_dir=/tmp/run
 //
 // Waits for every ps and worker of TF_CONFIG, creates the variables (and
 // restores the newest good checkpoint of --model_dir, keeping its run id and
@@ -40,6 +40,7 @@
 #include "chief/evaluator.h"
 #include "chief/run_state.h"
 #include "chief/safetensors.h"
+#include "collective/replica_checkpoint.h"
 #include "common/command_line.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
@@ -149,6 +150,10 @@ ABSL_FLAG(std::string, strategy, "auto",
           "(only chief and worker tasks: the workers hold the model and "
           "all-reduce their gradients) or auto (what TF_CONFIG's cluster "
           "is)");
+ABSL_FLAG(std::string, allreduce_dtype, "float32",
+          "Collective runs (TF_CONFIG without \"ps\"): what the workers' "
+          "all-reduce sends, float32 or bf16 (half the bytes, every sum "
+          "rounded to bfloat16); handed to every worker with the run");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -437,10 +442,9 @@ absl::Status CheckCollectiveFlags() {
 int ExportSafetensors(const std::string& path) {
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   absl::StatusOr<chief::LoadedCheckpoint> checkpoint =
-      chief::FindLatestGoodCheckpoint(
-          model_dir, [](absl::string_view line) {
-            LogError(absl::StrCat("chief: ", line));
-          });
+      chief::FindLatestGoodCheckpoint(model_dir, [](absl::string_view line) {
+        LogError(absl::StrCat("chief: ", line));
+      });
   absl::StatusOr<std::vector<chief::WholeVariable>> variables =
       checkpoint.ok() ? chief::ReadVariables(checkpoint->dir, checkpoint->index,
                                              /*with_slots=*/false)
@@ -543,7 +547,8 @@ int Main() {
   // started again, which resumes the run from the newest one.
   std::thread([] {
     const std::string signal = WaitForTerminationSignal();
-    LogInfo(absl::StrCat("chief: ", signal, ": exiting; a chief started "
+    LogInfo(absl::StrCat("chief: ", signal,
+                         ": exiting; a chief started "
                          "again with the same --model_dir resumes the run "
                          "from its newest checkpoint"));
     std::_Exit(signal == "SIGTERM" ? 128 + SIGTERM : 128 + SIGINT);
@@ -592,6 +597,17 @@ int Main() {
       return Fail(fits.message());
     }
   }
+  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  if (allreduce_dtype != "float32" && allreduce_dtype != "bf16") {
+    return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
+                             "\" must be float32 or bf16"));
+  }
+  if (!collective && allreduce_dtype != "float32") {
+    return Fail(absl::StrCat(
+        "--allreduce_dtype: ", allreduce_dtype,
+        " applies to collective runs only (TF_CONFIG has a \"ps\" job: the "
+        "workers push float32 gradients to the ps tasks)"));
+  }
   if (absl::GetFlag(FLAGS_replicas_to_aggregate) > num_workers) {
     return Fail(absl::StrCat(
         "--replicas_to_aggregate: ", absl::GetFlag(FLAGS_replicas_to_aggregate),
@@ -634,6 +650,7 @@ int Main() {
   }
   config.set_data_format(data_format);
   config.set_skip_bad_lines(bad_lines == "skip");
+  config.set_allreduce_dtype(allreduce_dtype);
   const bool criteo = data_format == "criteo";
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
@@ -791,17 +808,16 @@ int Main() {
     return 1;
   }
   int bound_port = 0;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
-      StartPstrainServer(address->ToString(), {&service}, &bound_port,
-                         *security);
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
+      address->ToString(), {&service}, &bound_port, *security);
   if (!server.ok()) {
     LogError(absl::StrCat("chief: ", server.status().message()));
     return 1;
   }
   LogInfo(absl::StrCat(
       "chief listening on ", address->host, ":", bound_port, " (",
-      DescribeGrpcSecurity(*security), "); run ", run_id,
-      ": model ", config.model_name(), " (", worker::ParameterCount(*spec),
+      DescribeGrpcSecurity(*security), "); run ", run_id, ": model ",
+      config.model_name(), " (", worker::ParameterCount(*spec),
       " parameters), ", mode, ", ", num_ps, " ps, ", num_workers, " workers, ",
       length->total_steps, " steps of ", num_workers, " x ",
       config.batch_size_per_worker(), " examples; ", BuildInfo()));
@@ -843,6 +859,15 @@ int Main() {
   checkpointer_options.run_id = run_id;
   checkpointer_options.keep = absl::GetFlag(FLAGS_keep_checkpoints);
   driver_options.collective = collective;
+  if (collective) {
+    // The checkpoint of step 0 (the replicas' initial values, from the
+    // run's seed); worker 0 writes the later ones.
+    checkpointer_options.save_slices = [&spec, &config](const std::string& dir,
+                                                        int64_t) {
+      return worker::SaveInitialReplica(spec->variables, config.optimizer(),
+                                        dir);
+    };
+  }
   ps::PsClusterClient* const ps_client = collective ? nullptr : ps->get();
   chief::Checkpointer checkpointer(checkpointer_options, &config, &*placement,
                                    ps_client);

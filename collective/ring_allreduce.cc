@@ -126,6 +126,7 @@ absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Create(
 RingAllReduce::RingAllReduce(RingAllReduceOptions options,
                              RingTransport* transport)
     : options_(std::move(options)),
+      dtype_(options_.dtype),
       chunk_elements_(options_.chunk_bytes / ElementBytes(options_.dtype)),
       transport_(transport) {}
 
@@ -142,7 +143,7 @@ RingStreamHeader RingAllReduce::HeaderFor(uint64_t id,
   header.set_ring_size(options_.size);
   header.set_num_elements(plan.num_elements());
   header.set_chunk_elements(plan.chunk_elements());
-  header.set_dtype(options_.dtype);
+  header.set_dtype(dtype_);
   return header;
 }
 
@@ -158,6 +159,17 @@ absl::Status RingAllReduce::CheckLayout(const RingStreamHeader& theirs,
         Name(options_.rank), " expects ", ours.num_elements(), " in chunks of ",
         ours.chunk_elements(), " as ", RingDtype_Name(ours.dtype())));
   }
+  return absl::OkStatus();
+}
+
+absl::Status RingAllReduce::SetDtype(RingDtype dtype) {
+  if (dtype != RING_DTYPE_FLOAT32 && dtype != RING_DTYPE_BFLOAT16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype ", RingDtype_Name(dtype),
+                     ": only float32 and bfloat16 payloads exist"));
+  }
+  dtype_ = dtype;
+  chunk_elements_ = options_.chunk_bytes / ElementBytes(dtype);
   return absl::OkStatus();
 }
 
@@ -288,7 +300,7 @@ void RingAllReduce::Apply(const Op& op, int step, int index,
   float* dst = op.data + plan.SegmentBegin(segment) +
                int64_t{index} * plan.chunk_elements();
   const int64_t n = plan.ChunkLength(segment, index);
-  const bool bf16 = options_.dtype == RING_DTYPE_BFLOAT16;
+  const bool bf16 = op.header.dtype() == RING_DTYPE_BFLOAT16;
   if (!plan.IsReduceStep(step)) {
     if (bf16) {
       ApplyPieces<RING_DTYPE_BFLOAT16, false>(payload, dst);
@@ -304,7 +316,7 @@ void RingAllReduce::Apply(const Op& op, int step, int index,
   }
   // The segment's full sum: rounded once, here, so that its owner holds
   // what the all-gather gives everyone else.
-  if (step == plan.size() - 2 && options_.dtype == RING_DTYPE_BFLOAT16) {
+  if (step == plan.size() - 2 && bf16) {
     for (int64_t i = 0; i < n; ++i) dst[i] = RoundToBf16(dst[i]);
   }
 }
@@ -394,7 +406,7 @@ void RingAllReduce::SendLoop(Op* op) {
                        int64_t{index} * plan.chunk_elements();
     const int64_t n = plan.ChunkLength(segment, index);
     absl::string_view payload;
-    if (options_.dtype == RING_DTYPE_BFLOAT16) {
+    if (op->header.dtype() == RING_DTYPE_BFLOAT16) {
       scratch.resize(n);
       for (int64_t i = 0; i < n; ++i) scratch[i] = FloatToBf16(src[i]);
       payload = absl::string_view(reinterpret_cast<const char*>(scratch.data()),

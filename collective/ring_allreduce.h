@@ -112,6 +112,16 @@ class RingAllReduce {
                          absl::Span<const absl::Span<float>> tensors)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // From the next all-reduce on, the chunks carry `dtype` instead of
+  // options.dtype (a worker learns the run's from the chief after its ring
+  // server is up). Every participant must carry the same: a neighbour's
+  // stream in another dtype fails the all-reduce (INVALID_ARGUMENT, as any
+  // layout mismatch). INVALID_ARGUMENT for a dtype other than float32 and
+  // bfloat16. REQUIRES: no AllReduce runs or starts meanwhile (call it
+  // before the first, as a worker does, or between two from the thread
+  // that calls them).
+  absl::Status SetDtype(RingDtype dtype);
+
   // The receiving side, called by the adapter serving the left neighbour's
   // streams. Accept: a stream starts with `header`; OK to go on reading,
   // else the error to end the stream with (INVALID_ARGUMENT: not from the
@@ -179,7 +189,11 @@ class RingAllReduce {
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RingAllReduceOptions options_;
-  const int64_t chunk_elements_;
+  // What the next all-reduce's chunks carry, and how many elements a chunk
+  // holds (options_.chunk_bytes of them). Only AllReduce and SetDtype,
+  // never at once, touch them; a running all-reduce reads its own header's.
+  RingDtype dtype_;
+  int64_t chunk_elements_;
   RingTransport* const transport_;
 
   // The flat buffer of the bucketed AllReduce, reused from call to call (a

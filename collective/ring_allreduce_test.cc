@@ -261,6 +261,52 @@ TEST(RingAllReduce, Bfloat16PayloadIsCloseAndBitIdenticalAcrossReplicas) {
   }
 }
 
+TEST(RingAllReduce, SetDtypeSwitchesTheNextAllReducesPayload) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(0.5f, 2.0f);
+  Ring ring(3);  // created float32
+  for (auto& r : ring.rings) ASSERT_TRUE(r->SetDtype(RING_DTYPE_BFLOAT16).ok());
+  std::vector<std::vector<float>> data(3, std::vector<float>(301));
+  for (auto& d : data) {
+    for (float& x : d) x = uniform(rng);
+  }
+  const std::vector<float> expected = SerialSum(data);
+  for (const absl::Status& s : ring.AllReduce(1, &data)) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  // bfloat16 went round: every value is one, not the float32 sum.
+  int differs = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(RoundToBf16(data[0][i]), data[0][i]) << i;
+    EXPECT_NEAR(data[0][i], expected[i], expected[i] * 3 / 256.0f) << i;
+    differs += data[0][i] != expected[i];
+  }
+  EXPECT_GT(differs, 0);
+  // Back to float32: the random sums are no longer all bfloat16 values.
+  for (auto& r : ring.rings) ASSERT_TRUE(r->SetDtype(RING_DTYPE_FLOAT32).ok());
+  for (auto& d : data) {
+    for (float& x : d) x = uniform(rng);
+  }
+  for (const absl::Status& s : ring.AllReduce(2, &data)) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  int not_bf16 = 0;
+  for (float x : data[0]) not_bf16 += RoundToBf16(x) != x;
+  EXPECT_GT(not_bf16, 0);
+  EXPECT_EQ(ring.rings[0]->SetDtype(RingDtype(7)).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RingAllReduce, ParticipantsOfDifferentDtypesFailClearly) {
+  Ring ring(2);
+  ASSERT_TRUE(ring.rings[1]->SetDtype(RING_DTYPE_BFLOAT16).ok());
+  std::vector<std::vector<float>> data(2, std::vector<float>(16, 1.0f));
+  for (const absl::Status& s : ring.AllReduce(1, &data)) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "RING_DTYPE_BFLOAT16")) << s;
+  }
+}
+
 TEST(RingAllReduce, PayloadsSplitAnywhereSumTheSame) {
   // gRPC hands a message over in slices that may split an element.
   for (RingDtype dtype : {RING_DTYPE_FLOAT32, RING_DTYPE_BFLOAT16}) {

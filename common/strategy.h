@@ -1,7 +1,7 @@
 // The run's distribution strategy, as TensorFlow names the two that span
 // machines: ParameterServerStrategy (ps tasks hold the variables) and
 // MultiWorkerMirroredStrategy (no ps: the workers hold the whole model and
-// all-reduce their gradients; worker/local_replica.h, collective/). As in
+// all-reduce their gradients: collective/). As in
 // TensorFlow, the cluster spec says which: a TF_CONFIG with a "ps" job is a
 // parameter-server run, one with only "chief" and "worker" jobs a collective
 // one. The chief's --strategy may name it, and is then checked against the

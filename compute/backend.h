@@ -21,12 +21,14 @@
 #define PSTRAIN_COMPUTE_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/tensor.h"
 #include "proto/training.pb.h"
 
@@ -92,6 +94,14 @@ struct StepInput {
   // [1e-7, 1 - 1e-7]), for log loss and calibration. REQUIRES binary
   // cross-entropy. Only the CPU backend fills it.
   float* probabilities = nullptr;
+  // Optional, TrainStep only: called on the computing thread as soon as a
+  // variable's gradient in `gradients` is final (the backward's and L2's
+  // parts), while the earlier layers' are still computed, so that a caller
+  // can send it on (collective/local_replica.h overlaps its all-reduce so).
+  // Each variable at most once per step; one not reported is final when
+  // TrainStep returns. Only the CPU backend reports.
+  std::function<void(const std::string& variable, absl::Span<float> gradient)>
+      gradient_ready;
 };
 
 struct StepResult {

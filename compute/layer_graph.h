@@ -56,6 +56,7 @@
 #define PSTRAIN_COMPUTE_LAYER_GRAPH_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -128,11 +129,16 @@ class LayerGraph {
 
   // Gradients of the loss whose output gradient is in output_gradient(),
   // for the last (training) Forward: overwrites every variable's buffer in
-  // `gradients` (spec.variables order, Keras layouts). FAILED_PRECONDITION
-  // unless the last Forward was a training one.
-  absl::Status Backward(absl::Span<const float* const> weights,
-                        uint64_t weights_version,
-                        absl::Span<float* const> gradients);
+  // `gradients` (spec.variables order, Keras layouts). `gradient_ready`
+  // (if set) is called with a variable's index as soon as its gradient is
+  // final (every stage that writes it is done, a shared layer's sum
+  // added), while Backward goes on with the earlier stages: the last
+  // layers' variables first. A variable no stage writes is not reported.
+  // FAILED_PRECONDITION unless the last Forward was a training one.
+  absl::Status Backward(
+      absl::Span<const float* const> weights, uint64_t weights_version,
+      absl::Span<float* const> gradients,
+      const std::function<void(int variable)>& gradient_ready = nullptr);
 
  private:
   // One stage: its op and the buffer it owns.
@@ -180,6 +186,10 @@ class LayerGraph {
   std::vector<int64_t> variable_sizes_;
   std::vector<bool> variable_written_;
   std::vector<Buffer> variable_scratch_;
+  // Per variable, the stages that write its gradient, and those still to
+  // run this Backward.
+  std::vector<int> variable_writers_;
+  std::vector<int> variable_pending_;
   bool trained_forward_ = false;
 };
 

@@ -6,6 +6,7 @@
 #define PSTRAIN_COMPUTE_LAYER_GRAPH_IMPL_H_
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,10 +117,12 @@ absl::Status LayerGraph<D>::AllocateVariableScratch(const ModelSpec& spec) {
   variable_sizes_.assign(count, 0);
   std::vector<int> writers(count, 0);
   for (const Node& node : nodes_) {
+    if (!node.plan().in_backward()) continue;
     for (const int v : layer_graph_internal::StageVariables(node.plan())) {
       ++writers[v];
     }
   }
+  variable_writers_ = writers;
   for (size_t v = 0; v < count; ++v) {
     int64_t elements = 1;
     for (const int64_t d : spec.variables[v].shape().dims()) elements *= d;
@@ -176,9 +179,10 @@ absl::Status LayerGraph<D>::Forward(absl::Span<const void* const> inputs,
 }
 
 template <typename D>
-absl::Status LayerGraph<D>::Backward(absl::Span<const float* const> weights,
-                                     uint64_t weights_version,
-                                     absl::Span<float* const> gradients) {
+absl::Status LayerGraph<D>::Backward(
+    absl::Span<const float* const> weights, uint64_t weights_version,
+    absl::Span<float* const> gradients,
+    const std::function<void(int variable)>& gradient_ready) {
   if (!trained_forward_) {
     return absl::FailedPreconditionError(
         "LayerGraph: Backward needs a training Forward first");
@@ -186,6 +190,7 @@ absl::Status LayerGraph<D>::Backward(absl::Span<const float* const> weights,
   std::fill(written_.begin(), written_.end(), false);
   written_[output_stage_] = true;
   std::fill(variable_written_.begin(), variable_written_.end(), false);
+  variable_pending_ = variable_writers_;
   // What each stage writes its variables' gradients into: `gradients`, or
   // for a variable a stage before (in backward order) wrote already, its
   // scratch buffer, added afterwards: a shared layer's gradients sum.
@@ -210,6 +215,7 @@ absl::Status LayerGraph<D>::Backward(absl::Span<const float* const> weights,
                                        variable_sizes_[v], gradients[v]));
       }
       variable_written_[v] = true;
+      if (--variable_pending_[v] == 0 && gradient_ready) gradient_ready(v);
     }
   }
   return absl::OkStatus();

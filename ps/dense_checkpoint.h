@@ -2,7 +2,7 @@
 // each variable (its value, then its optimizer slots) appended raw, one
 // SavedSlice each for the checkpoint index (chief/checkpoint_writer.h). A
 // ps shard writes its pieces with it (ps/shard.h, Save), and a collective
-// run's worker 0 its whole replica (worker/replica_checkpoint.h), so both
+// run's worker 0 its whole replica (collective/replica_checkpoint.h), so both
 // write the same layout and either restores the other's checkpoints.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(auto out, AtomicFile::Create(dir + "/" + file));

@@ -2,7 +2,7 @@
 // the values of a step, push the step's gradient sums. Two homes implement
 // it: the ps tasks (ps::PsClusterClient, parameter-server runs) and the
 // worker's own replica of the whole model, kept in step with the other
-// workers' by an all-reduce (worker/local_replica.h, collective runs). A
+// workers' by an all-reduce (collective/local_replica.h, collective runs). A
 // fake can stand in for either in a test of the step loop.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(int64_t version, store->PullDense(step, values));

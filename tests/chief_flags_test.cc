@@ -123,6 +123,13 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
       {{"--epochs=0"}, "--epochs: 0 must be >= 1"},
       {{"--steps=-1"}, "--steps: -1 must be >= 0"},
       {{"--mode=semi"}, "--mode: \"semi\" is not sync or async"},
+      {{"--allreduce_dtype=fp16"},
+       "--allreduce_dtype: \"fp16\" must be float32 or bf16"},
+      // This cluster has a ps job: the workers push to it, nothing to
+      // all-reduce.
+      {{"--allreduce_dtype=bf16"},
+       "--allreduce_dtype: bf16 applies to collective runs only",
+       false},
       {{"--replicas_to_aggregate=-1"},
        "--replicas_to_aggregate: -1 must be >= 0"},
       {{"--replicas_to_aggregate=2"},

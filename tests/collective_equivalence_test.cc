@@ -39,14 +39,17 @@ Trained Train(const std::string& name, int num_ps, int workers, int batch,
   if (num_ps == 0) {
     std::filesystem::create_directories(replicas);
     worker_flags.push_back("--export_replica_dir=" + replicas);
-    worker_flags.push_back("--allreduce_dtype=" + allreduce_dtype);
   }
-  LocalCluster(num_ps, workers)
-      .Run(name,
-           {"--model=mlp", "--optimizer=" + optimizer, "--learning_rate=0.05",
-            "--steps=50", absl::StrCat("--batch_size=", batch),
-            "--model_dir=" + model_dir},
-           worker_flags);
+  std::vector<std::string> chief_flags = {"--model=mlp",
+                                          "--optimizer=" + optimizer,
+                                          "--learning_rate=0.05",
+                                          "--steps=50",
+                                          absl::StrCat("--batch_size=", batch),
+                                          "--model_dir=" + model_dir};
+  // The chief's, handed to the workers with the run.
+  if (num_ps == 0)
+    chief_flags.push_back("--allreduce_dtype=" + allreduce_dtype);
+  LocalCluster(num_ps, workers).Run(name, chief_flags, worker_flags);
   Trained trained;
   trained.exported = ReadSafetensors(ExportSafetensors(model_dir, name));
   if (num_ps == 0) {

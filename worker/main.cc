@@ -10,13 +10,14 @@
 // TF_CONFIG).
 //
 // In a collective run (TF_CONFIG without a "ps" job: MultiWorkerMirrored-
-// Strategy) the worker holds the whole model (worker/local_replica.h) and
+// Strategy) the worker holds the whole model (collective/local_replica.h) and
 // all-reduces its gradients with the other workers in a ring in the order
 // of TF_CONFIG's worker list; its ring server listens at its TF_CONFIG
 // address, beside the health check. Worker 0 writes the run's checkpoints
 // into --model_dir (the chief's, shared) and every worker restores from
-// there (worker/replica_checkpoint.h).
+// there (collective/replica_checkpoint.h).
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -28,6 +29,8 @@
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_client.h"
+#include "collective/local_replica.h"
+#include "collective/replica_checkpoint.h"
 #include "collective/ring_participant.h"
 #include "common/command_line.h"
 #include "common/grpc_options.h"
@@ -50,8 +53,6 @@
 #include "model/dynamic_embeddings.h"
 #include "model/keras_model.h"
 #include "ps/ps_client.h"
-#include "worker/local_replica.h"
-#include "worker/replica_checkpoint.h"
 #include "worker/trainer.h"
 #include "worker/worker_metrics.h"
 
@@ -86,11 +87,10 @@ ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
           "Collective runs (no ps): the run's directory, shared with the "
           "chief (its --model_dir): worker 0 writes the checkpoints there "
           "and every worker restores from there. Unused with ps tasks");
-ABSL_FLAG(std::string, allreduce_dtype, "float32",
-          "Collective runs: what the all-reduce sends, float32 or bf16 "
-          "(half the bytes; each sum rounded to bfloat16, about 3 "
-          "significant digits: the replicas stay identical, but the run no "
-          "longer equals a ps run)");
+ABSL_FLAG(std::string, allreduce_dtype, "",
+          "Collective runs: the chief's --allreduce_dtype decides what the "
+          "all-reduce sends; given here too (float32 or bf16), it must "
+          "agree with the chief's, or the worker exits 2");
 ABSL_FLAG(int, allreduce_timeout_seconds, 30,
           "Collective runs: how long an all-reduce waits for a silent "
           "neighbour before the step fails");
@@ -150,9 +150,11 @@ int Main() {
   const bool collective = *ResolveStrategy("auto", tf_config->cluster) ==
                           Strategy::kMultiWorkerMirrored;
   const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
-  if (allreduce_dtype != "float32" && allreduce_dtype != "bf16") {
+  if (!allreduce_dtype.empty() && allreduce_dtype != "float32" &&
+      allreduce_dtype != "bf16") {
     return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
-                             "\" must be float32 or bf16"));
+                             "\" must be float32 or bf16 (or unset: the "
+                             "chief's)"));
   }
   if (absl::GetFlag(FLAGS_allreduce_timeout_seconds) < 1) {
     return Fail(absl::StrCat("--allreduce_timeout_seconds: ",
@@ -204,8 +206,6 @@ int Main() {
       ring_options.peers.push_back(
           tf_config->cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
     }
-    ring_options.dtype =
-        allreduce_dtype == "bf16" ? RING_DTYPE_BFLOAT16 : RING_DTYPE_FLOAT32;
     ring_options.timeout =
         absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
     ring_options.security = *security;
@@ -229,9 +229,9 @@ int Main() {
 
   const absl::Duration patience =
       absl::Seconds(absl::GetFlag(FLAGS_chief_patience_seconds));
-  chief::ChiefClient chief(CreatePstrainChannel(chief_address->ToString(),
-                                                *security),
-                           tf_config->task, tf_config->cluster.ToString());
+  chief::ChiefClient chief(
+      CreatePstrainChannel(chief_address->ToString(), *security),
+      tf_config->task, tf_config->cluster.ToString());
   // The data first: once registered, the chief expects to hear from the
   // worker within its failure timeout.
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -244,11 +244,33 @@ int Main() {
   if (!train.ok()) return Fail(train.status().message());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
-    LogError(absl::StrCat("worker ", index, ": cannot register with the chief at ",
-                          chief_address->ToString(), ": ", run.status().message()));
+    LogError(
+        absl::StrCat("worker ", index, ": cannot register with the chief at ",
+                     chief_address->ToString(), ": ", run.status().message()));
     return 1;
   }
   const TrainingConfig& config = run->config();
+  if (collective) {
+    // The run's all-reduce dtype is the chief's, set before the first step.
+    const std::string run_dtype =
+        config.allreduce_dtype().empty() ? "float32" : config.allreduce_dtype();
+    if (run_dtype != "float32" && run_dtype != "bf16") {
+      return Fail(absl::StrCat("the chief's run all-reduces in \"", run_dtype,
+                               "\", which this worker does not know "
+                               "(float32 or bf16)"));
+    }
+    if (!allreduce_dtype.empty() && allreduce_dtype != run_dtype) {
+      return Fail(
+          absl::StrCat("--allreduce_dtype: ", allreduce_dtype,
+                       ", but the chief's run ", "all-reduces in ", run_dtype,
+                       " (chief --allreduce_dtype); set it on the chief only"));
+    }
+    if (absl::Status set = (*ring)->ring()->SetDtype(
+            run_dtype == "bf16" ? RING_DTYPE_BFLOAT16 : RING_DTYPE_FLOAT32);
+        !set.ok()) {
+      return Fail(set.message());
+    }
+  }
   absl::StatusOr<worker::ModelSpec> spec = worker::LoadRunModel(config);
   if (!spec.ok()) return Fail(spec.status().message());
   const bool criteo = config.data_format() == "criteo";
@@ -316,9 +338,8 @@ int Main() {
         c->Increment();
       };
     }
-    clients.push_back(
-        std::make_unique<ps::PsClient>(CreatePstrainChannel(address, *security),
-                                       options));
+    clients.push_back(std::make_unique<ps::PsClient>(
+        CreatePstrainChannel(address, *security), options));
   }
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps;
   std::unique_ptr<worker::LocalReplica> replica;
@@ -345,9 +366,9 @@ int Main() {
       criteo ? " training lines (Criteo, streamed); " : " training examples; ",
       BuildInfo()));
 
-  absl::StatusOr<RunPhase> phase = chief.WaitForPhase(
-      [](RunPhase p) { return p >= PHASE_TRAINING; }, absl::Milliseconds(100),
-      patience);
+  absl::StatusOr<RunPhase> phase =
+      chief.WaitForPhase([](RunPhase p) { return p >= PHASE_TRAINING; },
+                         absl::Milliseconds(100), patience);
   if (!phase.ok() || (*phase != PHASE_TRAINING && *phase != PHASE_PAUSED)) {
     LogError(absl::StrCat("worker ", index, ": the run did not start: ",
                           phase.ok() ? RunPhase_Name(*phase)
@@ -356,8 +377,10 @@ int Main() {
   }
   absl::StatusOr<TrainingState> state = chief.GetTrainingState();
   if (!state.ok()) {
-    LogError(absl::StrCat("worker ", index, ": cannot ask the chief where the "
-                          "run starts: ", state.status().message()));
+    LogError(absl::StrCat("worker ", index,
+                          ": cannot ask the chief where the "
+                          "run starts: ",
+                          state.status().message()));
     return 1;
   }
   if (state->start_step() > 0) {
@@ -407,9 +430,21 @@ int Main() {
                            step > 0 ? chief::CheckpointDir(model_dir, step)
                                     : std::string("the initial values"),
                            " (generation ", generation, ")"));
-      if (step == 0) return replica->Reinitialize();
-      return worker::RestoreReplica(chief::CheckpointDir(model_dir, step),
-                                    replica.get());
+      const std::string dir = chief::CheckpointDir(model_dir, step);
+      // The chief writes the checkpoint of step 0 (the initial values); a
+      // run whose model_dir has none goes back to the run's seed.
+      std::error_code error;
+      if (step == 0 &&
+          !std::filesystem::exists(
+              absl::StrCat(dir, "/", chief::kCheckpointIndexFile), error)) {
+        return replica->Reinitialize();
+      }
+      return worker::RestoreReplica(dir, replica.get());
+    };
+    // The all-reduce overlaps the backward (collective/local_replica.h).
+    options.gradient_ready = [&replica](int64_t step, const std::string& name,
+                                        absl::Span<float> gradient) {
+      replica->GradientReady(step, name, gradient);
     };
   } else {
     options.embedding_ps = ps->get();

@@ -296,6 +296,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     // gets a version of its own.
     input.weights_version =
         sparse_->empty() ? *version : kSparseVersionBit | ++mirror_versions_;
+    if (options_.gradient_ready != nullptr) {
+      input.gradient_ready = [this, s = *step](const std::string& variable,
+                                               absl::Span<float> gradient) {
+        options_.gradient_ready(s, variable, gradient);
+      };
+    }
     absl::StatusOr<StepResult> result =
         backend_->TrainStep(input, buffers.weights, &buffers.gradients);
     batches->Release(*batch);

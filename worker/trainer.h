@@ -35,11 +35,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "chief/chief_client.h"
 #include "compute/backend.h"
 #include "data/batch_source.h"
@@ -91,7 +93,7 @@ struct TrainerOptions {
       open_stream;
   int64_t stream_examples = 0;
   // Where the rows of embedding tables live: the ps tasks. Null in a
-  // collective run, whose models have none (worker/local_replica.h).
+  // collective run, whose models have none (collective/local_replica.h).
   ps::PsClusterClient* embedding_ps = nullptr;
   // Collective runs, where the variables live in the worker: writes the
   // checkpoint of `step` (set on worker 0, which writes them for the run;
@@ -107,6 +109,12 @@ struct TrainerOptions {
   // Collective runs: this worker restarted mid-run (TrainingState.
   // restore_pending); it waits for the chief's restore before any step.
   bool restore_pending = false;
+  // Collective runs: told, during the backend's TrainStep of `step`, that
+  // a variable's gradient is final (StepInput::gradient_ready), so that the
+  // replica all-reduces it while the rest of the backward runs.
+  std::function<void(int64_t step, const std::string& variable,
+                     absl::Span<float> gradient)>
+      gradient_ready;
 };
 
 class Trainer {

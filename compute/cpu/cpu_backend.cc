@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,8 +80,11 @@ class CpuBackend : public Backend {
   // (model_input.h), as int32 for ids.
   std::vector<const void*> SplitInputs(const StepInput& input);
   // The regularizers' penalty (cpu/l2.h) over the regularized variables;
-  // adds gradient_batch times its gradient to theirs (none for 0).
+  // adds gradient_batch times its gradient to theirs (none for 0), but for
+  // those reported_ (theirs is in already).
   double L2Penalty(int64_t gradient_batch);
+  // Adds gradient_batch times `r`'s regularizer gradient to its gradient.
+  void AddRegularizerGradient(const Regularized& r, int64_t gradient_batch);
 
   const ModelSpec spec_;
   const CpuBackendOptions options_;
@@ -90,6 +94,9 @@ class CpuBackend : public Backend {
   int64_t outputs_ = 0;  // Floats per example of the model's output.
   std::vector<int64_t> variable_sizes_;  // Elements of each variable.
   std::vector<Regularized> regularized_;
+  // Per variable: whether this TrainStep reported its gradient final
+  // (StepInput::gradient_ready).
+  std::vector<bool> reported_;
 
   std::vector<std::pair<int64_t, CachedGraph>> graphs_;
   uint64_t use_counter_ = 0;
@@ -119,6 +126,7 @@ absl::Status CpuBackend::Init() {
     for (int64_t d : def.shape().dims()) size *= d;
     variable_sizes_.push_back(size);
   }
+  reported_.assign(spec_.variables.size(), false);
   for (const RegularizedVariable& r : RegularizedVariables(spec_)) {
     regularized_.push_back(
         {r.variable, variable_sizes_[r.variable], r.regularizer});
@@ -223,12 +231,20 @@ absl::StatusOr<StepResult> CpuBackend::ForwardAndLoss(const StepInput& input,
 double CpuBackend::L2Penalty(int64_t gradient_batch) {
   double penalty = 0;
   for (const Regularized& r : regularized_) {
+    const bool add = gradient_batch != 0 && !reported_[r.variable];
     penalty += cpu::AddRegularization(
         weight_ptrs_[r.variable], r.size, r.regularizer,
         static_cast<double>(gradient_batch),
-        gradient_batch == 0 ? nullptr : gradient_ptrs_[r.variable]);
+        add ? gradient_ptrs_[r.variable] : nullptr);
   }
   return penalty;
+}
+
+void CpuBackend::AddRegularizerGradient(const Regularized& r,
+                                        int64_t gradient_batch) {
+  cpu::AddRegularization(weight_ptrs_[r.variable], r.size, r.regularizer,
+                         static_cast<double>(gradient_batch),
+                         gradient_ptrs_[r.variable]);
 }
 
 absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
@@ -239,6 +255,7 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
   PSTRAIN_RETURN_IF_ERROR(ResolveWeights(weights));
   PSTRAIN_RETURN_IF_ERROR(ResolveGradients(gradients));
   StepResult result;
+  std::fill(reported_.begin(), reported_.end(), false);
   if (input.batch == 0) {
     // A worker with no examples this step still pushes: zeros.
     for (size_t i = 0; i < gradient_ptrs_.size(); ++i) {
@@ -249,8 +266,20 @@ absl::StatusOr<StepResult> CpuBackend::TrainStep(const StepInput& input,
     PSTRAIN_ASSIGN_OR_RETURN(LayerGraph * graph, GraphFor(input.batch));
     PSTRAIN_ASSIGN_OR_RETURN(result,
                              ForwardAndLoss(input, graph, /*train=*/true));
-    PSTRAIN_RETURN_IF_ERROR(
-        graph->Backward(weight_ptrs_, input.weights_version, gradient_ptrs_));
+    std::function<void(int)> ready;
+    if (input.gradient_ready) {
+      ready = [this, &input](int v) {
+        for (const Regularized& r : regularized_) {
+          if (r.variable == v) AddRegularizerGradient(r, input.batch);
+        }
+        reported_[v] = true;
+        input.gradient_ready(
+            spec_.variables[v].name(),
+            absl::MakeSpan(gradient_ptrs_[v], variable_sizes_[v]));
+      };
+    }
+    PSTRAIN_RETURN_IF_ERROR(graph->Backward(weight_ptrs_, input.weights_version,
+                                            gradient_ptrs_, ready));
   }
   // L2: the penalty once, its gradient batch times (backend.h).
   result.l2_loss = L2Penalty(/*gradient_batch=*/input.batch);

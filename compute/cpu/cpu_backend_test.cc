@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,55 @@ TEST(CpuBackend, GradientSumsDoNotDependOnHowTheBatchIsSplit) {
       EXPECT_GT(RelativeDifference(vars.gradients, expected), 1e-2);
     }
   }
+}
+
+TEST(CpuBackend, ReportsEachGradientFinalOnceLastLayersFirst) {
+  // The cnn has L2 penalties: their gradient is part of what is reported.
+  absl::StatusOr<ModelSpec> spec = LoadModel("cnn", 3);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::unique_ptr<Backend> backend = MakeBackend(*spec);
+  ModelVariables vars = MakeVariables(*spec, Init::kKeras);
+  const Batch b = RandomBatch(8, 784, 4);
+  ASSERT_TRUE(
+      backend->TrainStep(Input(b, 3), vars.weight_map, &vars.gradient_map)
+          .ok());
+  const std::vector<std::vector<float>> expected = Copy(vars.gradients);
+  for (Tensor& g : vars.gradients) {
+    std::fill(g.data<float>(), g.data<float>() + g.num_elements(), NAN);
+  }
+  // What each report saw, in the order of the reports.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<float>> at_report;
+  StepInput input = Input(b, 3);
+  input.gradient_ready = [&](const std::string& name,
+                             absl::Span<float> gradient) {
+    order.push_back(name);
+    EXPECT_EQ(vars.gradient_map.at(name)->data<float>(), gradient.data())
+        << name;
+    at_report[name].assign(gradient.begin(), gradient.end());
+  };
+  ASSERT_TRUE(
+      backend->TrainStep(input, vars.weight_map, &vars.gradient_map).ok());
+  // Every variable once; at its report its gradient was already the final
+  // one, bit for bit, and equal to a step without reports.
+  ASSERT_EQ(order.size(), spec->variables.size());
+  ASSERT_EQ(at_report.size(), spec->variables.size());
+  for (size_t v = 0; v < spec->variables.size(); ++v) {
+    const std::string& name = spec->variables[v].name();
+    const float* final_values = vars.gradients[v].data<float>();
+    EXPECT_EQ(
+        at_report[name],
+        std::vector<float>(final_values,
+                           final_values + vars.gradients[v].num_elements()))
+        << name;
+    EXPECT_EQ(at_report[name], expected[v]) << name;
+  }
+  // Backward order: the output layer's variables come first, the first
+  // layer's last.
+  const std::string last_layer = spec->variables.back().name();
+  const std::string first_layer = spec->variables.front().name();
+  EXPECT_LT(std::find(order.begin(), order.end(), last_layer) - order.begin(),
+            std::find(order.begin(), order.end(), first_layer) - order.begin());
 }
 
 TEST(CpuBackend, EvaluateMatchesTrainStepLossWithoutDropout) {

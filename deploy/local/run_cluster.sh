@@ -4,7 +4,8 @@
 # training on Fashion-MNIST (by default the cnn with Adam for one epoch).
 # --ps 0 lists no "ps" job: a collective run (MultiWorkerMirroredStrategy),
 # the workers holding the model, all-reducing their gradients and writing
-# the checkpoints to --model_dir; --allreduce_dtype bf16 goes to the workers.
+# the checkpoints to --model_dir (the chief's --allreduce_dtype bf16 halves
+# what they send).
 # Every other flag goes to the chief (--model, --optimizer, --epochs,
 # --mode, --checkpoint_every_steps, ...). Logs, summary.json and the
 # checkpoints (ckpt-<step>/) go to --model_dir (/tmp/pstrain); a model_dir
@@ -61,8 +62,6 @@ while [ $# -gt 0 ]; do
     --metrics) metrics=1; shift ;;
     --data_dir) data_dir=$2; data_flags=(--data_dir="$2"); chief_flags+=("$1=$2"); shift 2 ;;
     --data_dir=*) data_dir=${1#*=}; data_flags=("$1"); chief_flags+=("$1"); shift ;;
-    --allreduce_dtype) worker_flags+=("--allreduce_dtype=$2"); shift 2 ;;
-    --allreduce_dtype=*) worker_flags+=("$1"); shift ;;
     --device) device=$2; shift 2 ;;
     --device=*) device=${1#*=}; shift ;;
     --example) example=$2; shift 2 ;;

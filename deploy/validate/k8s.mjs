@@ -4,9 +4,9 @@
 //
 // ROOT is a checkout (or a Bazel test's runfiles) holding deploy/k8s/ and the
 // built binaries chief/chief, ps/ps, worker/worker (or PSTRAIN_BIN_DIR). It
-//  1. renders the kustomizations base/ and tls/ (tls/secret.yaml made by
-//     tls/make_secret.sh), cross-checked with `kubectl kustomize` where
-//     kubectl is installed, and reads tfjob.yaml;
+//  1. renders the kustomizations base/, tls/ (tls/secret.yaml made by
+//     tls/make_secret.sh) and collective/ (no ps tasks), cross-checked with
+//     `kubectl kustomize` where kubectl is installed, and reads tfjob.yaml;
 //  2. validates every object against the Kubernetes API schema of
 //     kubernetes-models (types, enums, required fields) and rejects fields
 //     the API does not declare; the TFJob's own fields against the
@@ -139,8 +139,9 @@ function matchesTarget(object, target) {
 }
 
 // What `kubectl kustomize DIR` builds, for the features these kustomizations
-// use: resources (files and directories), JSON patches with a target, and
-// images (a registry for the images).
+// use: resources (files and directories), JSON patches with a target,
+// patches that delete an object (`$patch: delete` with its apiVersion, kind
+// and name), and images (a registry for the images).
 function kustomize(dir) {
   const where = shown(path.join(dir, "kustomization.yaml"));
   const [k] = readYaml(path.join(dir, "kustomization.yaml"));
@@ -155,6 +156,13 @@ function kustomize(dir) {
   }
   for (const patch of k.patches ?? []) {
     const ops = patch.path ? readYaml(path.join(dir, patch.path))[0] : null;
+    if (ops && !Array.isArray(ops) && ops.$patch === "delete") {
+      const before = objects.length;
+      objects = objects.filter((o) => !(o.apiVersion === ops.apiVersion && o.kind === ops.kind &&
+                                          o.metadata?.name === ops.metadata?.name));
+      check(objects.length === before - 1, `${where}: patch ${patch.path} deletes nothing`);
+      continue;
+    }
     if (!check(Array.isArray(ops), `${where}: patch ${patch.path} is not a JSON patch`)) continue;
     let matched = 0;
     for (const o of objects) {
@@ -410,16 +418,23 @@ function launch(role, env) {
     encoding: "utf8", env: { PATH: process.env.PATH, ...env } }));
 }
 
-// The cluster of deploy/k8s/base (or tls): Services, Jobs, TF_CONFIG.
-function checkJobs(objects, tls) {
+// The cluster of deploy/k8s/base (or tls, or collective): Services, Jobs,
+// TF_CONFIG. With PSTRAIN_NUM_PS 0 (collective) there is no ps Job, and the
+// workers mount the chief's model_dir claim instead (worker 0 writes the
+// checkpoints).
+function checkJobs(objects, tls, variant = tls ? "tls" : "base") {
   const name = objects.get("ConfigMap/pstrain-cluster")?.data ?? {};
   check(Object.keys(name).length > 0, "no ConfigMap pstrain-cluster");
   const prefix = name.PSTRAIN_NAME ?? "pstrain";
   const port = Number(name.PSTRAIN_PORT ?? 2222);
   const counts = { chief: 1, ps: Number(name.PSTRAIN_NUM_PS), worker: Number(name.PSTRAIN_NUM_WORKERS) };
-  const variant = tls ? "tls" : "base";
+  const jobRoles = counts.ps === 0 ? roles.filter((r) => r !== "ps") : roles;
+  if (counts.ps === 0) {
+    check(!objects.has(`Job/${prefix}-ps`) && !objects.has(`Service/${prefix}-ps`),
+          `${variant}: PSTRAIN_NUM_PS is 0, but a ps Job or Service is there`);
+  }
   const pods = {};
-  for (const role of roles) {
+  for (const role of jobRoles) {
     const jobName = `${prefix}-${role}`;
     const job = objects.get(`Job/${jobName}`);
     const service = objects.get(`Service/${jobName}`);
@@ -439,7 +454,7 @@ function checkJobs(objects, tls) {
     equal(s.publishNotReadyAddresses, true, `${variant}: Service/${jobName}: publishNotReadyAddresses`);
     check(Object.entries(s.selector ?? {}).every(([k, v]) => labels[k] === v) && s.selector,
           `${variant}: Service/${jobName}: selector ${JSON.stringify(s.selector)} does not select the Job's pods`);
-    for (const other of roles.filter((r) => r !== role)) {
+    for (const other of jobRoles.filter((r) => r !== role)) {
       const otherLabels = objects.get(`Job/${prefix}-${other}`)?.spec.template.metadata?.labels ?? {};
       check(!Object.entries(s.selector ?? {}).every(([k, v]) => otherLabels[k] === v),
             `${variant}: Service/${jobName} also selects the ${other} pods`);
@@ -484,21 +499,32 @@ function checkJobs(objects, tls) {
     }
     pods[role] = { pod, container, jobName, subdomain: pod.subdomain };
   }
-  if (Object.keys(pods).length !== roles.length) return {};
+  if (Object.keys(pods).length !== jobRoles.length) return {};
 
-  // Checkpoints: every ps mounts the chief's model_dir claim at the same path.
+  // Checkpoints: every ps (collective: every worker) mounts the chief's
+  // model_dir claim at the same path.
   const claimMount = (p) => {
     const v = p.pod.volumes.find((x) => x.persistentVolumeClaim);
     const m = v && p.container.volumeMounts.find((x) => x.name === v.name);
     return v ? `${v.persistentVolumeClaim.claimName} at ${m?.mountPath}` : "none";
   };
-  equal(claimMount(pods.ps), claimMount(pods.chief), `${variant}: the ps mount the chief's model_dir claim`);
+  const writer = counts.ps === 0 ? "worker" : "ps";
+  equal(claimMount(pods[writer]), claimMount(pods.chief),
+        `${variant}: the ${writer} tasks mount the chief's model_dir claim`);
+  if (counts.ps === 0) {
+    const modelDir = (role) => {
+      const files = volumeFiles(pods[role].pod, pods[role].container, objects, variant);
+      return containerFlags(pods[role].container, files, variant).find((f) => f.name === "model_dir")?.value;
+    };
+    equal(modelDir("worker"), modelDir("chief"),
+          `${variant}: the workers' --model_dir is the chief's (worker 0 writes the checkpoints)`);
+  }
 
   // TF_CONFIG in every pod: the names Kubernetes gives the pods; the
   // addresses by role.
   const addresses = {};
   let first = null;
-  for (const role of roles) {
+  for (const role of jobRoles) {
     for (let i = 0; i < counts[role]; i++) {
       let tf;
       try {
@@ -515,7 +541,10 @@ function checkJobs(objects, tls) {
       equal(tf.cluster, first, `${variant}: TF_CONFIG cluster of pod ${pods[role].jobName}-${i} is everyone's`);
     }
   }
-  for (const role of roles) {
+  if (counts.ps === 0) {
+    check(first && !("ps" in first), `${variant}: TF_CONFIG has a ps job`);
+  }
+  for (const role of jobRoles) {
     addresses[role] = [...Array(counts[role]).keys()].map((i) =>
       `${pods[role].jobName}-${i}.${pods[role].subdomain}.${namespace}.svc.${clusterDomain}:${port}`);
     equal(first?.[role], addresses[role], `${variant}: TF_CONFIG ${role} addresses are the pods' DNS names`);
@@ -630,9 +659,11 @@ async function main() {
   crossCheckWithKubectl(path.join(scratch, "base"), base);
   const tls = kustomize(path.join(scratch, "tls"));
   crossCheckWithKubectl(path.join(scratch, "tls"), tls);
+  const collective = kustomize(path.join(scratch, "collective"));
+  crossCheckWithKubectl(path.join(scratch, "collective"), collective);
   const tfjob = readYaml(path.join(k8s, "tfjob.yaml"));
 
-  for (const [variant, objects] of [["base", base], ["tls", tls]]) {
+  for (const [variant, objects] of [["base", base], ["tls", tls], ["collective", collective]]) {
     for (const o of objects) await validateCore(o, `${variant}: ${key(o)}`);
   }
   for (const o of tfjob) {
@@ -646,13 +677,14 @@ async function main() {
   const tlsMap = byKey(tls);
   checkJobs(baseMap, false);
   const jobAddresses = checkJobs(tlsMap, true);
+  checkJobs(byKey(collective), false, "collective");
   const tfAddresses = tfjob.length ? checkTfJob(tfjob[0], baseMap) : {};
   checkCertificates(tlsMap, Object.fromEntries(roles.map((role) =>
     [role, [...(jobAddresses[role] ?? []), ...(tfAddresses[role] ?? [])]])));
   fs.rmSync(scratch, { recursive: true });
 
   for (const f of failures) console.log(`FAIL ${f}`);
-  const objects = base.length + tls.length + tfjob.length;
+  const objects = base.length + tls.length + collective.length + tfjob.length;
   console.log(`k8s manifests: ${objects} objects, ${passed} checks passed, ${failures.length} failed`);
   process.exit(failures.length ? 1 : 0);
 }

@@ -1,7 +1,8 @@
-#include "worker/replica_checkpoint.h"
+#include "collective/replica_checkpoint.h"
 
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint_reader.h"
@@ -23,6 +24,17 @@ absl::StatusOr<std::vector<SavedSlice>> SaveReplica(const LocalReplica& replica,
       replica.variables(), kReplicaCheckpointFile, out.get(), &slices));
   PSTRAIN_RETURN_IF_ERROR(out->Commit());
   return std::vector<SavedSlice>(slices.begin(), slices.end());
+}
+
+absl::StatusOr<std::vector<SavedSlice>> SaveInitialReplica(
+    const std::vector<VariableDef>& variables, const OptimizerConfig& optimizer,
+    const std::string& dir) {
+  LocalReplicaOptions options;
+  options.variables = variables;
+  options.optimizer = optimizer;
+  PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<LocalReplica> replica,
+                           LocalReplica::Create(std::move(options)));
+  return SaveReplica(*replica, dir);
 }
 
 absl::Status RestoreReplica(const std::string& dir, LocalReplica* replica) {

@@ -1,5 +1,5 @@
 // Checkpoints of a collective run, which has no ps tasks to hold them: the
-// workers' replicas (worker/local_replica.h) are saved by worker 0 and
+// workers' replicas (collective/local_replica.h) are saved by worker 0 and
 // restored by every worker, in the layout of a ps run's checkpoints
 // (chief/checkpoint_layout.h): one data file, "worker-0.data", written by
 // ps/dense_checkpoint.h as a ps shard writes its own, and the index the
@@ -16,16 +16,16 @@
 //   ...
 //   PSTRAIN_RETURN_IF_ERROR(
 //       RestoreReplica(CheckpointDir(model_dir, step), replica.get()));
-#ifndef PSTRAIN_WORKER_REPLICA_CHECKPOINT_H_
-#define PSTRAIN_WORKER_REPLICA_CHECKPOINT_H_
+#ifndef PSTRAIN_COLLECTIVE_REPLICA_CHECKPOINT_H_
+#define PSTRAIN_COLLECTIVE_REPLICA_CHECKPOINT_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collective/local_replica.h"
 #include "proto/ps_service.pb.h"
-#include "worker/local_replica.h"
 
 namespace pstrain {
 namespace worker {
@@ -37,6 +37,15 @@ inline constexpr char kReplicaCheckpointFile[] = "worker-0.data";
 // <dir>/worker-0.data; returns their slices for the index.
 absl::StatusOr<std::vector<SavedSlice>> SaveReplica(const LocalReplica& replica,
                                                     const std::string& dir);
+
+// Writes the initial values of a replica of `variables` trained with
+// `optimizer` (what every worker's LocalReplica::Create makes from the
+// run's seed) into <dir>/worker-0.data: a collective run's checkpoint of
+// step 0, which the chief writes before training. INVALID_ARGUMENT or
+// UNIMPLEMENTED as LocalReplica::Create.
+absl::StatusOr<std::vector<SavedSlice>> SaveInitialReplica(
+    const std::vector<VariableDef>& variables, const OptimizerConfig& optimizer,
+    const std::string& dir);
 
 // Loads the complete checkpoint in `dir` into `replica`: every variable's
 // value and optimizer slots, at the checkpoint's step. DATA_LOSS for a
@@ -53,4 +62,4 @@ absl::Status ExportReplica(const LocalReplica& replica,
 }  // namespace worker
 }  // namespace pstrain
 
-#endif  // PSTRAIN_WORKER_REPLICA_CHECKPOINT_H_
+#endif  // PSTRAIN_COLLECTIVE_REPLICA_CHECKPOINT_H_

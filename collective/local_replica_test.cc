@@ -1,4 +1,4 @@
-#include "worker/local_replica.h"
+#include "collective/local_replica.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpointer.h"
+#include "collective/replica_checkpoint.h"
 #include "collective/ring_participant.h"
 #include "gtest/gtest.h"
 #include "ps/initializer.h"
 #include "tests/subprocess.h"
-#include "worker/replica_checkpoint.h"
 
 namespace pstrain {
 namespace worker {
@@ -180,6 +180,145 @@ TEST(LocalReplica, TwoWorkersApplyTheSumOverTheGlobalBatchAndStayEqual) {
     EXPECT_EQ(zero, Values(*replicas[1], *def)) << def->name();
     EXPECT_EQ(zero, Values(**alone, *def)) << def->name();
   }
+}
+
+TEST(LocalReplica, BucketsGoInReverseModelOrderAndAreFew) {
+  LocalReplicaOptions options;
+  options.variables = {Def("a", {250}), Def("b", {10}), Def("c", {250}),
+                       Def("d", {10})};
+  options.optimizer = Sgd(0.1f);
+  options.bucket_bytes = 1000;  // closes after c (40 + 1000 bytes)
+  auto replica = LocalReplica::Create(options);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_EQ((*replica)->buckets(),
+            (std::vector<std::vector<int>>{{3, 2}, {1, 0}}));
+  options.bucket_bytes = 1;
+  replica = LocalReplica::Create(options);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_EQ((*replica)->buckets(),
+            (std::vector<std::vector<int>>{{3}, {2}, {1}, {0}}));
+  // At most kMaxBucketsPerStep: the rest share the last.
+  options.variables.clear();
+  for (int v = 0; v < 20; ++v) {
+    options.variables.push_back(Def(absl::StrCat("v", 100 + v), {4}));
+  }
+  replica = LocalReplica::Create(options);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  ASSERT_EQ((*replica)->buckets().size(), LocalReplica::kMaxBucketsPerStep);
+  EXPECT_EQ((*replica)->buckets().back(), (std::vector<int>{4, 3, 2, 1, 0}));
+  options.bucket_bytes = 0;
+  EXPECT_EQ(LocalReplica::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LocalReplica, GradientsReportedEarlyOrLateReduceToTheSameValues) {
+  const std::vector<VariableDef> defs = {Def("a", {7, 3}), Def("b", {3}),
+                                         Def("c", {3, 5}), Def("d", {5})};
+  std::vector<std::string> peers;
+  for (int r = 0; r < 2; ++r) {
+    peers.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
+  }
+  std::vector<std::unique_ptr<collective::RingParticipant>> rings;
+  std::vector<std::unique_ptr<LocalReplica>> replicas;
+  for (int r = 0; r < 2; ++r) {
+    collective::RingParticipantOptions ring;
+    ring.rank = r;
+    ring.peers = peers;
+    auto started = collective::RingParticipant::Start(ring);
+    ASSERT_TRUE(started.ok()) << started.status();
+    rings.push_back(*std::move(started));
+    LocalReplicaOptions options;
+    options.variables = defs;
+    options.optimizer = Adam();
+    options.ring = rings.back()->ring();
+    options.num_workers = 2;
+    options.bucket_bytes = 1;  // a bucket per variable
+    auto replica = LocalReplica::Create(options);
+    ASSERT_TRUE(replica.ok()) << replica.status();
+    replicas.push_back(*std::move(replica));
+  }
+  LocalReplicaOptions alone_options;
+  alone_options.variables = defs;
+  alone_options.optimizer = Adam();
+  auto alone = LocalReplica::Create(alone_options);
+  ASSERT_TRUE(alone.ok());
+  for (int64_t step = 0; step < 3; ++step) {
+    // gradients[r][v]; the sum of both workers' for `alone`.
+    std::vector<std::vector<Tensor>> gradients(2);
+    std::vector<Tensor> sums;
+    for (const VariableDef& def : defs) {
+      const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                       def.shape().dims().end());
+      Tensor sum = *Tensor::Create(DT_FLOAT, shape);
+      for (int r = 0; r < 2; ++r) {
+        gradients[r].push_back(Filled(shape, r - step * 0.5f));
+        for (int64_t i = 0; i < sum.num_elements(); ++i) {
+          sum.flat<float>()[i] = (r == 0 ? 0.0f : sum.flat<float>()[i]) +
+                                 gradients[r].back().flat<float>()[i];
+        }
+      }
+      sums.push_back(std::move(sum));
+    }
+    std::vector<absl::Status> pushed(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        std::vector<Tensor>& g = gradients[r];
+        // Worker 0 reports every gradient as a backward would (last
+        // variable first) before pushing; worker 1 reports two, in model
+        // order, and leaves the rest to the push.
+        const std::vector<int> reports =
+            r == 0 ? std::vector<int>{3, 2, 1, 0} : std::vector<int>{0, 2};
+        for (int v : reports) {
+          replicas[r]->GradientReady(step, defs[v].name(), g[v].flat<float>());
+        }
+        replicas[r]->set_step(step, {});
+        pushed[r] = replicas[r]->PushDense(
+            step, 8, {{"a", &g[0]}, {"b", &g[1]}, {"c", &g[2]}, {"d", &g[3]}});
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(pushed[r].ok()) << pushed[r];
+    ASSERT_TRUE((*alone)
+                    ->PushDense(step, 16,
+                                {{"a", &sums[0]},
+                                 {"b", &sums[1]},
+                                 {"c", &sums[2]},
+                                 {"d", &sums[3]}})
+                    .ok());
+  }
+  for (const VariableDef& def : defs) {
+    const std::vector<float> zero = Values(*replicas[0], def);
+    EXPECT_EQ(zero, Values(*replicas[1], def)) << def.name();
+    EXPECT_EQ(zero, Values(**alone, def)) << def.name();
+  }
+}
+
+TEST(LocalReplica, AGradientReportedWrongFailsThePush) {
+  LocalReplicaOptions options;
+  options.variables = {Def("w", {2, 2})};
+  options.optimizer = Sgd(0.1f);
+  auto replica = LocalReplica::Create(options);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  const std::vector<float> before = Values(**replica, options.variables[0]);
+  Tensor g = Filled({2, 2}, 1.0f);
+  Tensor other = Filled({2, 2}, 1.0f);
+  (*replica)->GradientReady(0, "nope", g.flat<float>());
+  (*replica)->set_step(0, {});
+  absl::Status pushed = (*replica)->PushDense(0, 4, {{"w", &g}});
+  EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument) << pushed;
+  EXPECT_NE(pushed.message().find("'nope'"), std::string::npos) << pushed;
+  EXPECT_EQ(Values(**replica, options.variables[0]), before);
+  // Reported in one buffer, pushed in another.
+  (*replica)->GradientReady(1, "w", other.flat<float>());
+  (*replica)->set_step(1, {});
+  pushed = (*replica)->PushDense(1, 4, {{"w", &g}});
+  EXPECT_EQ(pushed.code(), absl::StatusCode::kInvalidArgument) << pushed;
+  EXPECT_EQ(Values(**replica, options.variables[0]), before);
+  // A clean step goes through.
+  (*replica)->set_step(2, {});
+  EXPECT_TRUE((*replica)->PushDense(2, 4, {{"w", &g}}).ok());
+  EXPECT_NE(Values(**replica, options.variables[0]), before);
 }
 
 TEST(ReplicaCheckpoint, SavedThenRestoredGoesOnAsTheOriginal) {
