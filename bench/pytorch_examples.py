@@ -31,6 +31,14 @@ reference BLAS is about 5x slower on the matrix products here.)
 
 Prints a line per epoch and a final JSON line with the test accuracy and
 the training images per second (evaluation not counted).
+
+With --steps N it measures throughput only, as the twin of
+`bazel run --config=opt //bench:train_throughput -- --model
+examples/<name>.keras3.json --threads T`: plain SGD (lr 0.01), --batch_size
+64, 10 untimed warm-up steps, then N steps on the training images in file
+order (step k takes images [k * batch, (k + 1) * batch) modulo the set), and
+a final JSON line in train_throughput's form. bench/throughput_side_by_side.sh
+runs both, alternating.
 """
 
 import argparse
@@ -199,6 +207,35 @@ def accuracy(model, images, labels, batch=1000):
     return correct.item() / len(labels)
 
 
+def throughput(model, train_x, train_y, args):
+    """Times args.steps plain-SGD steps; prints train_throughput's JSON."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    batches = len(train_y) // args.batch_size
+    warmup = 10
+    start = time.perf_counter()
+    for step in range(warmup + args.steps):
+        if step == warmup:
+            start = time.perf_counter()
+        first = (step % batches) * args.batch_size
+        x = train_x[first:first + args.batch_size]
+        y = train_y[first:first + args.batch_size]
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    print(json.dumps({
+        "framework": "pytorch",
+        "model": args.model,
+        "device": "cpu",
+        "threads": args.threads,
+        "batch": args.batch_size,
+        "steps": args.steps,
+        "images_per_sec": round(args.steps * args.batch_size / seconds, 1),
+        "final_loss": round(loss.item(), 4),
+    }, separators=(",", ":")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), required=True)
@@ -210,11 +247,16 @@ def main():
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data_dir",
                         default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="throughput only: time this many SGD steps")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     train_x, train_y = load(args.data_dir, "train")
+    if args.steps > 0:
+        throughput(MODELS[args.model](), train_x, train_y, args)
+        return
     test_x, test_y = load(args.data_dir, "t10k")
     model = MODELS[args.model]()
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate,
