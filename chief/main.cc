@@ -16,7 +16,7 @@
 // writes the variables of the newest good checkpoint of --model_dir as a
 // safetensors file instead (no TF_CONFIG needed). With a TF_CONFIG task of
 // type "evaluator" (listed in the chief's TF_CONFIG too), it runs the
-// evaluator task (chief/evaluator.h) with the chief's --model_dir.
+// evaluator task (chief/evaluator_task.h) with the chief's --model_dir.
 #include <signal.h>
 
 #include <cstdlib>
@@ -30,14 +30,14 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
 #include "chief/chief_service.h"
 #include "chief/driver.h"
 #include "chief/embedding_settings.h"
-#include "chief/evaluator.h"
+#include "chief/evaluator_task.h"
+#include "chief/run_setup.h"
 #include "chief/run_state.h"
 #include "chief/safetensors.h"
 #include "collective/replica_checkpoint.h"
@@ -46,24 +46,14 @@
 #include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
-#include "common/placement.h"
 #include "common/process.h"
 #include "common/status_macros.h"
-#include "common/strategy.h"
 #include "common/tf_config.h"
 #include "common/update_config.h"
-#include "compute/cpu/cpu_backend.h"
 #include "compute/loss_config.h"
-#include "data/criteo_batch_source.h"
-#include "data/criteo_files.h"
-#include "data/criteo_reader.h"
-#include "data/data_dir.h"
-#include "data/model_input.h"
-#include "data/run_length.h"
 #include "grpcpp/grpcpp.h"
 #include "model/dynamic_embeddings.h"
 #include "model/keras_model.h"
-#include "ps/optimizer.h"
 #include "ps/ps_client.h"
 
 ABSL_FLAG(std::string, tf_config, "",
@@ -265,56 +255,6 @@ absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
   return LoadGrpcSecurity(files);
 }
 
-// The optimizer `name` (sgd, momentum, adagrad or adam) with the flags'
-// settings, each checked as the ps tasks will (an error names the flag and
-// its range). --learning_rate=0 takes Keras's default for `name`; any other
-// value is used as given.
-absl::StatusOr<OptimizerConfig> OptimizerFromFlags(const std::string& name) {
-  OptimizerConfig optimizer;
-  double default_lr = 0.01;
-  if (name == "sgd") {
-    optimizer.mutable_sgd();
-  } else if (name == "momentum") {
-    optimizer.mutable_momentum()->set_momentum(absl::GetFlag(FLAGS_momentum));
-    optimizer.mutable_momentum()->set_nesterov(absl::GetFlag(FLAGS_nesterov));
-  } else if (name == "adagrad") {
-    optimizer.mutable_adagrad()->set_initial_accumulator_value(
-        absl::GetFlag(FLAGS_initial_accumulator_value));
-    optimizer.mutable_adagrad()->set_epsilon(absl::GetFlag(FLAGS_epsilon));
-    default_lr = 0.001;
-  } else if (name == "adam") {
-    optimizer.mutable_adam()->set_beta_1(absl::GetFlag(FLAGS_beta_1));
-    optimizer.mutable_adam()->set_beta_2(absl::GetFlag(FLAGS_beta_2));
-    optimizer.mutable_adam()->set_epsilon(absl::GetFlag(FLAGS_epsilon));
-    default_lr = 0.001;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--optimizer: \"", name, "\" is not sgd, momentum, adagrad or adam"));
-  }
-  const double lr = absl::GetFlag(FLAGS_learning_rate);
-  optimizer.set_learning_rate(lr == 0 ? default_lr : lr);
-  optimizer.set_weight_decay(absl::GetFlag(FLAGS_weight_decay));
-  // The config's fields are named after the flags: "adam.beta_1" is
-  // --beta_1.
-  PSTRAIN_RETURN_IF_ERROR(
-      ps::CheckOptimizerConfig(optimizer, [](absl::string_view field) {
-        return absl::StrCat("--", field.substr(field.rfind('.') + 1));
-      }));
-  return optimizer;
-}
-
-// The optimizer --optimizer names. The other optimizers' settings are
-// checked too: a bad value is refused whether or not this run uses it.
-absl::StatusOr<OptimizerConfig> OptimizerFromFlags() {
-  const std::string chosen = absl::GetFlag(FLAGS_optimizer);
-  PSTRAIN_ASSIGN_OR_RETURN(OptimizerConfig optimizer,
-                           OptimizerFromFlags(chosen));
-  for (const char* other : {"sgd", "momentum", "adagrad", "adam"}) {
-    PSTRAIN_RETURN_IF_ERROR(OptimizerFromFlags(other).status());
-  }
-  return optimizer;
-}
-
 // The --embedding_* and --ftrl_* flags (and --momentum, --nesterov).
 chief::EmbeddingSettings EmbeddingSettingsFromFlags() {
   chief::EmbeddingSettings s;
@@ -339,42 +279,61 @@ chief::EmbeddingSettings EmbeddingSettingsFromFlags() {
   return s;
 }
 
-// Every setting that can be checked without TF_CONFIG, the model or the data
-// (ranges, choices, the optimizer's hyper-parameters), before the chief reads
-// anything or starts its server. An error names the flag and what it
-// accepts.
-absl::Status CheckRunFlags() {
+// The flags that shape the run (chief/run_setup.h).
+chief::RunSettings RunSettingsFromFlags() {
+  chief::RunSettings s;
+  s.model = absl::GetFlag(FLAGS_model);
+  s.seed = absl::GetFlag(FLAGS_seed);
+  chief::OptimizerSettings& o = s.optimizer;
+  o.name = absl::GetFlag(FLAGS_optimizer);
+  o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  o.momentum = absl::GetFlag(FLAGS_momentum);
+  o.nesterov = absl::GetFlag(FLAGS_nesterov);
+  o.beta_1 = absl::GetFlag(FLAGS_beta_1);
+  o.beta_2 = absl::GetFlag(FLAGS_beta_2);
+  o.epsilon = absl::GetFlag(FLAGS_epsilon);
+  o.initial_accumulator_value = absl::GetFlag(FLAGS_initial_accumulator_value);
+  o.weight_decay = absl::GetFlag(FLAGS_weight_decay);
+  s.embedding = EmbeddingSettingsFromFlags();
+  s.dynamic_embeddings = absl::GetFlag(FLAGS_dynamic_embeddings);
+  s.loss = absl::GetFlag(FLAGS_loss);
+  s.from_logits = absl::GetFlag(FLAGS_from_logits);
+  s.strategy = absl::GetFlag(FLAGS_strategy);
+  s.allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  s.mode = absl::GetFlag(FLAGS_mode);
+  s.replicas_to_aggregate = absl::GetFlag(FLAGS_replicas_to_aggregate);
+  s.max_staleness = absl::GetFlag(FLAGS_max_staleness);
+  s.step_timeout_seconds = absl::GetFlag(FLAGS_step_timeout_seconds);
+  s.batch_size = absl::GetFlag(FLAGS_batch_size);
+  s.epochs = absl::GetFlag(FLAGS_epochs);
+  s.steps = absl::GetFlag(FLAGS_steps);
+  s.data_dir = absl::GetFlag(FLAGS_data_dir);
+  s.data_format = absl::GetFlag(FLAGS_data_format);
+  s.bad_lines = absl::GetFlag(FLAGS_bad_lines);
+  s.on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
+  return s;
+}
+
+// The chief's own settings (the run's are chief::CheckRunSettings's), before
+// it reads anything or starts its server. An error names the flag and what
+// it accepts.
+absl::Status CheckChiefFlags() {
   const auto at_least = [](absl::string_view flag, int64_t value,
                            int64_t min) -> absl::Status {
     if (value >= min) return absl::OkStatus();
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, ": ", value, " must be >= ", min));
   };
-  const auto in_range = [](absl::string_view flag, int64_t value, int64_t min,
-                           int64_t max) -> absl::Status {
-    if (value >= min && value <= max) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, ": ", value, " must be in [", min, ", ", max, "]"));
-  };
-  PSTRAIN_RETURN_IF_ERROR(
-      at_least("batch_size", absl::GetFlag(FLAGS_batch_size), 1));
-  PSTRAIN_RETURN_IF_ERROR(at_least("epochs", absl::GetFlag(FLAGS_epochs), 1));
-  PSTRAIN_RETURN_IF_ERROR(at_least("steps", absl::GetFlag(FLAGS_steps), 0));
-  PSTRAIN_RETURN_IF_ERROR(at_least(
-      "replicas_to_aggregate", absl::GetFlag(FLAGS_replicas_to_aggregate), 0));
-  PSTRAIN_RETURN_IF_ERROR(
-      at_least("max_staleness", absl::GetFlag(FLAGS_max_staleness), -1));
   PSTRAIN_RETURN_IF_ERROR(
       at_least("print_every_steps", absl::GetFlag(FLAGS_print_every_steps), 1));
   PSTRAIN_RETURN_IF_ERROR(at_least("wait_for_tasks_seconds",
                                    absl::GetFlag(FLAGS_wait_for_tasks_seconds),
                                    1));
-  PSTRAIN_RETURN_IF_ERROR(in_range("step_timeout_seconds",
-                                   absl::GetFlag(FLAGS_step_timeout_seconds), 1,
-                                   1000000));
   PSTRAIN_RETURN_IF_ERROR(at_least("threads", absl::GetFlag(FLAGS_threads), 0));
-  PSTRAIN_RETURN_IF_ERROR(
-      in_range("port", absl::GetFlag(FLAGS_port), 0, 65535));
+  if (absl::GetFlag(FLAGS_port) < 0 || absl::GetFlag(FLAGS_port) > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--port: ", absl::GetFlag(FLAGS_port), " must be in [0, 65535]"));
+  }
   PSTRAIN_RETURN_IF_ERROR(
       at_least("keep_checkpoints", absl::GetFlag(FLAGS_keep_checkpoints), 1));
   PSTRAIN_RETURN_IF_ERROR(at_least("checkpoint_every_steps",
@@ -385,57 +344,13 @@ absl::Status CheckRunFlags() {
   if (absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--model_dir: must not be empty");
   }
-  const std::string on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
-  if (on_worker_failure != "wait" && on_worker_failure != "continue") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--on_worker_failure: \"", on_worker_failure,
-                     "\" is not wait or continue"));
-  }
   if (absl::GetFlag(FLAGS_failure_timeout) <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--failure_timeout: ",
                      absl::FormatDuration(absl::GetFlag(FLAGS_failure_timeout)),
                      " must be > 0 (e.g. 10s)"));
   }
-  const std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode != "sync" && mode != "async") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mode: \"", mode, "\" is not sync or async"));
-  }
-  // A setting of the other mode would do nothing: refused, not ignored.
-  if (mode == "sync" && absl::GetFlag(FLAGS_max_staleness) != -1) {
-    return absl::InvalidArgumentError(
-        "--max_staleness: applies to --mode=async only");
-  }
-  if (mode == "async" && absl::GetFlag(FLAGS_replicas_to_aggregate) != 0) {
-    return absl::InvalidArgumentError(
-        "--replicas_to_aggregate: applies to --mode=sync only");
-  }
-  PSTRAIN_RETURN_IF_ERROR(
-      chief::CheckEmbeddingSettings(EmbeddingSettingsFromFlags()));
-  return OptimizerFromFlags().status();
-}
-
-// A collective run's settings: what it cannot do is refused, not ignored.
-absl::Status CheckCollectiveFlags() {
-  const std::string why =
-      " (TF_CONFIG has no \"ps\" job: a collective run, where every step "
-      "all-reduces every worker's gradient)";
-  if (absl::GetFlag(FLAGS_mode) != "sync") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mode: ", absl::GetFlag(FLAGS_mode),
-                     " needs ps tasks; use sync", why));
-  }
-  if (absl::GetFlag(FLAGS_replicas_to_aggregate) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--replicas_to_aggregate: needs ps tasks", why));
-  }
-  if (absl::GetFlag(FLAGS_on_worker_failure) != "wait") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--on_worker_failure: ", absl::GetFlag(FLAGS_on_worker_failure),
-        " needs ps tasks; use wait", why));
-  }
-  return absl::OkStatus();
+  return chief::CheckRunSettings(RunSettingsFromFlags());
 }
 
 // --export_safetensors: the newest good checkpoint's variables to a file.
@@ -472,67 +387,6 @@ std::string RunIdFromCheckpoints(const std::string& model_dir) {
   return "";
 }
 
-// The CPU backend that evaluates a run of `config` (the chief's or the
-// evaluator task's), computing the run's loss.
-absl::StatusOr<std::unique_ptr<worker::Backend>> EvaluationBackend(
-    const worker::ModelSpec& spec, const TrainingConfig& config) {
-  worker::CpuBackendOptions options;
-  options.num_threads = absl::GetFlag(FLAGS_threads);
-  options.run_seed = config.seed();
-  const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
-  options.loss = loss.kind;
-  options.loss_input = loss.input;
-  return worker::CreateCpuBackend(spec, options);
-}
-
-// The evaluator task (chief/evaluator.h).
-int RunEvaluator(const TfConfig& tf_config, const GrpcSecurity& security) {
-  absl::StatusOr<HostPort> chief_address =
-      tf_config.cluster.Address(MakeTask(JOB_CHIEF, 0));
-  if (!chief_address.ok()) {
-    return Fail("TF_CONFIG: cluster: the evaluator needs a \"chief\" task");
-  }
-  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  absl::StatusOr<data::Dataset> test =
-      data::ReadDataDir(data_dir, data::Split::kTest);
-  if (!test.ok()) return Fail(test.status().message());
-  chief::ChiefClient chief(
-      CreatePstrainChannel(chief_address->ToString(), security), tf_config.task,
-      tf_config.cluster.ToString());
-  const absl::Duration patience =
-      absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
-  absl::StatusOr<RegisterResponse> run = chief.Register(patience);
-  if (!run.ok()) {
-    LogError(absl::StrCat("evaluator: cannot register with the chief at ",
-                          chief_address->ToString(), ": ",
-                          run.status().message()));
-    return 1;
-  }
-  absl::StatusOr<worker::ModelSpec> spec =
-      worker::ParseKerasModel(run->config().model_json(), run->config().seed());
-  if (!spec.ok()) return Fail(spec.status().message());
-  if (absl::Status fit = worker::FitDatasetToModel(*spec, &*test); !fit.ok()) {
-    return Fail(fit.message());
-  }
-  absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
-      EvaluationBackend(*spec, run->config());
-  if (!backend.ok()) return Fail(backend.status().message());
-  LogInfo(absl::StrCat("evaluator: registered in run ", run->run_id(),
-                       "; evaluating the checkpoints of ",
-                       absl::GetFlag(FLAGS_model_dir), " at each epoch's end"));
-  chief::EvaluatorOptions options;
-  options.model_dir = absl::GetFlag(FLAGS_model_dir);
-  options.chief_patience = patience;
-  chief::Evaluator evaluator(options, &*run, &chief, backend->get(), &*test);
-  const absl::Status status = evaluator.Run();
-  if (!status.ok()) {
-    LogError(absl::StrCat("evaluator: ", status.message()));
-    return 1;
-  }
-  LogInfo("evaluator: the run is finished");
-  return 0;
-}
-
 std::string NewRunId() {
   std::random_device device;
   return absl::StrFormat("run-%08x%08x", device(), device());
@@ -557,13 +411,8 @@ int Main() {
   if (!absl::GetFlag(FLAGS_export_safetensors).empty()) {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
   }
-  if (absl::Status flags = CheckRunFlags(); !flags.ok()) {
+  if (absl::Status flags = CheckChiefFlags(); !flags.ok()) {
     return Fail(flags.message());
-  }
-  if (absl::Status loss = worker::CheckLossFlags(
-          absl::GetFlag(FLAGS_loss), absl::GetFlag(FLAGS_from_logits));
-      !loss.ok()) {
-    return Fail(loss.message());
   }
 
   absl::StatusOr<TfConfig> tf_config =
@@ -573,7 +422,21 @@ int Main() {
   absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
   if (!security.ok()) return Fail(security.status().message());
   if (tf_config->task.job() == JOB_EVALUATOR) {
-    return RunEvaluator(*tf_config, *security);
+    chief::EvaluatorTaskOptions options;
+    options.data_dir = absl::GetFlag(FLAGS_data_dir);
+    options.model_dir = absl::GetFlag(FLAGS_model_dir);
+    options.patience =
+        absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
+    options.threads = absl::GetFlag(FLAGS_threads);
+    const absl::Status status =
+        chief::RunEvaluatorTask(*tf_config, *security, options);
+    if (absl::IsInvalidArgument(status)) return Fail(status.message());
+    if (!status.ok()) {
+      LogError(absl::StrCat("evaluator: ", status.message()));
+      return 1;
+    }
+    LogInfo("evaluator: the run is finished");
+    return 0;
   }
   if (!security->auth_token.empty() && security->chief_token.empty() &&
       !security->tls()) {
@@ -583,212 +446,39 @@ int Main() {
   }
   security->is_chief = true;
   const ClusterSpec& cluster = tf_config->cluster;
-  absl::StatusOr<Strategy> strategy =
-      ResolveStrategy(absl::GetFlag(FLAGS_strategy), cluster);
-  if (!strategy.ok()) return Fail(strategy.status().message());
-  const bool collective = *strategy == Strategy::kMultiWorkerMirrored;
+  absl::StatusOr<chief::RunSetup> run =
+      chief::SetUpRun(RunSettingsFromFlags(), cluster);
+  if (!run.ok()) return Fail(run.status().message());
+  const bool collective = run->collective;
+  const TrainingConfig& config = run->config;
+  const worker::ModelSpec& spec = run->spec;
   const int num_ps = cluster.NumTasks(JOB_PS);
   const int num_workers = cluster.NumTasks(JOB_WORKER);
-  if (num_workers == 0) {
-    return Fail("TF_CONFIG: cluster: a run needs at least one \"worker\" task");
-  }
-  if (collective) {
-    if (absl::Status fits = CheckCollectiveFlags(); !fits.ok()) {
-      return Fail(fits.message());
-    }
-  }
-  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
-  if (allreduce_dtype != "float32" && allreduce_dtype != "bf16") {
-    return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
-                             "\" must be float32 or bf16"));
-  }
-  if (!collective && allreduce_dtype != "float32") {
-    return Fail(absl::StrCat(
-        "--allreduce_dtype: ", allreduce_dtype,
-        " applies to collective runs only (TF_CONFIG has a \"ps\" job: the "
-        "workers push float32 gradients to the ps tasks)"));
-  }
-  if (absl::GetFlag(FLAGS_replicas_to_aggregate) > num_workers) {
-    return Fail(absl::StrCat(
-        "--replicas_to_aggregate: ", absl::GetFlag(FLAGS_replicas_to_aggregate),
-        " must be in [0, ", num_workers, "] (TF_CONFIG's workers)"));
-  }
-
-  TrainingConfig config;
-  config.set_model_name(absl::GetFlag(FLAGS_model));
-  absl::StatusOr<std::string> json = worker::LoadModelJson(config.model_name());
-  if (!json.ok()) {
-    return Fail(absl::StrCat("--model: ", json.status().message()));
-  }
-  config.set_model_json(*json);
-  config.set_seed(absl::GetFlag(FLAGS_seed));
-  absl::StatusOr<worker::ModelSpec> spec =
-      worker::ParseKerasModel(config.model_json(), config.seed());
-  if (!spec.ok()) {
-    return Fail(absl::StrCat("--model: ", spec.status().message()));
-  }
-  for (absl::string_view layer :
-       absl::StrSplit(absl::GetFlag(FLAGS_dynamic_embeddings), ',',
-                      absl::SkipWhitespace())) {
-    config.add_dynamic_embeddings(std::string(layer));
-  }
-  const std::vector<std::string> dynamic(config.dynamic_embeddings().begin(),
-                                         config.dynamic_embeddings().end());
-  if (absl::Status grow = worker::MakeEmbeddingsDynamic(dynamic, &*spec);
-      !grow.ok()) {
-    return Fail(grow.message());
-  }
-  const std::string data_format = absl::GetFlag(FLAGS_data_format);
-  const std::string bad_lines = absl::GetFlag(FLAGS_bad_lines);
-  if (data_format != "" && data_format != "criteo") {
-    return Fail(absl::StrCat("--data_format: \"", data_format,
-                             "\" must be empty or criteo"));
-  }
-  if (bad_lines != "refuse" && bad_lines != "skip") {
-    return Fail(absl::StrCat("--bad_lines: \"", bad_lines,
-                             "\" must be refuse or skip"));
-  }
-  config.set_data_format(data_format);
-  config.set_skip_bad_lines(bad_lines == "skip");
-  config.set_allreduce_dtype(allreduce_dtype);
-  const bool criteo = data_format == "criteo";
-  absl::StatusOr<LossConfig> loss =
-      worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
-                         absl::GetFlag(FLAGS_from_logits));
-  if (!loss.ok()) return Fail(loss.status().message());
-  *config.mutable_loss() = *loss;
-  absl::StatusOr<OptimizerConfig> optimizer = OptimizerFromFlags();
-  if (!optimizer.ok()) return Fail(optimizer.status().message());
-  *config.mutable_optimizer() = *optimizer;
-  if (absl::Status s = chief::ApplyEmbeddingSettings(
-          EmbeddingSettingsFromFlags(), *optimizer, &spec->variables);
-      !s.ok()) {
-    return Fail(s.message());
-  }
-  if (std::string line = chief::DescribeEmbeddings(spec->variables, *optimizer);
+  if (std::string line =
+          chief::DescribeEmbeddings(spec.variables, config.optimizer());
       !line.empty()) {
     LogInfo(absl::StrCat("chief: ", line));
   }
-  UpdateConfig* update = config.mutable_update();
-  const std::string mode = absl::GetFlag(FLAGS_mode);  // CheckRunFlags
-  update->set_mode(mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);
-  update->set_num_workers(num_workers);
-  update->set_replicas_to_aggregate(absl::GetFlag(FLAGS_replicas_to_aggregate));
-  update->set_max_staleness(absl::GetFlag(FLAGS_max_staleness));
-  update->set_step_timeout_ms(absl::GetFlag(FLAGS_step_timeout_seconds) * 1000);
-  config.set_batch_size_per_worker(absl::GetFlag(FLAGS_batch_size));
-  config.set_epochs(absl::GetFlag(FLAGS_epochs));
-  config.set_steps(absl::GetFlag(FLAGS_steps));
-  for (const VariableDef& v : spec->variables) *config.add_variables() = v;
-  if (collective) {
-    for (const VariableDef& v : spec->variables) {
-      if (v.sparse()) {
-        return Fail(absl::StrCat(
-            "TF_CONFIG: no \"ps\" job (a collective run), but the model's "
-            "'",
-            v.name(),
-            "' is an embedding table, which only ps tasks "
-            "hold; add a \"ps\" job"));
-      }
-    }
-  }
-
-  PlacementOptions placement_options;
-  // A collective run's checkpoints are laid out as one ps task's.
-  placement_options.num_ps = collective ? 1 : num_ps;
-  absl::StatusOr<Placement> placement =
-      ComputePlacement(spec->variables, placement_options);
-  if (!placement.ok()) return Fail(placement.status().message());
-
-  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  // Criteo files are streamed; only the training lines are counted here.
-  std::vector<std::string> criteo_test_files;
-  if (criteo) {
-    absl::StatusOr<std::vector<std::string>> train_files =
-        data::ListCriteoFiles(data_dir, "train");
-    absl::StatusOr<std::vector<std::string>> test_files =
-        data::ListCriteoFiles(data_dir, "test");
-    for (const auto* files : {&train_files, &test_files}) {
-      if (!files->ok()) {
-        return Fail(absl::StrCat("--data_dir: ", files->status().message()));
-      }
-    }
-    if (absl::Status model = worker::CheckCriteoModel(*spec).status();
-        !model.ok()) {
-      return Fail(model.message());
-    }
-    // Both need the data in memory (an absent worker's batch picked at
-    // random, the evaluator's test set).
-    if (absl::GetFlag(FLAGS_on_worker_failure) == "continue") {
-      return Fail(
-          "--on_worker_failure: continue is not supported with "
-          "--data_format=criteo (streamed data); use wait");
-    }
-    if (cluster.NumTasks(JOB_EVALUATOR) > 0) {
-      return Fail(
-          "TF_CONFIG: an evaluator task is not supported with "
-          "--data_format=criteo yet: the chief evaluates");
-    }
-    absl::StatusOr<int64_t> lines = data::CountCriteoLines(*train_files);
-    if (!lines.ok()) {
-      return Fail(absl::StrCat("--data_dir: ", lines.status().message()));
-    }
-    config.set_num_train_lines(*lines);
-    criteo_test_files = *test_files;
-  }
-  absl::StatusOr<data::Dataset> train =
-      criteo ? absl::StatusOr<data::Dataset>(data::Dataset())
-             : data::ReadDataDir(data_dir, data::Split::kTrain);
-  if (!train.ok()) {
-    return Fail(absl::StrCat("--data_dir: ", train.status().message()));
-  }
-  absl::StatusOr<data::Dataset> test =
-      criteo ? absl::StatusOr<data::Dataset>(data::Dataset())
-             : data::ReadDataDir(data_dir, data::Split::kTest);
-  if (!test.ok()) {
-    return Fail(absl::StrCat("--data_dir: ", test.status().message()));
-  }
-  // Ids for a model that starts with an Embedding (only the test set is
-  // fed to it here; the training set's size is what counts).
-  if (absl::Status fit =
-          criteo ? absl::OkStatus() : worker::FitDatasetToModel(*spec, &*test);
-      !fit.ok()) {
-    return Fail(fit.message());
-  }
-  if (criteo && loss->kind() != LossConfig::BINARY_CROSSENTROPY) {
-    return Fail(
-        "--data_format=criteo: the labels are clicks (0 or 1): the "
-        "loss must be binary_crossentropy");
-  }
-  for (const auto& [data, what] : {std::make_pair(&*train, "the training data"),
-                                   std::make_pair(&*test, "the test data")}) {
-    if (absl::Status fit =
-            worker::CheckLabelsFitLoss(*loss, *spec, data->labels, what);
-        !fit.ok()) {
-      return Fail(fit.message());
-    }
-  }
-  absl::StatusOr<data::RunLength> length = data::ComputeRunLength(
-      config, num_workers, criteo ? config.num_train_lines() : train->size());
-  if (!length.ok()) return Fail(length.status().message());
 
   chief::DriverOptions driver_options;
   // A growing table is evaluated on a mirror of the rows a batch names.
   absl::StatusOr<std::unique_ptr<worker::Backend>> evaluator =
-      EvaluationBackend(
-          worker::WithLocalTables(*spec, driver_options.eval_batch), config);
+      chief::CreateEvaluationBackend(
+          worker::WithLocalTables(spec, driver_options.eval_batch), config,
+          absl::GetFlag(FLAGS_threads));
   if (!evaluator.ok()) {
     return Fail(absl::StrCat("--model: ", evaluator.status().message()));
   }
-  LogInfo(absl::StrCat("chief: loss ", worker::DescribeLoss(*spec, *loss),
+  LogInfo(absl::StrCat("chief: loss ",
+                       worker::DescribeLoss(spec, config.loss()),
                        absl::GetFlag(FLAGS_loss).empty()
                            ? " (the model's default; --loss to change it)"
                            : ""));
 
   std::string run_id = RunIdFromCheckpoints(absl::GetFlag(FLAGS_model_dir));
   if (run_id.empty()) run_id = NewRunId();
-  chief::RunState state(run_id, config, *placement, cluster,
-                        length->steps_per_epoch, length->total_steps,
+  chief::RunState state(run_id, config, run->placement, cluster,
+                        run->length.steps_per_epoch, run->length.total_steps,
                         collective);
   chief::ChiefService service(&state, security->auth_token);
   absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
@@ -817,9 +507,9 @@ int Main() {
   LogInfo(absl::StrCat(
       "chief listening on ", address->host, ":", bound_port, " (",
       DescribeGrpcSecurity(*security), "); run ", run_id, ": model ",
-      config.model_name(), " (", worker::ParameterCount(*spec),
-      " parameters), ", mode, ", ", num_ps, " ps, ", num_workers, " workers, ",
-      length->total_steps, " steps of ", num_workers, " x ",
+      config.model_name(), " (", worker::ParameterCount(spec), " parameters), ",
+      absl::GetFlag(FLAGS_mode), ", ", num_ps, " ps, ", num_workers,
+      " workers, ", run->length.total_steps, " steps of ", num_workers, " x ",
       config.batch_size_per_worker(), " examples; ", BuildInfo()));
 
   std::vector<std::unique_ptr<ps::PsClient>> clients;
@@ -834,13 +524,13 @@ int Main() {
   }
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps;
   if (!collective) {
-    ps = ps::PsClusterClient::Create(std::move(clients), *placement,
-                                     spec->variables);
+    ps = ps::PsClusterClient::Create(std::move(clients), run->placement,
+                                     spec.variables);
     if (!ps.ok()) return Fail(ps.status().message());
   }
 
   driver_options.model_dir = absl::GetFlag(FLAGS_model_dir);
-  driver_options.criteo_test_files = criteo_test_files;
+  driver_options.criteo_test_files = run->criteo_test_files;
   driver_options.skip_bad_lines = config.skip_bad_lines();
   driver_options.wait_for_tasks =
       absl::Seconds(absl::GetFlag(FLAGS_wait_for_tasks_seconds));
@@ -864,15 +554,15 @@ int Main() {
     // run's seed); worker 0 writes the later ones.
     checkpointer_options.save_slices = [&spec, &config](const std::string& dir,
                                                         int64_t) {
-      return worker::SaveInitialReplica(spec->variables, config.optimizer(),
+      return worker::SaveInitialReplica(spec.variables, config.optimizer(),
                                         dir);
     };
   }
   ps::PsClusterClient* const ps_client = collective ? nullptr : ps->get();
-  chief::Checkpointer checkpointer(checkpointer_options, &config, &*placement,
-                                   ps_client);
-  chief::Driver driver(driver_options, &state, &config, &*spec, ps_client,
-                       evaluator->get(), &*test, &checkpointer);
+  chief::Checkpointer checkpointer(checkpointer_options, &config,
+                                   &run->placement, ps_client);
+  chief::Driver driver(driver_options, &state, &config, &spec, ps_client,
+                       evaluator->get(), &run->test, &checkpointer);
   const absl::Status status = driver.Run();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   return status.ok() ? 0 : 1;
