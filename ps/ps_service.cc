@@ -13,6 +13,7 @@
 #include "common/grpc_status.h"
 #include "common/health_check.h"
 #include "grpcpp/alarm.h"
+#include "ps/pull_reply.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -45,78 +46,6 @@ bool ParseOne(const std::vector<std::vector<grpc::Slice>>& messages,
               Request* request) {
   return messages.size() == 1 && request->ParseFromString(Concat(messages[0]));
 }
-
-// A pull's reply messages. A message carries chunks of up to `chunk` bytes
-// of content in all: a variable larger than that is split over several
-// messages, several smaller ones share one (each message costs a write and
-// a wake-up on both sides). A variable that does not fit in what is left of
-// the pending message starts a new one rather than fill it, so a variable
-// is split only where it must be, into chunks of `chunk` bytes. Chunks read
-// at different versions never share a message.
-class PullReply {
- public:
-  explicit PullReply(int64_t chunk) : chunk_(chunk), room_(chunk) {}
-
-  // Adds the chunks of `v`. A value the variable lends (value.owner) is
-  // sent from where it lies, else copied (under the variable's lock).
-  void Add(const DenseVariable& v, const ValueView& value) {
-    const int64_t size = value.size;
-    if (!pending_.empty() &&
-        (value.version != pending_version_ || size > room_)) {
-      Flush();
-    }
-    pending_version_ = value.version;
-    NamedTensor named;
-    named.set_name(v.name());
-    TensorProto* t = named.mutable_tensor();
-    t->set_dtype(DT_FLOAT);
-    *t->mutable_shape() = v.def().shape();
-    if (v.def().shape().dims_size() > 0) {
-      t->mutable_slice()->set_begin(v.row_begin());
-      t->mutable_slice()->set_end(v.row_end());
-    }
-    int64_t offset = 0;
-    do {
-      if (room_ == 0) Flush();
-      const int64_t n = std::min(room_, size - offset);
-      t->set_content_offset(offset);
-      if (value.owner != nullptr) {
-        LendPullDenseValue(named, value.data + offset, n, value.owner,
-                           &pending_);
-      } else {
-        pending_.push_back(EncodePullDenseValue(named, value.data + offset, n));
-      }
-      offset += n;
-      room_ -= n;
-    } while (offset < size);
-  }
-
-  // The messages, once every variable is added.
-  std::vector<grpc::ByteBuffer> Finish() {
-    Flush();
-    return std::move(messages_);
-  }
-
- private:
-  // Makes the pending chunks a message.
-  void Flush() {
-    if (!pending_.empty()) {
-      PullDenseResponse header;
-      header.set_version(pending_version_);
-      messages_.push_back(EncodePullDenseResponse(header, pending_));
-      pending_.clear();
-    }
-    room_ = chunk_;
-  }
-
-  const int64_t chunk_;
-  std::vector<grpc::ByteBuffer> messages_;
-  // The message being filled: its chunks, their version, and the content
-  // bytes it has room for.
-  std::vector<grpc::Slice> pending_;
-  int64_t pending_version_ = 0;
-  int64_t room_;
-};
 
 // Parses the request of a unary method and has the Shard answer it;
 // answered(request, response) once it did.
@@ -543,7 +472,7 @@ grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {
   const absl::Status status = shard_->PullDense(
       request,
       [&reply, metrics](const DenseVariable& v, const ValueView& value) {
-        reply.Add(v, value);
+        reply.Add(PullHeader(v), value);
         if (metrics != nullptr) metrics->CountPull(v.name());
       });
   if (status.ok()) *replies = reply.Finish();
