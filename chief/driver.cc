@@ -125,8 +125,16 @@ absl::Status Driver::SaveCheckpoint(int64_t step) {
   return saved;
 }
 
+absl::Status Driver::CheckNotStopped() const {
+  if (options_.stop == nullptr || !options_.stop->HasBeenNotified()) {
+    return absl::OkStatus();
+  }
+  return absl::CancelledError("the chief was stopped");
+}
+
 absl::Status Driver::Run() {
   absl::Status status = Train();
+  if (!CheckNotStopped().ok()) return status;
   if (!status.ok()) {
     LogError(absl::StrCat("chief: run failed: ", status.message()));
     state_->SetPhase(PHASE_FAILED);
@@ -151,6 +159,7 @@ absl::Status Driver::WaitForTasks() {
   // Since when every ps task and at least one worker are here.
   std::optional<absl::Time> enough_since;
   for (;;) {
+    PSTRAIN_RETURN_IF_ERROR(CheckNotStopped());
     const std::vector<std::string> missing =
         state_->WaitForTasks(std::min(give_up, absl::Now() + absl::Seconds(1)));
     if (missing.empty()) return absl::OkStatus();
@@ -246,6 +255,7 @@ absl::Status Driver::Train() {
   state_->SetPhase(PHASE_TRAINING);
   train_start_ = absl::Now();
   for (;;) {
+    PSTRAIN_RETURN_IF_ERROR(CheckNotStopped());
     PSTRAIN_ASSIGN_OR_RETURN(const bool recovered, HandleFailures());
     if (recovered) start_loop();
     if (step >= total && state_->AllWorkersFinished()) {

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
@@ -99,6 +100,10 @@ struct DriverOptions {
   // Where the run's progress is exposed (null: nowhere); must outlive the
   // Driver.
   ChiefMetrics* metrics = nullptr;
+  // Tests: once notified, Run returns CANCELLED at its next look, telling no
+  // task anything and writing nothing more, as a chief killed there would
+  // (null: never). Must outlive the Driver.
+  const absl::Notification* stop = nullptr;
   // --data_format=criteo: the test files, evaluated streamed in batches of
   // eval_batch (chief/criteo_evaluation.h), the evaluator backend computing
   // worker::WithLocalTables(spec, eval_batch); empty: the test set in memory.
@@ -131,6 +136,8 @@ class Driver {
 
  private:
   absl::Status Train();
+  // CANCELLED once options_.stop is notified, else OK.
+  absl::Status CheckNotStopped() const;
   // Waits for every ps task and worker of TF_CONFIG to register; fails
   // after wait_for_tasks. Under continue_without_dead_workers (sync), once
   // every ps task and a worker are here, a worker still missing

@@ -30,6 +30,7 @@ absl::StatusOr<RunState*> LocalChiefConnection::Next() {
     --failures_left_;
     return failure_;
   }
+  if (state_ == nullptr) return absl::UnavailableError("the chief is down");
   return state_;
 }
 

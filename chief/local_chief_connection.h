@@ -25,12 +25,13 @@ namespace chief {
 
 class LocalChiefConnection : public ChiefConnection {
  public:
-  // `state` must outlive the calls made to it.
+  // `state` must outlive the calls made to it; null: the chief is down
+  // (every call UNAVAILABLE).
   explicit LocalChiefConnection(RunState* state) : state_(state) {}
 
   // The next `calls` calls fail with `status` without reaching the chief.
   void FailNext(int calls, absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
-  // Later calls go to `state` (a restarted chief).
+  // Later calls go to `state` (a restarted chief; null: a chief down).
   void Switch(RunState* state) ABSL_LOCKS_EXCLUDED(mu_);
   // Calls made so far, failed ones included.
   int calls() const ABSL_LOCKS_EXCLUDED(mu_);

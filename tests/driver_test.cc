@@ -5,8 +5,11 @@
 // undisturbed one would; a ps task that registers again but kept its shard,
 // or that could not be reached for a moment, is not rolled back and applies
 // no push twice; a dead worker's share is trained by the others under
-// --on_worker_failure=continue. Each global batch is counted on the ps
-// tasks (--count_batches), so a batch lost or applied twice fails a test.
+// --on_worker_failure=continue; a chief killed and started again while a
+// worker is dead waits for that worker, or goes on without it under
+// continue, and the run ends as undisturbed. Each global batch is counted on
+// the ps tasks (--count_batches), so a batch lost or applied twice fails a
+// test.
 #include <map>
 #include <string>
 #include <thread>
@@ -167,6 +170,68 @@ TEST(Driver, UnderContinueADeadWorkersShareIsTrainedByTheOthers) {
   for (int task = 0; task < 2; ++task) {
     EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
   }
+}
+
+// Worker 1 dies after the checkpoint of step 4, and the chief is killed
+// before it notices; a new chief starts on the checkpoints. (The dead
+// worker's thread ends once its chief_patience runs out: 2 s, much longer
+// than the chief is down, so worker 0 waits for the new chief.)
+void KillWorkerThenChief(InProcessCluster* cluster) {
+  cluster->WaitForStep(6);
+  cluster->KillWorker(1);
+  EXPECT_TRUE(cluster->RestartChief(absl::Milliseconds(200)).ok());
+}
+
+TEST(Driver, ARestartedChiefWaitsForAWorkerThatDiedBeforeIt) {
+  InProcessClusterOptions options = Options("chief-restart-wait");
+  options.worker_chief_patience = absl::Seconds(2);
+  InProcessCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  std::thread fault([&] {
+    KillWorkerThenChief(&cluster);
+    // The new chief waits for worker 1 before it trains.
+    absl::SleepFor(absl::Milliseconds(700));
+    EXPECT_LT(cluster.state().phase(), PHASE_TRAINING);
+    EXPECT_TRUE(cluster.RestartWorker(1).ok());
+  });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_TRUE(cluster.worker_status(w).ok()) << cluster.worker_status(w);
+  }
+  EXPECT_EQ(cluster.state().membership().absent_size(), 0);
+  EXPECT_GE(cluster.state().start_step(), 4);
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
+  }
+  absl::StatusOr<Variables> variables = cluster.Variables();
+  ASSERT_TRUE(variables.ok()) << variables.status();
+  EXPECT_EQ(*variables, Undisturbed(options));
+}
+
+TEST(Driver, UnderContinueARestartedChiefGoesOnWithoutAWorkerDeadBeforeIt) {
+  InProcessClusterOptions options = Options("chief-restart-continue");
+  options.continue_without_dead_workers = true;
+  options.failure_timeout = absl::Milliseconds(500);
+  options.worker_chief_patience = absl::Seconds(2);
+  InProcessCluster cluster(options);
+  ASSERT_TRUE(cluster.Start().ok());
+  std::thread fault([&] { KillWorkerThenChief(&cluster); });
+  const absl::Status status = cluster.Run();
+  fault.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(cluster.worker_status(0).ok()) << cluster.worker_status(0);
+  // Worker 0 trained worker 1's share from the restored checkpoint on.
+  ASSERT_EQ(cluster.state().membership().absent_size(), 1);
+  EXPECT_EQ(cluster.state().membership().absent(0).index(), 1);
+  EXPECT_GE(cluster.state().start_step(), 4);
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_EQ(cluster.BatchesApplied(task), Once(0, cluster.total_steps(), 2));
+  }
+  absl::StatusOr<Variables> variables = cluster.Variables();
+  ASSERT_TRUE(variables.ok()) << variables.status();
+  EXPECT_EQ(*variables, Undisturbed(options));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
 #include "common/grpc_options.h"
+#include "common/process.h"
 #include "common/status_macros.h"
 #include "common/tf_config.h"
 #include "compute/cpu/model_test_util.h"
@@ -92,11 +93,41 @@ void InProcessCluster::StopPs(int task) {
   ps_[task].shard.reset();
 }
 
-absl::Status InProcessCluster::RegisterPs(int task) {
+absl::Status InProcessCluster::RegisterPs(int task, bool new_process) {
   RegisterRequest request;
   *request.mutable_header()->mutable_sender() = MakeTask(JOB_PS, task);
-  request.set_incarnation(++ps_[task].incarnation);
-  return state_->Register(request).status();
+  if (new_process) ++ps_[task].incarnation;
+  request.set_incarnation(ps_[task].incarnation);
+  return state_.load()->Register(request).status();
+}
+
+absl::Status InProcessCluster::StartChief() {
+  states_.push_back(std::make_unique<chief::RunState>(
+      kRunId, config_, placement_, cluster_, total_steps_, total_steps_));
+  state_ = states_.back().get();
+  for (int task = 0; task < options_.num_ps; ++task) {
+    PSTRAIN_RETURN_IF_ERROR(RegisterPs(task, /*new_process=*/false));
+  }
+  chief::CheckpointerOptions checkpoints;
+  checkpoints.model_dir = options_.model_dir;
+  checkpoints.run_id = kRunId;
+  checkpointer_ = std::make_unique<chief::Checkpointer>(
+      checkpoints, &config_, &placement_, chief_ps_.get());
+  return absl::OkStatus();
+}
+
+absl::Status InProcessCluster::ConnectWorker(Worker* worker) {
+  auto connection = std::make_unique<chief::LocalChiefConnection>(state_);
+  worker->connection = connection.get();
+  worker->chief = std::make_unique<chief::ChiefClient>(
+      std::move(connection), MakeTask(JOB_WORKER, worker->index));
+  PSTRAIN_ASSIGN_OR_RETURN(worker->ps,
+                           ConnectPs(MakeTask(JOB_WORKER, worker->index)));
+  return absl::OkStatus();
+}
+
+void InProcessCluster::StartWorker(Worker* worker) {
+  worker->thread = std::thread([this, worker] { RunWorker(worker); });
 }
 
 absl::Status InProcessCluster::Start() {
@@ -116,26 +147,14 @@ absl::Status InProcessCluster::Start() {
                        absl::StrJoin(ps, ", "), R"(], "worker": [)",
                        absl::StrJoin(workers, ", "),
                        R"(]}, "task": {"type": "chief", "index": 0}})")));
-  state_ = std::make_unique<chief::RunState>(
-      kRunId, config_, placement_, tf.cluster, total_steps_, total_steps_);
-  for (int task = 0; task < options_.num_ps; ++task) {
-    PSTRAIN_RETURN_IF_ERROR(RegisterPs(task));
-  }
+  cluster_ = tf.cluster;
+  for (int task = 0; task < options_.num_ps; ++task) ++ps_[task].incarnation;
   PSTRAIN_ASSIGN_OR_RETURN(chief_ps_, ConnectPs(MakeTask(JOB_CHIEF, 0)));
-  chief::CheckpointerOptions checkpoints;
-  checkpoints.model_dir = options_.model_dir;
-  checkpoints.run_id = kRunId;
-  checkpointer_ = std::make_unique<chief::Checkpointer>(
-      checkpoints, &config_, &placement_, chief_ps_.get());
+  PSTRAIN_RETURN_IF_ERROR(StartChief());
   for (int w = 0; w < options_.num_workers; ++w) {
     auto worker = std::make_unique<Worker>();
     worker->index = w;
-    auto connection =
-        std::make_unique<chief::LocalChiefConnection>(state_.get());
-    worker->connection = connection.get();
-    worker->chief = std::make_unique<chief::ChiefClient>(
-        std::move(connection), MakeTask(JOB_WORKER, w));
-    PSTRAIN_ASSIGN_OR_RETURN(worker->ps, ConnectPs(MakeTask(JOB_WORKER, w)));
+    PSTRAIN_RETURN_IF_ERROR(ConnectWorker(worker.get()));
     workers_.push_back(std::move(worker));
   }
   return absl::OkStatus();
@@ -156,6 +175,14 @@ InProcessCluster::ConnectPs(const TaskRef& sender) {
 }
 
 void InProcessCluster::RunWorker(Worker* worker) {
+  RunWorkerProcess(worker);
+  if (!worker->status.ok()) {
+    LogInfo(absl::StrCat("worker ", worker->index,
+                         " ended: ", worker->status.ToString()));
+  }
+}
+
+void InProcessCluster::RunWorkerProcess(Worker* worker) {
   absl::StatusOr<RegisterResponse> run =
       worker->chief->Register(absl::Seconds(10));
   if (!run.ok()) {
@@ -184,33 +211,31 @@ void InProcessCluster::RunWorker(Worker* worker) {
   options.placement = placement_;
   worker::Trainer trainer(options, &config_, &spec_, &data_, &worker->backend,
                           worker->ps.get(), worker->chief.get());
+  // OK once the chief said the run finished.
   worker->status = trainer.Run();
-  // As the worker binary: it waits to hear the run is over.
-  if (worker->status.ok()) {
-    worker->status =
-        worker->chief
-            ->WaitForPhase(
-                [](RunPhase p) {
-                  return p == PHASE_FINISHED || p == PHASE_FAILED;
-                },
-                absl::Milliseconds(5), options_.worker_chief_patience)
-            .status();
-  }
+}
+
+bool InProcessCluster::ChiefStopped() const {
+  return chief_phase_ == ChiefPhase::kStopped;
+}
+
+bool InProcessCluster::ChiefRestarted() const {
+  return chief_phase_ == ChiefPhase::kRestarted;
 }
 
 absl::Status InProcessCluster::Run() {
-  for (auto& worker : workers_) {
-    worker->thread = std::thread([this, w = worker.get()] { RunWorker(w); });
-  }
+  for (auto& worker : workers_) StartWorker(worker.get());
   // The ps tasks' heartbeats, as the ps binary sends them.
   absl::Notification done;
   std::thread heartbeats([this, &done] {
     while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      chief::RunState* const state = state_;
+      if (state == nullptr) continue;  // the chief is down
       for (int task = 0; task < options_.num_ps; ++task) {
         HeartbeatRequest beat;
         beat.mutable_header()->set_run_id(kRunId);
         *beat.mutable_header()->mutable_sender() = MakeTask(JOB_PS, task);
-        state_->Heartbeat(beat).IgnoreError();
+        state->Heartbeat(beat).IgnoreError();
       }
     }
   });
@@ -224,14 +249,64 @@ absl::Status InProcessCluster::Run() {
   driver_options.failure_timeout = options_.failure_timeout;
   driver_options.continue_without_dead_workers =
       options_.continue_without_dead_workers;
-  chief::Driver driver(driver_options, state_.get(), &config_, &spec_,
-                       chief_ps_.get(), &evaluator_, &data_,
-                       checkpointer_.get());
-  const absl::Status status = driver.Run();
+  absl::Status status;
+  for (;;) {
+    absl::Notification stop;
+    driver_options.stop = &stop;
+    {
+      absl::MutexLock lock(&chief_mu_);
+      chief_stop_ = &stop;
+    }
+    chief::Driver driver(driver_options, state_, &config_, &spec_,
+                         chief_ps_.get(), &evaluator_, &data_,
+                         checkpointer_.get());
+    status = driver.Run();
+    absl::MutexLock lock(&chief_mu_);
+    chief_stop_ = nullptr;
+    if (chief_phase_ != ChiefPhase::kStopping) break;
+    // RestartChief starts the next one.
+    chief_phase_ = ChiefPhase::kStopped;
+    chief_mu_.Await(absl::Condition(this, &InProcessCluster::ChiefRestarted));
+    chief_phase_ = ChiefPhase::kRunning;
+  }
   for (auto& worker : workers_) worker->thread.join();
   done.Notify();
   heartbeats.join();
   return status;
+}
+
+absl::Status InProcessCluster::RestartChief(absl::Duration down) {
+  {
+    absl::MutexLock lock(&chief_mu_);
+    if (chief_stop_ == nullptr) {
+      return absl::FailedPreconditionError("no chief runs");
+    }
+    chief_phase_ = ChiefPhase::kStopping;
+    chief_stop_->Notify();
+    chief_mu_.Await(absl::Condition(this, &InProcessCluster::ChiefStopped));
+  }
+  state_ = nullptr;
+  for (auto& worker : workers_) worker->connection->Switch(nullptr);
+  absl::SleepFor(down);
+  PSTRAIN_RETURN_IF_ERROR(StartChief());
+  for (auto& worker : workers_) worker->connection->Switch(state_);
+  absl::MutexLock lock(&chief_mu_);
+  chief_phase_ = ChiefPhase::kRestarted;
+  return absl::OkStatus();
+}
+
+void InProcessCluster::KillWorker(int worker) {
+  workers_[worker]->connection->FailNext(
+      1 << 30, absl::AbortedError("the worker process was killed"));
+}
+
+absl::Status InProcessCluster::RestartWorker(int worker) {
+  Worker* w = workers_[worker].get();
+  w->thread.join();
+  PSTRAIN_RETURN_IF_ERROR(ConnectWorker(w));
+  w->status = absl::OkStatus();
+  StartWorker(w);
+  return absl::OkStatus();
 }
 
 absl::Status InProcessCluster::worker_status(int worker) const {
@@ -243,14 +318,14 @@ chief::LocalChiefConnection& InProcessCluster::worker_connection(int worker) {
 }
 
 void InProcessCluster::WaitForStep(int64_t step) {
-  state_->WaitForStep(step, absl::Now() + absl::Seconds(60));
+  state_.load()->WaitForStep(step, absl::Now() + absl::Seconds(60));
 }
 
 absl::Status InProcessCluster::RestartPs(int task) {
   const int port = ps_[task].port;
   StopPs(task);
   PSTRAIN_RETURN_IF_ERROR(StartPs(task, port));
-  return RegisterPs(task);
+  return RegisterPs(task, /*new_process=*/true);
 }
 
 absl::Status InProcessCluster::CutOffPs(int task, absl::Duration pause) {
@@ -261,7 +336,7 @@ absl::Status InProcessCluster::CutOffPs(int task, absl::Duration pause) {
 }
 
 absl::Status InProcessCluster::ReregisterPs(int task) {
-  return RegisterPs(task);
+  return RegisterPs(task, /*new_process=*/true);
 }
 
 absl::StatusOr<std::map<std::string, std::vector<float>>>

@@ -15,6 +15,7 @@
 #ifndef PSTRAIN_TESTS_IN_PROCESS_CLUSTER_H_
 #define PSTRAIN_TESTS_IN_PROCESS_CLUSTER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,11 +25,13 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "chief/checkpointer.h"
 #include "chief/driver.h"
 #include "chief/local_chief_connection.h"
 #include "chief/run_state.h"
+#include "common/cluster_spec.h"
 #include "common/placement.h"
 #include "data/dataset.h"
 #include "model/keras_model.h"
@@ -66,7 +69,8 @@ class InProcessCluster {
   // the Driver's status. Worker statuses: worker_status().
   absl::Status Run();
 
-  chief::RunState& state() { return *state_; }
+  // The running chief's state.
+  chief::RunState& state() { return *state_.load(); }
   int64_t total_steps() const { return total_steps_; }
   absl::Status worker_status(int worker) const;
   // The chief's side of worker `worker`'s connection (to fail its calls).
@@ -74,6 +78,21 @@ class InProcessCluster {
 
   // Waits until every worker has completed `step` steps (60 s at most).
   void WaitForStep(int64_t step);
+  // The chief process is killed: its Driver stops where it is, telling no
+  // task anything, and every call to it is UNAVAILABLE for `down`. Then a
+  // new chief starts on the run's checkpoints (a fresh RunState, Checkpointer
+  // and Driver, as the chief binary started again), the ps tasks register
+  // with it, as their heartbeats have them do when a new chief answers, and
+  // the workers' calls reach it. Returns once the new chief runs.
+  absl::Status RestartChief(absl::Duration down);
+  // Worker `worker` dies: every later call it makes to the chief fails
+  // (ABORTED), so its Trainer ends at its next report, whatever it pushed
+  // before staying pushed.
+  void KillWorker(int worker);
+  // Worker `worker` is started again as a new process: it registers with
+  // the chief (waiting for one that is down) and trains from where the chief
+  // tells it to. REQUIRES: KillWorker(worker) before.
+  absl::Status RestartWorker(int worker);
   // Ps task `task` restarts: its service stops, a new one with an empty
   // shard serves at the same port, and it registers again as a new process.
   absl::Status RestartPs(int task);
@@ -103,11 +122,23 @@ class InProcessCluster {
   absl::Status ServePs(int task, int port);
   void StopServing(int task);
   void StopPs(int task);
-  absl::Status RegisterPs(int task);
+  // `new_process`: a new incarnation (a restarted ps task), else the same
+  // (one registering with a restarted chief).
+  absl::Status RegisterPs(int task, bool new_process);
+  // A chief's state, ps registrations and Checkpointer, from scratch.
+  absl::Status StartChief();
+  // The worker's chief and ps clients, new.
+  absl::Status ConnectWorker(Worker* worker);
+  void StartWorker(Worker* worker);
+  bool ChiefStopped() const ABSL_SHARED_LOCKS_REQUIRED(chief_mu_);
+  bool ChiefRestarted() const ABSL_SHARED_LOCKS_REQUIRED(chief_mu_);
   std::string Address(int task) const;
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ConnectPs(
       const TaskRef& sender);
+  // A worker's thread: RunWorkerProcess, and a line if it failed.
   void RunWorker(Worker* worker);
+  // What the worker binary does: registers, trains, waits for the end.
+  void RunWorkerProcess(Worker* worker);
 
   const InProcessClusterOptions options_;
   TrainingConfig config_;
@@ -117,7 +148,17 @@ class InProcessCluster {
   int64_t total_steps_ = 0;
   ConstantBackend evaluator_;
   std::vector<Ps> ps_;
-  std::unique_ptr<chief::RunState> state_;
+  ClusterSpec cluster_;
+  // Every chief's state, kept for the calls still under way to a killed
+  // one; state_ is the running chief's (null while it is down).
+  std::vector<std::unique_ptr<chief::RunState>> states_;
+  std::atomic<chief::RunState*> state_{nullptr};
+  // RestartChief and Run's loop of Drivers.
+  enum class ChiefPhase { kRunning, kStopping, kStopped, kRestarted };
+  absl::Mutex chief_mu_;
+  ChiefPhase chief_phase_ ABSL_GUARDED_BY(chief_mu_) = ChiefPhase::kRunning;
+  // The running Driver's stop (null when none runs).
+  absl::Notification* chief_stop_ ABSL_GUARDED_BY(chief_mu_) = nullptr;
   std::unique_ptr<ps::PsClusterClient> chief_ps_;
   std::unique_ptr<chief::Checkpointer> checkpointer_;
   std::vector<std::unique_ptr<Worker>> workers_;

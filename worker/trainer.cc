@@ -136,8 +136,9 @@ absl::Status Trainer::Run() {
   absl::Notification done;
   std::thread liveness([this, &done] {
     while (!done.WaitForNotificationWithTimeout(options_.liveness_interval)) {
-      absl::Status beat = chief_->Heartbeat(-1).status();
-      if (absl::IsNotFound(beat)) {
+      absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
+      if (beat.ok()) heard_phase_ = beat->phase();
+      if (absl::IsNotFound(beat.status())) {
         chief_->Register(options_.liveness_interval).IgnoreError();
       }
     }
@@ -154,21 +155,42 @@ absl::Status Trainer::Run() {
   } else if (options_.restore != nullptr && at.step > 0) {
     status = options_.restore(at.step, at.generation);
   }
-  while (status.ok() && at.step < length.total_steps) {
-    if (!resync) {
+  while (status.ok()) {
+    if (!resync && at.step < length.total_steps) {
       status = TrainFrom(plan, length, buffers, &at.step);
-      if (status.ok() || !IsPeerFailure(status)) break;
-      LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
-                           status.message(),
-                           "; asking the chief how to go on"));
-      if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
+      if (!status.ok()) {
+        if (!IsPeerFailure(status)) break;
+        LogInfo(absl::StrCat("worker ", options_.worker_index, ": ",
+                             status.message(),
+                             "; asking the chief how to go on"));
+        if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
+      }
     }
+    if (status.ok() && !resync && at.step >= length.total_steps) {
+      absl::StatusOr<RunPhase> phase = Finish(length);
+      if (!phase.ok()) {
+        status = phase.status();
+        break;
+      }
+      // The chief may stop answering once it has told every task.
+      if (*phase == PHASE_FINISHED) break;
+      if (*phase == PHASE_FAILED) {
+        status = RunFailed(at.step);
+        break;
+      }
+    }
+    // Asked after a peer failure, or once this worker is done: the run ends
+    // when the chief says so, and a chief started again meanwhile may go
+    // back to a checkpoint before the end, which this worker trains from.
     resync = false;
-    absl::StatusOr<Position> next = Resync(at, length);
+    absl::StatusOr<Position> next =
+        Resync(at, length, /*done=*/at.step >= length.total_steps);
     if (!next.ok()) {
       status = next.status();
       break;
     }
+    status = absl::OkStatus();
+    if (next->over) break;
     if (next->generation != at.generation) {
       LogInfo(absl::StrCat("worker ", options_.worker_index,
                            ": the run was restored; going on from step ",
@@ -179,26 +201,33 @@ absl::Status Trainer::Run() {
     const bool restored = next->generation != at.generation;
     at = *next;
     SetGeneration(at.generation);
-    status = absl::OkStatus();
     if (restored && options_.restore != nullptr &&
         at.step < length.total_steps) {
       status = options_.restore(at.step, at.generation);
     }
   }
-  if (status.ok() && options_.save_checkpoint != nullptr) {
-    status = AtStep(length.total_steps, "writing the final checkpoint",
-                    options_.save_checkpoint(length.total_steps));
-  }
   done.Notify();
   liveness.join();
-  PSTRAIN_RETURN_IF_ERROR(status);
+  return status;
+}
+
+absl::StatusOr<RunPhase> Trainer::Finish(const data::RunLength& length) {
+  if (options_.save_checkpoint != nullptr) {
+    PSTRAIN_RETURN_IF_ERROR(
+        AtStep(length.total_steps, "writing the final checkpoint",
+               options_.save_checkpoint(length.total_steps)));
+  }
   RetryOptions retry;
   retry.retry_for = options_.chief_patience;
-  absl::Status finished = Retry(retry, [&] {
-    return chief_->TrainingFinished(length.total_steps).status();
+  RunPhase phase = PHASE_TRAINING;
+  absl::Status finished = Retry(retry, [&]() -> absl::Status {
+    PSTRAIN_ASSIGN_OR_RETURN(TrainingFinishedResponse reply,
+                             chief_->TrainingFinished(length.total_steps));
+    phase = reply.phase();
+    return absl::OkStatus();
   });
   if (!finished.ok()) return AtStep(length.total_steps, "finishing", finished);
-  return absl::OkStatus();
+  return phase;
 }
 
 absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,

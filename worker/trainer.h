@@ -31,6 +31,7 @@
 #ifndef PSTRAIN_WORKER_TRAINER_H_
 #define PSTRAIN_WORKER_TRAINER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -124,7 +125,10 @@ class Trainer {
           const ModelSpec* spec, const data::Dataset* train, Backend* backend,
           ps::VariableStore* variables, chief::ChiefClient* chief);
 
-  // Trains to the end of the run. Errors name the step and what failed.
+  // Trains until the chief ends the run: a worker that trained every step
+  // waits for that, and trains again from the step a chief started again
+  // meanwhile goes back to. OK once the chief finished the run; errors name
+  // the step and what failed.
   absl::Status Run();
 
  private:
@@ -132,6 +136,8 @@ class Trainer {
   struct Position {
     int64_t step = 0;
     int64_t generation = 0;
+    // The chief finished or failed the run.
+    bool over = false;
   };
   // Weights and gradients of every variable, allocated once.
   struct Buffers;
@@ -166,10 +172,15 @@ class Trainer {
   // Whether a covered batch of `batch_step` is pushed on its own at `step`,
   // as owed.
   bool IsOwed(int64_t batch_step, int64_t step) const;
-  // After a peer failure at `at`: where to go on, per the chief (registering
-  // again if the chief restarted). `length.total_steps` if the run is over.
+  // After a peer failure at `at`, or once `done` (this worker trained
+  // every step and said so): where to go on, per the chief (registering
+  // again if the chief restarted). A worker that is done waits for the run
+  // to end (over), or for a restore to an earlier step (a new generation).
   absl::StatusOr<Position> Resync(const Position& at,
-                                  const data::RunLength& length);
+                                  const data::RunLength& length, bool done);
+  // The run's last step is trained: writes the final checkpoint (collective
+  // runs) and tells the chief; returns the run's phase, as the chief says.
+  absl::StatusOr<RunPhase> Finish(const data::RunLength& length);
   void SetGeneration(int64_t generation);
 
   // `status` of what failed at `step`, with both in its message.
@@ -188,6 +199,9 @@ class Trainer {
   Backend* const backend_;
   ps::VariableStore* const ps_;
   chief::ChiefClient* const chief_;
+  // The phase the liveness heartbeats last heard: the chief may stop
+  // answering once one of them told it the run is over.
+  std::atomic<RunPhase> heard_phase_{PHASE_UNSPECIFIED};
   int64_t generation_ = 0;
   Membership membership_;
   // The model's embedding tables; empty for a model without any.

@@ -57,18 +57,24 @@ absl::Status Trainer::WaitUntilMayStart(int64_t step) {
   }
 }
 
-absl::StatusOr<Trainer::Position> Trainer::Resync(
-    const Position& at, const data::RunLength& length) {
+absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
+                                                  const data::RunLength& length,
+                                                  bool done) {
   absl::Time last_answer = absl::Now();
   const absl::Time waiting_since = last_answer;
   bool was_absent = false;
   for (int tries = 1;; ++tries) {
     absl::StatusOr<HeartbeatResponse> beat = chief_->Heartbeat(-1);
+    // What the liveness heartbeats heard may be all the chief says.
+    if (!beat.ok() && heard_phase_ == PHASE_FINISHED) {
+      return Position{length.total_steps, at.generation, /*over=*/true};
+    }
+    if (!beat.ok() && heard_phase_ == PHASE_FAILED) return RunFailed(at.step);
     if (beat.ok()) {
       last_answer = absl::Now();
       if (beat->phase() == PHASE_FAILED) return RunFailed(at.step);
       if (beat->phase() == PHASE_FINISHED) {
-        return Position{length.total_steps, at.generation};
+        return Position{length.total_steps, at.generation, /*over=*/true};
       }
       if (chief::IsAbsent(beat->membership(), options_.worker_index)) {
         // Presumed dead: registering again has the chief take it back.
@@ -85,11 +91,12 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(
         if (beat->generation() != at.generation) {
           return Position{beat->resume_step(), beat->generation()};
         }
-        // A collective run's replicas may differ after a failed step (one
-        // worker's all-reduce completed, another's did not): it goes on
-        // only from a restore, once the chief has recovered the run.
-        if (options_.restore == nullptr) return at;
-        if (absl::Now() - waiting_since > options_.chief_patience) {
+        // A worker that is done waits while the others train. A collective
+        // run's replicas may differ after a failed step (one worker's
+        // all-reduce completed, another's did not): it goes on only from a
+        // restore, once the chief has recovered the run.
+        if (!done && options_.restore == nullptr) return at;
+        if (!done && absl::Now() - waiting_since > options_.chief_patience) {
           return AtStep(at.step,
                         "the chief did not restore the collective run within " +
                             absl::FormatDuration(options_.chief_patience),
@@ -111,8 +118,11 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(
                                  absl::FormatDuration(options_.chief_patience),
                     beat.status());
     }
-    absl::SleepFor(std::max(options_.pause_poll,
-                            Backoff(RetryOptions(), std::min(tries, 5))));
+    absl::Duration wait = Backoff(RetryOptions(), std::min(tries, 5));
+    // A worker that is done hears the run's end about as soon as the chief's
+    // liveness checks would.
+    if (done) wait = std::min(wait, options_.liveness_interval);
+    absl::SleepFor(std::max(options_.pause_poll, wait));
   }
 }
 

@@ -5,6 +5,7 @@
 // network; each runs in milliseconds.
 #include "worker/trainer.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
 #include "chief/local_chief_connection.h"
 #include "chief/run_state.h"
@@ -157,7 +159,9 @@ class TrainerTest : public ::testing::Test {
     for (float& v : train_.features.flat<float>()) v = 0.5f;
     train_.labels.assign(kExamples, 1);
     train_.num_classes = 2;
+    EndsTheRun(state_.get(), false);
     state_ = NewState(collective);
+    EndsTheRun(state_.get(), true);
     auto connection =
         std::make_unique<chief::LocalChiefConnection>(state_.get());
     connection_ = connection.get();
@@ -187,10 +191,36 @@ class TrainerTest : public ::testing::Test {
     return absl::OkStatus();
   }
 
+  // Runs the worker's Trainer while the chiefs in ends_ (state_ unless a
+  // test says otherwise) finish the run once every worker said it is done,
+  // as the chief's Driver does.
   absl::Status RunTrainer() {
+    absl::Notification trained;
+    std::thread driver([&] {
+      while (!trained.WaitForNotificationWithTimeout(absl::Milliseconds(1))) {
+        absl::MutexLock lock(&ends_mu_);
+        for (chief::RunState* state : ends_) {
+          if (state->AllWorkersFinished()) state->SetPhase(PHASE_FINISHED);
+        }
+      }
+    });
     Trainer trainer(options_, &config_, &spec_, &train_, &backend_, &store_,
                     chief_.get());
-    return trainer.Run();
+    const absl::Status status = trainer.Run();
+    trained.Notify();
+    driver.join();
+    return status;
+  }
+
+  // The run of `state` is ended by RunTrainer's stand-in for the Driver
+  // (`ends`) or by the test.
+  void EndsTheRun(chief::RunState* state, bool ends) {
+    absl::MutexLock lock(&ends_mu_);
+    if (ends) {
+      ends_.push_back(state);
+    } else {
+      ends_.erase(std::remove(ends_.begin(), ends_.end(), state), ends_.end());
+    }
   }
 
   static std::vector<Push> Steps(int64_t from, int64_t to, int64_t generation) {
@@ -208,6 +238,8 @@ class TrainerTest : public ::testing::Test {
   chief::LocalChiefConnection* connection_ = nullptr;
   std::unique_ptr<chief::ChiefClient> chief_;
   TrainerOptions options_;
+  absl::Mutex ends_mu_;
+  std::vector<chief::RunState*> ends_ ABSL_GUARDED_BY(ends_mu_);
 };
 
 TEST_F(TrainerTest, PushesEveryStepOnceAndTellsTheChief) {
@@ -254,6 +286,7 @@ TEST_F(TrainerTest, ARestartedChiefIsJoinedAgainAndItsRestoreFollowed) {
   // At step 4 the chief restarts: it knows no task, and restored step 2.
   std::unique_ptr<chief::RunState> restarted = NewState(false);
   restarted->Recovered(2, 1);
+  EndsTheRun(restarted.get(), true);
   store_.FailPushOnce(4, absl::UnavailableError("the chief went away"),
                       [&] { connection_->Switch(restarted.get()); });
   ASSERT_TRUE(RunTrainer().ok());
@@ -320,6 +353,31 @@ TEST_F(TrainerTest, ARestartedCollectiveWorkerTrainsOnlyFromTheRestore) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(restores, (std::vector<Push>{{2, 1}}));
   EXPECT_EQ(store_.pushes(), Steps(2, kSteps, 1));
+}
+
+TEST_F(TrainerTest, WaitsForTheChiefToEndTheRunAndTrainsAgainFromARestore) {
+  ASSERT_TRUE(Register().ok());
+  // The worker trained every step; before the chief ends the run, it
+  // restarts and goes back to the checkpoint of step 2.
+  EndsTheRun(state_.get(), false);
+  std::unique_ptr<chief::RunState> restarted = NewState(false);
+  restarted->Recovered(2, 1);
+  EndsTheRun(restarted.get(), true);
+  std::thread chief([&] {
+    while (!state_->AllWorkersFinished()) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+    connection_->Switch(restarted.get());
+  });
+  const absl::Status status = RunTrainer();
+  chief.join();
+  ASSERT_TRUE(status.ok()) << status;
+  std::vector<Push> expected = Steps(0, kSteps, 0);
+  for (const Push& push : Steps(2, kSteps, 1)) expected.push_back(push);
+  EXPECT_EQ(store_.pushes(), expected);
+  EXPECT_EQ(state_->phase(), PHASE_TRAINING);
+  EXPECT_EQ(restarted->phase(), PHASE_FINISHED);
 }
 
 }  // namespace
