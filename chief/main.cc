@@ -52,8 +52,10 @@
 #include "common/strategy.h"
 #include "common/tf_config.h"
 #include "common/update_config.h"
+#include "compute/cpu/bf16_support.h"
 #include "compute/cpu/cpu_backend.h"
 #include "compute/loss_config.h"
+#include "compute/precision.h"
 #include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
 #include "data/criteo_reader.h"
@@ -154,6 +156,10 @@ ABSL_FLAG(std::string, allreduce_dtype, "float32",
           "Collective runs (TF_CONFIG without \"ps\"): what the workers' "
           "all-reduce sends, float32 or bf16 (half the bytes, every sum "
           "rounded to bfloat16); handed to every worker with the run");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32, or bf16: the workers' Conv2D and Dense layers multiply in "
+          "bf16 and accumulate in float32 (CPUs with AVX-512 BF16 or AMX); "
+          "weights, gradients and the loss stay float32");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -651,6 +657,16 @@ int Main() {
   config.set_data_format(data_format);
   config.set_skip_bad_lines(bad_lines == "skip");
   config.set_allreduce_dtype(allreduce_dtype);
+  absl::StatusOr<worker::Precision> precision =
+      worker::ParsePrecision(absl::GetFlag(FLAGS_precision));
+  if (!precision.ok()) {
+    return Fail(absl::StrCat("--precision: ", precision.status().message()));
+  }
+  if (absl::Status cpu = worker::cpu::CheckCpuPrecision(*precision);
+      !cpu.ok()) {
+    return Fail(cpu.message());
+  }
+  config.set_precision(std::string(worker::PrecisionName(*precision)));
   const bool criteo = data_format == "criteo";
   absl::StatusOr<LossConfig> loss =
       worker::ChooseLoss(*spec, config.model_name(), absl::GetFlag(FLAGS_loss),
