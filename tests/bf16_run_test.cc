@@ -27,8 +27,7 @@ double Train(const std::string& precision, std::string* worker_log) {
   LocalCluster(1, 1).Run(
       name,
       {"--model=cnn", "--steps=300", "--batch_size=32",
-       "--precision=" + precision,
-       "--model_dir=" + model_dir, "--threads=1"},
+       "--precision=" + precision, "--model_dir=" + model_dir, "--threads=1"},
       {"--threads=1"});
   *worker_log = ReadFile(TempPath(name + "-worker0.log"));
   const nlohmann::json summary = nlohmann::json::parse(
@@ -53,7 +52,8 @@ TEST(Bf16Run, TheCnnTrainsInBf16AsWellAsInFp32) {
     std::printf("SKIPPED: this CPU lacks AVX-512 BF16\n");
     GTEST_SKIP() << "this CPU lacks AVX-512 BF16";
   }
-  EXPECT_TRUE(absl::StrContains(bf16_log, "computing on CPU (oneDNN, 1 thread, bf16"))
+  EXPECT_TRUE(
+      absl::StrContains(bf16_log, "computing on CPU (oneDNN, 1 thread, bf16"))
       << bf16_log;
   EXPECT_FALSE(absl::StrContains(fp32_log, "bf16")) << fp32_log;
   EXPECT_GT(bf16, 0.7);

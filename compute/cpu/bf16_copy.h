@@ -48,9 +48,7 @@ class Bf16Copy {
 
   // Whether memory() holds the conversion of `source`, the last Convert's
   // argument, with no Invalidate since.
-  bool Holds(const float* source) const {
-    return valid_ && source_ == source;
-  }
+  bool Holds(const float* source) const { return valid_ && source_ == source; }
   void Invalidate() { valid_ = false; }
 
   // The bf16 tensor; the same object on every call.

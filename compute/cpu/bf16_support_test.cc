@@ -13,10 +13,9 @@ TEST(Bf16SupportTest, AcceptsBf16AndAmx) {
 }
 
 TEST(Bf16SupportTest, RefusesOlderIsasNamingTheMissingFeature) {
-  for (dnnl::cpu_isa isa :
-       {dnnl::cpu_isa::avx2, dnnl::cpu_isa::avx512_core,
-        dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni,
-        dnnl::cpu_isa::sse41}) {
+  for (dnnl::cpu_isa isa : {dnnl::cpu_isa::avx2, dnnl::cpu_isa::avx512_core,
+                            dnnl::cpu_isa::avx512_core_vnni,
+                            dnnl::cpu_isa::avx2_vnni, dnnl::cpu_isa::sse41}) {
     absl::Status status = CheckBf16Isa(isa);
     ASSERT_FALSE(status.ok()) << CpuIsaName(isa);
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
