@@ -4,6 +4,7 @@
 //
 //   bazel run --config=opt //bench:train_throughput -- --threads 1
 //   bazel run --config=opt //bench:train_throughput -- --device gpu
+//   bazel run --config=opt //bench:train_throughput -- --precision bf16
 //
 // Times --steps steps of --batch images after 10 untimed warm-up steps and
 // prints a final JSON line
@@ -18,12 +19,16 @@
 #include "absl/strings/str_format.h"
 #include "common/process.h"
 #include "compute/cpu/sgd_throughput.h"
+#include "compute/precision.h"
 
 ABSL_FLAG(int, threads, 1, "oneDNN threads");
 ABSL_FLAG(int64_t, steps, 200, "Timed training steps");
 ABSL_FLAG(int64_t, batch, 64, "Images per step");
 ABSL_FLAG(std::string, device, "cpu",
           "cpu, gpu, gpu:N or auto, as the worker's --device");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32 or bf16 (Conv2D and Dense in bf16, as the chief's "
+          "--precision; CPU only)");
 ABSL_FLAG(std::string, model, "cnn", "Shipped model name or Keras JSON path");
 ABSL_FLAG(double, lr, 0.01, "SGD learning rate");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
@@ -39,6 +44,14 @@ int main(int argc, char** argv) {
   options.labels_path = dir + "/train-labels-idx1-ubyte.gz";
   options.threads = absl::GetFlag(FLAGS_threads);
   options.device = absl::GetFlag(FLAGS_device);
+  absl::StatusOr<pstrain::worker::Precision> precision =
+      pstrain::worker::ParsePrecision(absl::GetFlag(FLAGS_precision));
+  if (!precision.ok()) {
+    std::fprintf(stderr, "train_throughput: --precision: %s\n",
+                 std::string(precision.status().message()).c_str());
+    return 2;
+  }
+  options.precision = *precision;
   options.batch = absl::GetFlag(FLAGS_batch);
   options.steps = absl::GetFlag(FLAGS_steps);
   options.warmup_steps = 10;
@@ -54,11 +67,13 @@ int main(int argc, char** argv) {
       "%s\n",
       absl::StrFormat(
           "{\"framework\":\"pstrain\",\"model\":\"%s\",\"device\":\"%s\","
-          "\"compute\":\"%s\",\"threads\":%d,\"batch\":%d,\"steps\":%d,\"images_per_sec\":%.1f,"
+          "\"compute\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"batch\":%d,"
+          "\"steps\":%d,\"images_per_sec\":%.1f,"
           "\"final_loss\":%.4f}",
-          options.model, options.device, result->device, options.threads,
-          options.batch, options.steps,
-          result->images_per_sec, result->final_loss)
+          options.model, options.device, result->device,
+          pstrain::worker::PrecisionName(options.precision), options.threads,
+          options.batch, options.steps, result->images_per_sec,
+          result->final_loss)
           .c_str());
   return 0;
 }

@@ -144,6 +144,10 @@ ABSL_FLAG(std::string, allreduce_dtype, "float32",
           "Collective runs (TF_CONFIG without \"ps\"): what the workers' "
           "all-reduce sends, float32 or bf16 (half the bytes, every sum "
           "rounded to bfloat16); handed to every worker with the run");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32, or bf16: the workers' Conv2D and Dense layers multiply in "
+          "bf16 and accumulate in float32 (CPUs with AVX-512 BF16 or AMX); "
+          "weights, gradients and the loss stay float32");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -300,6 +304,7 @@ chief::RunSettings RunSettingsFromFlags() {
   s.from_logits = absl::GetFlag(FLAGS_from_logits);
   s.strategy = absl::GetFlag(FLAGS_strategy);
   s.allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  s.precision = absl::GetFlag(FLAGS_precision);
   s.mode = absl::GetFlag(FLAGS_mode);
   s.replicas_to_aggregate = absl::GetFlag(FLAGS_replicas_to_aggregate);
   s.max_staleness = absl::GetFlag(FLAGS_max_staleness);

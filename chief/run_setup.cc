@@ -8,7 +8,9 @@
 #include "common/placement.h"
 #include "common/status_macros.h"
 #include "common/strategy.h"
+#include "compute/cpu/bf16_support.h"
 #include "compute/loss_config.h"
+#include "compute/precision.h"
 #include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
 #include "data/criteo_reader.h"
@@ -206,6 +208,11 @@ absl::Status CheckRunSettings(const RunSettings& s) {
                                 "must be empty or criteo"));
   PSTRAIN_RETURN_IF_ERROR(OneOf("bad_lines", s.bad_lines, {"refuse", "skip"},
                                 "must be refuse or skip"));
+  if (absl::Status precision = worker::ParsePrecision(s.precision).status();
+      !precision.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--precision: ", precision.message()));
+  }
   PSTRAIN_RETURN_IF_ERROR(worker::CheckLossFlags(s.loss, s.from_logits));
   PSTRAIN_RETURN_IF_ERROR(CheckEmbeddingSettings(s.embedding));
   return ChooseOptimizer(s.optimizer).status();
@@ -239,6 +246,11 @@ absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
   config.set_data_format(s.data_format);
   config.set_skip_bad_lines(s.bad_lines == "skip");
   config.set_allreduce_dtype(s.allreduce_dtype);
+  // This CPU's answer: each worker checks its own too.
+  PSTRAIN_ASSIGN_OR_RETURN(worker::Precision precision,
+                           worker::ParsePrecision(s.precision));
+  PSTRAIN_RETURN_IF_ERROR(worker::cpu::CheckCpuPrecision(precision));
+  config.set_precision(std::string(worker::PrecisionName(precision)));
   UpdateConfig* update = config.mutable_update();
   update->set_mode(s.mode == "sync" ? UpdateConfig::SYNC : UpdateConfig::ASYNC);
   update->set_num_workers(num_workers);

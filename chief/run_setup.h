@@ -46,6 +46,8 @@ struct RunSettings {
   std::string strategy = "auto";
   // float32 or bf16 (collective runs).
   std::string allreduce_dtype = "float32";
+  // fp32 or bf16 (compute/precision.h).
+  std::string precision = "fp32";
   // sync or async.
   std::string mode = "sync";
   int replicas_to_aggregate = 0;

@@ -104,6 +104,7 @@ TEST_F(RunSetupTest, APsRunCarriesTheSettingsIntoItsConfig) {
   EXPECT_EQ(config.batch_size_per_worker(), 32);
   EXPECT_EQ(config.epochs(), 3);
   EXPECT_TRUE(config.optimizer().has_sgd());
+  EXPECT_EQ(config.precision(), "fp32");
   EXPECT_EQ(config.loss().kind(), LossConfig::SPARSE_CATEGORICAL_CROSSENTROPY);
   EXPECT_EQ(config.update().mode(), UpdateConfig::SYNC);
   EXPECT_EQ(config.update().num_workers(), 2);
@@ -210,6 +211,8 @@ TEST(CheckRunSettings, NamesTheFlagOfEachBadChoice) {
             "--bad_lines: \"ignore\" must be refuse or skip");
   EXPECT_EQ(refusal([](RunSettings* s) { s->allreduce_dtype = "fp16"; }),
             "--allreduce_dtype: \"fp16\" must be float32 or bf16");
+  EXPECT_EQ(refusal([](RunSettings* s) { s->precision = "fp16"; }),
+            "--precision: \"fp16\" must be fp32 or bf16");
   EXPECT_EQ(refusal([](RunSettings* s) { s->step_timeout_seconds = 0; }),
             "--step_timeout_seconds: 0 must be in [1, 1000000]");
   EXPECT_EQ(refusal([](RunSettings* s) { s->max_staleness = 3; }),

@@ -28,6 +28,15 @@ int GpuIndex(absl::string_view device) {
   return index;
 }
 
+// UNIMPLEMENTED for what the GPU backend does not compute in.
+absl::Status CheckGpuPrecision(Precision precision) {
+  if (precision == Precision::kFp32) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      "--precision=", PrecisionName(precision),
+      ": the GPU backend computes in fp32 only for now; use --device=cpu for ",
+      PrecisionName(precision), " or --precision=fp32"));
+}
+
 absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
                                     const DeviceBackendOptions& options,
                                     absl::string_view why) {
@@ -37,6 +46,7 @@ absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
   cpu.replica = options.replica;
   cpu.loss = options.loss;
   cpu.loss_input = options.loss_input;
+  cpu.precision = options.precision;
   DeviceBackend made;
   PSTRAIN_ASSIGN_OR_RETURN(made.backend, CreateCpuBackend(spec, cpu));
   made.description = absl::StrCat(
@@ -44,6 +54,7 @@ absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
       options.cpu_threads > 1    ? absl::StrCat(options.cpu_threads, " threads")
       : options.cpu_threads == 1 ? std::string("1 thread")
                                  : std::string("a thread per core"),
+      options.precision == Precision::kBf16 ? ", bf16" : "",
       why.empty() ? "" : "; ", why, ")");
   return made;
 }
@@ -51,6 +62,7 @@ absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
 absl::StatusOr<DeviceBackend> OnGpus(const ModelSpec& spec,
                                      const DeviceBackendOptions& options,
                                      const std::vector<int>& devices) {
+  PSTRAIN_RETURN_IF_ERROR(CheckGpuPrecision(options.precision));
 #ifdef PSTRAIN_WITH_CUDA
   GpuBackendOptions gpu;
   gpu.devices = devices;
@@ -84,6 +96,15 @@ absl::StatusOr<DeviceBackend> CreateDeviceBackend(
     const ModelSpec& spec, const DeviceBackendOptions& options) {
   PSTRAIN_RETURN_IF_ERROR(CheckDeviceName(options.device));
   if (options.device == "cpu") return OnCpu(spec, options, "");
+  if (options.device != "auto") {
+    // Refused before looking for GPUs: the same answer with or without one.
+    absl::Status precision = CheckGpuPrecision(options.precision);
+    if (!precision.ok()) {
+      return absl::Status(
+          precision.code(),
+          absl::StrCat("--device=", options.device, ": ", precision.message()));
+    }
+  }
   const absl::StatusOr<int> count = GpuDeviceCount();
   if (!count.ok()) {
     if (options.device == "auto") {

@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "compute/backend.h"
+#include "compute/precision.h"
 #include "model/keras_model.h"
 
 namespace pstrain {
@@ -44,6 +45,10 @@ struct DeviceBackendOptions {
   int replica = 0;
   LossKind loss = LossKind::kSparseCrossEntropy;
   LossInput loss_input = LossInput::kLogits;  // Keras's from_logits.
+  // kBf16: the CPU backend's mixed precision (FAILED_PRECONDITION on a CPU
+  // without AVX-512 BF16 or AMX); the GPU backend refuses it
+  // (UNIMPLEMENTED), and so does auto when it would pick a GPU.
+  Precision precision = Precision::kFp32;
 };
 
 struct DeviceBackend {

@@ -74,6 +74,41 @@ TEST(DeviceBackend, GpuNamesFollowTheGpusPresent) {
   EXPECT_EQ(first->description.rfind("GPU 0 ", 0), 0u) << first->description;
 }
 
+TEST(DeviceBackend, GpuRefusesBf16NamingThePrecision) {
+  for (const char* device : {"gpu", "gpu:0"}) {
+    DeviceBackendOptions options;
+    options.device = device;
+    options.precision = Precision::kBf16;
+    absl::StatusOr<DeviceBackend> made = CreateDeviceBackend(Mlp(), options);
+    ASSERT_FALSE(made.ok()) << device;
+    EXPECT_EQ(made.status().code(), absl::StatusCode::kUnimplemented)
+        << made.status();
+    EXPECT_NE(made.status().message().find(
+                  "--precision=bf16: the GPU backend computes in fp32 only"),
+              std::string::npos)
+        << made.status();
+    EXPECT_NE(made.status().message().find(std::string("--device=") + device),
+              std::string::npos)
+        << made.status();
+  }
+}
+
+TEST(DeviceBackend, CpuTakesBf16WhereTheCpuHasIt) {
+  DeviceBackendOptions options;
+  options.device = "cpu";
+  options.cpu_threads = 1;
+  options.precision = Precision::kBf16;
+  absl::StatusOr<DeviceBackend> made = CreateDeviceBackend(Mlp(), options);
+  if (!made.ok()) {
+    // A CPU without AVX-512 BF16: the refusal names the missing feature.
+    EXPECT_EQ(made.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(made.status().message().find("avx512_bf16"), std::string::npos)
+        << made.status();
+    return;
+  }
+  EXPECT_EQ(made->description, "CPU (oneDNN, 1 thread, bf16)");
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain

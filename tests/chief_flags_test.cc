@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -130,6 +131,7 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
       {{"--allreduce_dtype=bf16"},
        "--allreduce_dtype: bf16 applies to collective runs only",
        false},
+      {{"--precision=fp16"}, "--precision: \"fp16\" must be fp32 or bf16"},
       {{"--replicas_to_aggregate=-1"},
        "--replicas_to_aggregate: -1 must be >= 0"},
       {{"--replicas_to_aggregate=2"},
@@ -190,6 +192,20 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
   }
   struct stat st;
   EXPECT_NE(stat(model_dir_.c_str(), &st), 0) << "nothing may be written";
+}
+
+// A chief whose CPU lacks AVX-512 BF16 (oneDNN capped at AVX2 by its
+// DNNL_MAX_CPU_ISA, as on such a CPU) refuses --precision=bf16, naming the
+// missing feature.
+TEST_F(ChiefFlags, Bf16OnACpuWithoutAvx512Bf16IsRefused) {
+  ASSERT_EQ(setenv("DNNL_MAX_CPU_ISA", "AVX2", 1), 0);
+  Subprocess chief = StartChief({"--precision=bf16"});
+  unsetenv("DNNL_MAX_CPU_ISA");
+  EXPECT_EQ(chief.Wait(60), 2);
+  EXPECT_EQ(Log(chief),
+            "--precision=bf16 needs a CPU with AVX-512 BF16 (avx512_bf16) or "
+            "AMX; this CPU lacks avx512_bf16 (oneDNN's ISA here: avx2); use "
+            "--precision=fp32\n");
 }
 
 TEST_F(ChiefFlags, GoodValuesGetAsFarAsWaitingForTheTasks) {

@@ -44,6 +44,7 @@
 #include "common/tf_config.h"
 #include "compute/device_backend.h"
 #include "compute/loss_config.h"
+#include "compute/precision.h"
 #include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
 #include "data/data_dir.h"
@@ -133,6 +134,14 @@ absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
   const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
   options.loss = loss.kind;
   options.loss_input = loss.input;
+  absl::StatusOr<worker::Precision> precision =
+      worker::ParsePrecision(config.precision());
+  if (!precision.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the chief's --precision: ", precision.status().message(),
+                     " (a chief newer than this worker?)"));
+  }
+  options.precision = *precision;
   PSTRAIN_ASSIGN_OR_RETURN(worker::DeviceBackend made,
                            worker::CreateDeviceBackend(spec, options));
   LogInfo(absl::StrCat("worker ", index, ": computing on ", made.description));

@@ -78,7 +78,17 @@ absl::Status Conv2DOp::Init() {
                                        s.kernel_w * in_g * s.out_channels,
                                        in_g * s.out_channels});
     }
-    memory::desc w_any(w_dims, memory::data_type::f32, Tag::any);
+    // What the convolutions read: float32, or with bf16 bf16 copies of x,
+    // w and dy (they write float32 y, dx, dw and db either way).
+    const memory::data_type in_type =
+        s.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    memory::desc w_any(w_dims, in_type, Tag::any);
+    memory::desc dw_any(w_dims, memory::data_type::f32, Tag::any);
+    memory::desc x_in = x_md, dy_in = y_md;
+    if (s.bf16) {
+      x_in = memory::desc(x_md.dims(), in_type, Tag::nhwc);
+      dy_in = memory::desc(y_md.dims(), in_type, Tag::nhwc);
+    }
     memory::desc b_md = F32Desc({s.out_channels}, Tag::a);
     memory::dims strides = {s.stride_h, s.stride_w};
     // oneDNN counts the inputs skipped between taps: rate - 1.
@@ -94,9 +104,16 @@ absl::Status Conv2DOp::Init() {
       fwd_attr.set_post_ops(post_ops);
     }
 
-    x_mem_ = UserMemory(x_md, e);
+    if (s.bf16) {
+      x_bf16_.Init(x_md, x_in, engine_);
+      dy_bf16_.Init(y_md, dy_in, engine_);
+      x_mem_ = x_bf16_.memory();
+      dy_mem_ = dy_bf16_.memory();
+    } else {
+      x_mem_ = UserMemory(x_md, e);
+      dy_mem_ = UserMemory(y_md, e);
+    }
     y_mem_ = UserMemory(y_md, e);
-    dy_mem_ = UserMemory(y_md, e);
     b_mem_ = UserMemory(b_md, e);
     db_mem_ = UserMemory(b_md, e);
     dw_mem_ = UserMemory(w_md, e);
@@ -106,10 +123,10 @@ absl::Status Conv2DOp::Init() {
         s.use_bias
             ? dnnl::convolution_forward::desc(
                   prop_kind::forward_training, algorithm::convolution_direct,
-                  x_md, w_any, b_md, y_md, strides, dilates, pad_l, pad_r)
+                  x_in, w_any, b_md, y_md, strides, dilates, pad_l, pad_r)
             : dnnl::convolution_forward::desc(
                   prop_kind::forward_training, algorithm::convolution_direct,
-                  x_md, w_any, y_md, strides, dilates, pad_l, pad_r);
+                  x_in, w_any, y_md, strides, dilates, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, fwd_attr, e);
     fwd_ = dnnl::convolution_forward(fwd_pd);
     fwd_weights_.Init(w_md, fwd_pd.weights_desc(), engine_);
@@ -123,7 +140,7 @@ absl::Status Conv2DOp::Init() {
     if (s.compute_dx) {
       dx_mem_ = UserMemory(x_md, e);
       dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct,
-                                                 x_md, w_any, y_md, strides,
+                                                 x_md, w_any, dy_in, strides,
                                                  dilates, pad_l, pad_r);
       dnnl::convolution_backward_data::primitive_desc pd(desc, attr, e, fwd_pd);
       bwd_data_ = dnnl::convolution_backward_data(pd);
@@ -142,10 +159,10 @@ absl::Status Conv2DOp::Init() {
     // Backward weights: dw and db.
     dnnl::convolution_backward_weights::desc bw_desc =
         s.use_bias ? dnnl::convolution_backward_weights::desc(
-                         algorithm::convolution_direct, x_md, w_any, b_md, y_md,
-                         strides, dilates, pad_l, pad_r)
+                         algorithm::convolution_direct, x_in, dw_any, b_md,
+                         dy_in, strides, dilates, pad_l, pad_r)
                    : dnnl::convolution_backward_weights::desc(
-                         algorithm::convolution_direct, x_md, w_any, y_md,
+                         algorithm::convolution_direct, x_in, dw_any, dy_in,
                          strides, dilates, pad_l, pad_r);
     dnnl::convolution_backward_weights::primitive_desc bw_pd(bw_desc, attr, e,
                                                              fwd_pd);
@@ -184,7 +201,12 @@ absl::Status Conv2DOp::Forward(const float* x, const float* w,
     absl::Status status = fwd_weights_.Prepare("Conv2D forward: reorder w",
                                                engine_, w, weights_step);
     if (!status.ok()) return status;
-    SetHandle(x_mem_, x);
+    if (shape_.bf16) {
+      status = x_bf16_.Convert("Conv2D forward: x to bf16", engine_, x);
+      if (!status.ok()) return status;
+    } else {
+      SetHandle(x_mem_, x);
+    }
     SetHandle(y_mem_, y);
     if (shape_.use_bias) SetHandle(b_mem_, b);
     return engine_->Execute("Conv2D forward", fwd_, fwd_args_);
@@ -208,7 +230,19 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
         "Conv2D backward: db must be given iff use_bias");
   }
   return Guard("Conv2D backward", [&]() -> absl::Status {
-    SetHandle(dy_mem_, dy);
+    if (shape_.bf16) {
+      // One conversion of dy for both primitives; x's from the Forward when
+      // it was of the same buffer.
+      absl::Status status =
+          dy_bf16_.Convert("Conv2D backward: dy to bf16", engine_, dy);
+      if (status.ok() && !x_bf16_.Holds(x)) {
+        status = x_bf16_.Convert("Conv2D backward: x to bf16", engine_, x);
+      }
+      x_bf16_.Invalidate();
+      if (!status.ok()) return status;
+    } else {
+      SetHandle(dy_mem_, dy);
+    }
     if (shape_.compute_dx) {
       absl::Status status = bwd_data_cache().Prepare(
           "Conv2D backward: reorder w", engine_, w, weights_step);
@@ -218,7 +252,7 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
           engine_->Execute("Conv2D backward data", bwd_data_, bwd_data_args_);
       if (!status.ok()) return status;
     }
-    SetHandle(x_mem_, x);
+    if (!shape_.bf16) SetHandle(x_mem_, x);
     SetHandle(dw_mem_, dw);
     if (shape_.use_bias) SetHandle(db_mem_, db);
     absl::Status status = engine_->Execute("Conv2D backward weights",

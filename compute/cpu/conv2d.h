@@ -26,6 +26,13 @@
 // reorder costs once per step, not once per call. REQUIRES: the caller passes
 // a new `weights_step` (or pointer) whenever it changes the kernel's values.
 //
+// With shape.bf16 (mixed precision) the cached kernel copy is bf16 (the
+// reorder converts as it relayouts, once per weights_step), Forward converts
+// x to a bf16 copy (bf16_copy.h) that the following Backward reuses when it
+// gets the same x pointer (REQUIRES: x unchanged since, as within a training
+// step), and Backward converts dy once for both of its primitives. y, dx, dw
+// and db are float32, accumulated in float32 by oneDNN.
+//
 // Primitives, memory descriptors and scratch buffers are all made in Create.
 // Not thread-safe; see Engine.
 #ifndef PSTRAIN_COMPUTE_CPU_CONV2D_H_
@@ -37,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/cpu/bf16_copy.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
 #include "compute/cpu/weights_cache.h"
@@ -79,6 +87,10 @@ class Conv2DOp {
   int64_t weight_reorder_count() const {
     return fwd_weights_.reorder_count() + bwd_data_weights_.reorder_count();
   }
+  // With shape.bf16: conversions of x and dy to bf16 so far.
+  int64_t bf16_conversions() const {
+    return x_bf16_.conversions() + dy_bf16_.conversions();
+  }
 
  private:
   Conv2DOp(const Conv2DShape& shape, Engine* engine, Window out_h, Window out_w)
@@ -98,6 +110,9 @@ class Conv2DOp {
   // Memory objects over the caller's buffers; their handles are set per call
   // and the argument maps below refer to them.
   dnnl::memory x_mem_, y_mem_, b_mem_, dy_mem_, dx_mem_, dw_mem_, db_mem_;
+
+  // shape_.bf16: the bf16 copies the primitives read instead of x and dy.
+  Bf16Copy x_bf16_, dy_bf16_;
 
   dnnl::convolution_forward fwd_;
   std::unordered_map<int, dnnl::memory> fwd_args_;

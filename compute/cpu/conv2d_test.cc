@@ -534,6 +534,131 @@ TEST(Conv2DOp, FirstLayerSkipsInputGradient) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// bf16 mixed precision against the float32 op on the same buffers:
+// max |bf16 - fp32| <= 1e-2 * max |fp32| for y, dx, dw and db.
+constexpr double kBf16Tolerance = 1e-2;
+
+struct ConvRun {
+  std::vector<float> y, dx, dw, db;
+  int64_t conversions = 0;
+  int64_t weight_reorders = 0;
+};
+
+ConvRun RunConv(Conv2DShape s, bool bf16, Engine* engine, const Buffers& in) {
+  s.bf16 = bf16;
+  ConvRun run;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> conv = Conv2DOp::Create(s, engine);
+  EXPECT_TRUE(conv.ok()) << conv.status();
+  if (!conv.ok()) return run;
+  run.y.resize(OutSize(s));
+  run.dx.resize(Size(s));
+  run.dw.resize(KernelSize(s));
+  run.db.resize(s.out_channels);
+  EXPECT_TRUE(
+      (*conv)
+          ->Forward(in.x.data(), in.w.data(), 7, in.bias(s), run.y.data())
+          .ok());
+  EXPECT_TRUE((*conv)
+                  ->Backward(in.x.data(), in.w.data(), 7, in.dy.data(),
+                             s.compute_dx ? run.dx.data() : nullptr,
+                             run.dw.data(),
+                             s.use_bias ? run.db.data() : nullptr)
+                  .ok());
+  run.conversions = (*conv)->bf16_conversions();
+  run.weight_reorders = (*conv)->weight_reorder_count();
+  return run;
+}
+
+TEST(Conv2DOp, Bf16IsCloseToFloat32ForwardAndBackward) {
+  PSTRAIN_SKIP_WITHOUT_BF16();
+  std::unique_ptr<Engine> engine = MakeEngine();
+  // The seed cnn's convolutions (28x28x1 -> 32, 13x13x32 -> 64, the first
+  // without dx), with a fused ReLU, strided, depthwise, dilated, Conv1D's
+  // causal padding.
+  Conv2DShape first;
+  first.batch = 8;
+  first.height = first.width = 28;
+  first.in_channels = 1;
+  first.out_channels = 32;
+  first.kernel_h = first.kernel_w = 3;
+  first.compute_dx = false;
+  first.fuse_relu = true;
+  Conv2DShape second = first;
+  second.height = second.width = 13;
+  second.in_channels = 32;
+  second.out_channels = 64;
+  second.compute_dx = true;
+  Conv2DShape strided = second;
+  strided.stride_h = strided.stride_w = 2;
+  strided.padding = Padding::kSame;
+  strided.fuse_relu = false;
+  strided.use_bias = false;
+  Conv2DShape depthwise = second;
+  depthwise.groups = depthwise.in_channels = depthwise.out_channels = 16;
+  Conv2DShape dilated = second;
+  dilated.dilation_h = dilated.dilation_w = 2;
+  dilated.padding = Padding::kSame;
+  Conv2DShape causal;
+  causal.batch = 4;
+  causal.height = 1;
+  causal.width = 20;
+  causal.in_channels = 8;
+  causal.out_channels = 16;
+  causal.kernel_h = 1;
+  causal.kernel_w = 3;
+  causal.padding = Padding::kCausal;
+  for (const Conv2DShape& s :
+       {first, second, strided, depthwise, dilated, causal}) {
+    SCOPED_TRACE(Describe(s));
+    Buffers buf(s, 5);
+    const ConvRun fp32 = RunConv(s, false, engine.get(), buf);
+    const ConvRun bf16 = RunConv(s, true, engine.get(), buf);
+    EXPECT_LE(MaxRelativeDifference(bf16.y, fp32.y), kBf16Tolerance);
+    if (s.compute_dx) {
+      EXPECT_LE(MaxRelativeDifference(bf16.dx, fp32.dx), kBf16Tolerance);
+    }
+    EXPECT_LE(MaxRelativeDifference(bf16.dw, fp32.dw), kBf16Tolerance);
+    EXPECT_LE(MaxRelativeDifference(bf16.db, fp32.db), kBf16Tolerance);
+    EXPECT_GT(MaxRelativeDifference(bf16.y, fp32.y), 0) << "not bf16";
+    // x and dy converted once each; the kernel once (to bf16) for both
+    // forward and backward data, unless they want different layouts.
+    EXPECT_EQ(bf16.conversions, 2);
+    EXPECT_GE(bf16.weight_reorders, 1);
+    EXPECT_LE(bf16.weight_reorders, s.compute_dx ? 2 : 1);
+  }
+}
+
+// A Backward of another x than the last Forward's converts that x: dw is
+// that of its own x.
+TEST(Conv2DOp, Bf16BackwardConvertsAnXTheForwardDidNotSee) {
+  PSTRAIN_SKIP_WITHOUT_BF16();
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Conv2DShape s;
+  s.batch = 2;
+  s.height = s.width = 9;
+  s.in_channels = 4;
+  s.out_channels = 8;
+  s.kernel_h = s.kernel_w = 3;
+  Buffers first(s, 40), second(s, 50);
+  const ConvRun fp32 = RunConv(s, false, engine.get(), second);
+  s.bf16 = true;
+  absl::StatusOr<std::unique_ptr<Conv2DOp>> conv =
+      Conv2DOp::Create(s, engine.get());
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  ASSERT_TRUE((*conv)
+                  ->Forward(first.x.data(), second.w.data(), 7, first.b.data(),
+                            first.y.data())
+                  .ok());
+  ASSERT_TRUE((*conv)
+                  ->Backward(second.x.data(), second.w.data(), 7,
+                             second.dy.data(), second.dx.data(),
+                             second.dw.data(), second.db.data())
+                  .ok());
+  EXPECT_LE(MaxRelativeDifference(second.dw, fp32.dw), kBf16Tolerance);
+  EXPECT_LE(MaxRelativeDifference(second.dx, fp32.dx), kBf16Tolerance);
+  EXPECT_EQ((*conv)->bf16_conversions(), 3);  // x, x again, dy.
+}
+
 TEST(Conv2DOp, RejectsBadShapesAndArguments) {
   std::unique_ptr<Engine> engine = MakeEngine();
   Conv2DShape too_big = Small(Padding::kValid, 1);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
+#include "compute/cpu/bf16_support.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/l2.h"
 #include "compute/cpu/layer_graph.h"
@@ -309,8 +310,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(
     return absl::InvalidArgumentError(
         "CpuBackend: num_threads, max_batch and replica must be >= 0");
   }
+  PSTRAIN_RETURN_IF_ERROR(cpu::CheckCpuPrecision(options.precision));
   cpu::EngineOptions engine_options;
   engine_options.num_threads = options.num_threads;
+  engine_options.bf16 = options.precision == Precision::kBf16;
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                            Engine::Create(engine_options));
   // Where the loss reads the logits behind a final softmax (sigmoid), the

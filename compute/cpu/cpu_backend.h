@@ -74,6 +74,7 @@
 
 #include "absl/status/statusor.h"
 #include "compute/backend.h"
+#include "compute/precision.h"
 #include "model/keras_model.h"
 
 namespace pstrain {
@@ -91,10 +92,16 @@ struct CpuBackendOptions {
   LossInput loss_input = LossInput::kLogits;  // Keras's from_logits.
   // Largest batch accepted (larger: INVALID_ARGUMENT); 0: no limit.
   int64_t max_batch = 0;
+  // kBf16: Conv2D (and its variants) and Dense compute in bf16 with float32
+  // accumulation (conv2d.h, dense.h); weights, gradients, the loss and the
+  // other layers stay float32.
+  Precision precision = Precision::kFp32;
 };
 
 // INVALID_ARGUMENT for options out of range or a model this backend cannot
-// train (an output that is not one vector per example); otherwise the
+// train (an output that is not one vector per example); FAILED_PRECONDITION
+// for kBf16 on a CPU without AVX-512 BF16 or AMX (bf16_support.h, naming
+// the missing feature); otherwise the
 // backend, with no ops made yet (they come with the first batch of each
 // size).
 absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(

@@ -38,19 +38,38 @@ absl::Status DenseOp::Init() {
     memory::desc y_md = F32Desc({n, out}, Tag::ab);
     dnnl::primitive_attr attr = UserScratchpadAttr();
 
-    x_mem_ = UserMemory(x_md, e);
-    xt_mem_ = UserMemory(xt_md, e);
-    w_mem_ = UserMemory(w_md, e);
-    wt_mem_ = UserMemory(wt_md, e);
     b_mem_ = UserMemory(b_md, e);
     y_mem_ = UserMemory(y_md, e);
-    dy_mem_ = UserMemory(y_md, e);
     dx_mem_ = UserMemory(x_md, e);
     dw_mem_ = UserMemory(w_md, e);
+    // The matmuls' inputs: the caller's float32 buffers, or bf16 copies.
+    memory::desc x_in = x_md, xt_in = xt_md, w_in = w_md, wt_in = wt_md,
+                 dy_in = y_md;
+    if (shape_.bf16) {
+      x_in = Bf16Desc({n, in}, Tag::ab);
+      xt_in = Bf16Desc({in, n}, Tag::ba);
+      w_in = Bf16Desc({in, out}, Tag::ab);
+      wt_in = Bf16Desc({out, in}, Tag::ba);
+      dy_in = Bf16Desc({n, out}, Tag::ab);
+      x_bf16_.Init(x_md, x_in, engine_);
+      w_bf16_.Init(w_md, w_in, engine_);
+      dy_bf16_.Init(y_md, dy_in, engine_);
+      x_mem_ = x_bf16_.memory();
+      xt_mem_ = x_bf16_.View(xt_in, e);
+      w_mem_ = w_bf16_.memory();
+      wt_mem_ = w_bf16_.View(wt_in, e);
+      dy_mem_ = dy_bf16_.memory();
+    } else {
+      x_mem_ = UserMemory(x_md, e);
+      xt_mem_ = UserMemory(xt_md, e);
+      w_mem_ = UserMemory(w_md, e);
+      wt_mem_ = UserMemory(wt_md, e);
+      dy_mem_ = UserMemory(y_md, e);
+    }
 
     dnnl::matmul::primitive_desc fwd_pd(
-        shape_.use_bias ? dnnl::matmul::desc(x_md, w_md, b_md, y_md)
-                        : dnnl::matmul::desc(x_md, w_md, y_md),
+        shape_.use_bias ? dnnl::matmul::desc(x_in, w_in, b_md, y_md)
+                        : dnnl::matmul::desc(x_in, w_in, y_md),
         attr, e);
     fwd_ = dnnl::matmul(fwd_pd);
     fwd_args_ = {{DNNL_ARG_SRC, x_mem_},
@@ -60,7 +79,7 @@ absl::Status DenseOp::Init() {
     AddScratchpad(fwd_pd, e, &fwd_args_);
 
     if (shape_.compute_dx) {
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(y_md, wt_md, x_md),
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(dy_in, wt_in, x_md),
                                       attr, e);
       bwd_data_ = dnnl::matmul(pd);
       bwd_data_args_ = {{DNNL_ARG_SRC, dy_mem_},
@@ -69,7 +88,7 @@ absl::Status DenseOp::Init() {
       AddScratchpad(pd, e, &bwd_data_args_);
     }
 
-    dnnl::matmul::primitive_desc bw_pd(dnnl::matmul::desc(xt_md, y_md, w_md),
+    dnnl::matmul::primitive_desc bw_pd(dnnl::matmul::desc(xt_in, dy_in, w_md),
                                        attr, e);
     bwd_weights_ = dnnl::matmul(bw_pd);
     bwd_weights_args_ = {{DNNL_ARG_SRC, xt_mem_},
@@ -91,8 +110,17 @@ absl::Status DenseOp::Forward(const float* x, const float* w, const float* b,
         "Dense forward: b must be given iff use_bias");
   }
   return Guard("Dense forward", [&]() -> absl::Status {
-    SetHandle(x_mem_, x);
-    SetHandle(w_mem_, w);
+    if (shape_.bf16) {
+      absl::Status status =
+          x_bf16_.Convert("Dense forward: x to bf16", engine_, x);
+      if (status.ok()) {
+        status = w_bf16_.Convert("Dense forward: w to bf16", engine_, w);
+      }
+      if (!status.ok()) return status;
+    } else {
+      SetHandle(x_mem_, x);
+      SetHandle(w_mem_, w);
+    }
     SetHandle(y_mem_, y);
     if (shape_.use_bias) SetHandle(b_mem_, b);
     return engine_->Execute("Dense forward", fwd_, fwd_args_);
@@ -115,15 +143,31 @@ absl::Status DenseOp::Backward(const float* x, const float* w, const float* dy,
         "Dense backward: db must be given iff use_bias");
   }
   return Guard("Dense backward", [&]() -> absl::Status {
-    SetHandle(dy_mem_, dy);
+    if (shape_.bf16) {
+      // The Forward's copies of x and w serve when they are of the same
+      // buffers; the next Forward converts again in any case.
+      absl::Status status =
+          dy_bf16_.Convert("Dense backward: dy to bf16", engine_, dy);
+      if (status.ok() && !x_bf16_.Holds(x)) {
+        status = x_bf16_.Convert("Dense backward: x to bf16", engine_, x);
+      }
+      if (status.ok() && shape_.compute_dx && !w_bf16_.Holds(w)) {
+        status = w_bf16_.Convert("Dense backward: w to bf16", engine_, w);
+      }
+      x_bf16_.Invalidate();
+      w_bf16_.Invalidate();
+      if (!status.ok()) return status;
+    } else {
+      SetHandle(dy_mem_, dy);
+    }
     if (shape_.compute_dx) {
-      SetHandle(wt_mem_, w);
+      if (!shape_.bf16) SetHandle(wt_mem_, w);
       SetHandle(dx_mem_, dx);
       absl::Status status =
           engine_->Execute("Dense backward data", bwd_data_, bwd_data_args_);
       if (!status.ok()) return status;
     }
-    SetHandle(xt_mem_, x);
+    if (!shape_.bf16) SetHandle(xt_mem_, x);
     SetHandle(dw_mem_, dw);
     absl::Status status = engine_->Execute("Dense backward weights",
                                            bwd_weights_, bwd_weights_args_);

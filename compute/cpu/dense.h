@@ -15,6 +15,12 @@
 //   PSTRAIN_RETURN_IF_ERROR(dense->Backward(x, w, dy, dx, dw, db));
 //
 // A Dense after Flatten reads the NHWC activation directly (see window.h).
+//
+// With shape.bf16 the three matmuls read bf16 copies (bf16_copy.h) of x, w
+// and dy and write float32: Forward converts x and w; the Backward that
+// follows reuses those copies when it gets the same x and w pointers
+// (REQUIRES: their values unchanged since that Forward, as within a training
+// step) and converts dy once for both of its matmuls.
 // Not thread-safe; see Engine.
 #ifndef PSTRAIN_COMPUTE_CPU_DENSE_H_
 #define PSTRAIN_COMPUTE_CPU_DENSE_H_
@@ -25,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/cpu/bf16_copy.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -44,6 +51,12 @@ class DenseOp {
   DenseOp& operator=(const DenseOp&) = delete;
 
   const DenseShape& shape() const { return shape_; }
+
+  // bf16 conversions run so far (x, w and dy together; for tests).
+  int64_t bf16_conversions() const {
+    return x_bf16_.conversions() + w_bf16_.conversions() +
+           dy_bf16_.conversions();
+  }
 
   // y = x w + b. b is null iff !use_bias.
   absl::Status Forward(const float* x, const float* w, const float* b,
@@ -66,6 +79,9 @@ class DenseOp {
   // x as [N, in] and as [in, N]; w as [in, out] and as [out, in].
   dnnl::memory x_mem_, xt_mem_, w_mem_, wt_mem_, b_mem_, y_mem_;
   dnnl::memory dy_mem_, dx_mem_, dw_mem_;
+
+  // shape_.bf16: the bf16 copies the matmuls read instead of x, w and dy.
+  Bf16Copy x_bf16_, w_bf16_, dy_bf16_;
 
   dnnl::matmul fwd_;
   std::unordered_map<int, dnnl::memory> fwd_args_;

@@ -157,6 +157,95 @@ TEST(DenseOp, ForwardTwiceGivesIdenticalResults) {
   EXPECT_EQ(first, second);
 }
 
+// bf16 mixed precision: inputs rounded to 8 significant bits, products
+// accumulated in float32. Against the float32 op on the same buffers:
+// max |bf16 - fp32| <= 1e-2 * max |fp32| for y, dx, dw and db.
+constexpr double kBf16Tolerance = 1e-2;
+
+struct DenseRun {
+  std::vector<float> y, dx, dw, db;
+  int64_t conversions = 0;
+};
+
+DenseRun RunDense(DenseShape s, bool bf16, Engine* engine, const Buffers& in) {
+  s.bf16 = bf16;
+  DenseRun run;
+  absl::StatusOr<std::unique_ptr<DenseOp>> dense = DenseOp::Create(s, engine);
+  EXPECT_TRUE(dense.ok()) << dense.status();
+  if (!dense.ok()) return run;
+  run.y.resize(s.batch * s.out);
+  run.dx.resize(s.batch * s.in);
+  run.dw.resize(s.in * s.out);
+  run.db.resize(s.out);
+  EXPECT_TRUE((*dense)
+                  ->Forward(in.x.data(), in.w.data(), in.b.data(), run.y.data())
+                  .ok());
+  EXPECT_TRUE((*dense)
+                  ->Backward(in.x.data(), in.w.data(), in.dy.data(),
+                             run.dx.data(), run.dw.data(), run.db.data())
+                  .ok());
+  run.conversions = (*dense)->bf16_conversions();
+  return run;
+}
+
+TEST(DenseOp, Bf16IsCloseToFloat32ForwardAndBackward) {
+  PSTRAIN_SKIP_WITHOUT_BF16();
+  std::unique_ptr<Engine> engine = MakeEngine();
+  // The seed cnn's dense layers (flattened 5x5x64 -> 64 -> 10), an odd
+  // size and a batch of 1.
+  for (const DenseShape& s : {Shape(32, 1600, 64), Shape(32, 64, 10),
+                              Shape(7, 33, 17), Shape(1, 200, 10)}) {
+    SCOPED_TRACE(testing::Message() << s.batch << "x" << s.in << "->" << s.out);
+    Buffers buf(s, 9);
+    const DenseRun fp32 = RunDense(s, false, engine.get(), buf);
+    const DenseRun bf16 = RunDense(s, true, engine.get(), buf);
+    EXPECT_LE(MaxRelativeDifference(bf16.y, fp32.y), kBf16Tolerance);
+    EXPECT_LE(MaxRelativeDifference(bf16.dx, fp32.dx), kBf16Tolerance);
+    EXPECT_LE(MaxRelativeDifference(bf16.dw, fp32.dw), kBf16Tolerance);
+    EXPECT_LE(MaxRelativeDifference(bf16.db, fp32.db), kBf16Tolerance);
+    // And it did compute in bf16: random inputs lose bits when rounded.
+    EXPECT_GT(MaxRelativeDifference(bf16.y, fp32.y), 0);
+    EXPECT_GT(MaxRelativeDifference(bf16.dw, fp32.dw), 0);
+    // x, w and dy converted once each: Backward reused the Forward's x and w.
+    EXPECT_EQ(bf16.conversions, 3);
+    EXPECT_EQ(fp32.conversions, 0);
+  }
+}
+
+// Backward given other buffers than the last Forward converts them: its
+// gradients are those of its own x and w.
+TEST(DenseOp, Bf16BackwardConvertsBuffersTheForwardDidNotSee) {
+  PSTRAIN_SKIP_WITHOUT_BF16();
+  std::unique_ptr<Engine> engine = MakeEngine();
+  DenseShape s = Shape(8, 40, 12);
+  Buffers first(s, 21), second(s, 31);
+  const DenseRun fp32 = RunDense(s, false, engine.get(), second);
+  s.bf16 = true;
+  absl::StatusOr<std::unique_ptr<DenseOp>> dense =
+      DenseOp::Create(s, engine.get());
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  ASSERT_TRUE((*dense)
+                  ->Forward(first.x.data(), first.w.data(), first.b.data(),
+                            first.y.data())
+                  .ok());
+  ASSERT_TRUE((*dense)
+                  ->Backward(second.x.data(), second.w.data(), second.dy.data(),
+                             second.dx.data(), second.dw.data(),
+                             second.db.data())
+                  .ok());
+  EXPECT_LE(MaxRelativeDifference(second.dx, fp32.dx), kBf16Tolerance);
+  EXPECT_LE(MaxRelativeDifference(second.dw, fp32.dw), kBf16Tolerance);
+  // A second Backward of the same buffers converts them again too: a
+  // Backward's copies never outlive it.
+  const int64_t before = (*dense)->bf16_conversions();
+  ASSERT_TRUE((*dense)
+                  ->Backward(second.x.data(), second.w.data(), second.dy.data(),
+                             second.dx.data(), second.dw.data(),
+                             second.db.data())
+                  .ok());
+  EXPECT_EQ((*dense)->bf16_conversions() - before, 3);
+}
+
 TEST(DenseOp, RejectsBadShapesAndArguments) {
   std::unique_ptr<Engine> engine = MakeEngine();
   EXPECT_EQ(DenseOp::Create(Shape(2, 0, 3), engine.get()).status().code(),

@@ -24,7 +24,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(
   absl::Status status = Guard("Engine: create", [&]() -> absl::Status {
     dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     dnnl::stream stream(engine);
-    result.reset(new Engine(std::move(engine), std::move(stream), num_threads));
+    result.reset(new Engine(std::move(engine), std::move(stream), num_threads,
+                            options.bf16));
     return absl::OkStatus();
   });
   if (!status.ok()) return status;

@@ -38,6 +38,9 @@ struct EngineOptions {
   // OpenMP threads for oneDNN primitives; 0 keeps the OpenMP default
   // (OMP_NUM_THREADS, else one per core).
   int num_threads = 0;
+  // bf16 mixed precision for the Conv2D and Dense stages made on this engine
+  // (graph_stage.h sets their shapes' bf16 from it; compute/precision.h).
+  bool bf16 = false;
 };
 
 class Engine {
@@ -54,6 +57,9 @@ class Engine {
   // default when none was configured.
   int num_threads() const { return num_threads_; }
 
+  // EngineOptions::bf16.
+  bool bf16() const { return bf16_; }
+
   // Sets the calling thread's OpenMP thread count to num_threads(). Ops call
   // this before creating primitives; Execute calls it before running one.
   void UseThreads() const;
@@ -66,14 +72,16 @@ class Engine {
   const dnnl::engine& dnnl_engine() const { return engine_; }
 
  private:
-  Engine(dnnl::engine engine, dnnl::stream stream, int num_threads)
+  Engine(dnnl::engine engine, dnnl::stream stream, int num_threads, bool bf16)
       : engine_(std::move(engine)),
         stream_(std::move(stream)),
-        num_threads_(num_threads) {}
+        num_threads_(num_threads),
+        bf16_(bf16) {}
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   int num_threads_;
+  bool bf16_;
 };
 
 }  // namespace cpu

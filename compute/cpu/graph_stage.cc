@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kConv2D: {
       Conv2DShape shape = p.conv;
       shape.batch = batch;
+      shape.bf16 = engine->bf16();
       status = TakeOp(layer, Conv2DOp::Create(shape, engine), &s.conv_);
       if (status.ok() && shape.fuse_relu) {
         // The convolution applies the ReLU; its backward runs here.
@@ -75,6 +76,7 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kDense: {
       DenseShape shape = p.dense;
       shape.batch *= batch;  // Rows: the plan's are per example.
+      shape.bf16 = engine->bf16();
       status = TakeOp(layer, DenseOp::Create(shape, engine), &s.dense_);
       break;
     }

@@ -42,6 +42,10 @@ struct Conv2DShape {
   // the PRE-activation, i.e. the caller first multiplies the output's gradient
   // by (y > 0) (ReluOp's Backward on y does that).
   bool fuse_relu = false;
+  // bf16 mixed precision (compute/precision.h): the convolutions read bf16
+  // copies of x, w and dy and write float32 y, dx and dw (oneDNN accumulates
+  // in float32). Every buffer the caller passes stays float32.
+  bool bf16 = false;
 };
 
 // A 2D pooling window (MaxPooling2D, AveragePooling2D) over NHWC input.
@@ -64,6 +68,9 @@ struct DenseShape {
   bool use_bias = true;
   // False for a first layer: Backward computes only dw and db.
   bool compute_dx = true;
+  // bf16 mixed precision, as Conv2DShape::bf16: the matmuls read bf16
+  // copies of x, w and dy and write float32 y, dx and dw.
+  bool bf16 = false;
 };
 
 struct SoftmaxShape {

@@ -95,6 +95,7 @@ absl::StatusOr<SgdThroughputResult> RunSgdThroughput(
   DeviceBackendOptions backend_options;
   backend_options.device = options.device;
   backend_options.cpu_threads = options.threads;
+  backend_options.precision = options.precision;
   backend_options.run_seed = options.seed;
   PSTRAIN_ASSIGN_OR_RETURN(DeviceBackend made,
                            CreateDeviceBackend(spec, backend_options));

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "compute/precision.h"
 
 namespace pstrain {
 namespace worker {
@@ -36,6 +37,7 @@ struct SgdThroughputOptions {
   std::string labels_path;
   int threads = 1;            // oneDNN threads, >= 1.
   std::string device = "cpu";  // As --device: cpu, gpu, gpu:N, auto.
+  Precision precision = Precision::kFp32;  // As the chief's --precision.
   int64_t batch = 64;         // >= 1.
   int64_t steps = 200;        // Timed steps, >= 1.
   int64_t warmup_steps = 10;  // Untimed steps before them, >= 0.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <random>
 
+#include "compute/cpu/bf16_support.h"
+
 namespace pstrain {
 namespace worker {
 namespace cpu {
@@ -68,6 +70,22 @@ std::vector<double> NumericGradient(const std::function<double()>& loss,
          << "element " << worst_index << ": analytic " << analytic[worst_index]
          << " vs numeric " << numeric[worst_index] << ", error " << worst
          << " > " << tolerance << " * scale " << scale;
+}
+
+double MaxRelativeDifference(const std::vector<float>& got,
+                             const std::vector<float>& want) {
+  double scale = 1e-3, worst = 0;
+  for (const float v : want) scale = std::max(scale, std::fabs(double{v}));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    worst = std::max(worst, std::fabs(double{got[i]} - want[i]));
+  }
+  if (got.size() != want.size()) return 1e30;
+  return worst / scale;
+}
+
+std::string Bf16Unavailable() {
+  const absl::Status status = CheckCpuBf16Support();
+  return status.ok() ? "" : std::string(status.message());
 }
 
 }  // namespace cpu

@@ -9,7 +9,9 @@
 #define PSTRAIN_COMPUTE_CPU_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -39,6 +41,24 @@ std::vector<double> NumericGradient(const std::function<double()>& loss,
 ::testing::AssertionResult GradientsClose(const std::vector<float>& analytic,
                                           const std::vector<double>& numeric,
                                           double tolerance);
+
+// max_i |got[i] - want[i]| / max(max_i |want[i]|, 1e-3): how far a bf16
+// result is from its float32 twin, relative to the result's scale.
+double MaxRelativeDifference(const std::vector<float>& got,
+                             const std::vector<float>& want);
+
+// Why this CPU cannot run bf16 ops (bf16_support.h), or "" when it can.
+std::string Bf16Unavailable();
+
+// In a TEST: skips, printing "SKIPPED: <reason>", where bf16 is unavailable.
+#define PSTRAIN_SKIP_WITHOUT_BF16()                                       \
+  do {                                                                    \
+    const std::string reason = ::pstrain::worker::cpu::Bf16Unavailable(); \
+    if (!reason.empty()) {                                                \
+      std::printf("SKIPPED: %s\n", reason.c_str());                       \
+      GTEST_SKIP() << reason;                                             \
+    }                                                                     \
+  } while (false)
 
 }  // namespace cpu
 }  // namespace worker
