@@ -6,7 +6,11 @@
 # its range, and their ratio. Same batch (64), plain SGD (lr 0.01), 10
 # untimed warm-up steps; PyTorch on OpenBLAS (openmp) and both under the
 # glibc malloc tunables of bench/pytorch_cnn.py. On a shared machine, read
-# the ratio, not the absolute figures.
+# the ratio, not the absolute figures. pstrain's JSON names its OpenMP wait
+# ("openmp_wait": GOMP_SPINCOUNT=1000 unless set in the environment; see
+# compute/cpu/openmp_wait_policy.h); PyTorch keeps libgomp's default spin,
+# which collapses at 2 threads when other processes hold the cores (compare
+# at 2 threads only on a quiet machine: check the load average printed).
 #
 #   bench/throughput_side_by_side.sh [--models "resnet transformer"]
 #                                    [--threads "1 2"] [--runs 3] [--steps 100]

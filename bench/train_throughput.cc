@@ -10,14 +10,18 @@
 // prints a final JSON line
 //   {"framework":"pstrain","model":"cnn","device":"cpu",
 //    "compute":"CPU (oneDNN, 1 thread)","threads":1,
-//    "batch":64,"steps":200,"images_per_sec":...,"final_loss":...}
+//    "batch":64,"steps":200,"images_per_sec":...,"final_loss":...,
+//    "openmp_wait":"GOMP_SPINCOUNT=1000"}
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/process.h"
+#include "compute/cpu/openmp_wait_policy.h"
 #include "compute/cpu/sgd_throughput.h"
 #include "compute/precision.h"
 
@@ -34,7 +38,28 @@ ABSL_FLAG(double, lr, 0.01, "SGD learning rate");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "Folder of train-{images-idx3,labels-idx1}-ubyte.gz");
 
+namespace {
+
+// The OpenMP wait settings this run has (libgomp read them at load).
+std::string OpenMpWait() {
+  std::string wait;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    if (const char* value = std::getenv(name)) {
+      absl::StrAppend(&wait, wait.empty() ? "" : " ", name, "=", value);
+    }
+  }
+  return wait.empty() ? "libgomp default" : wait;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // As the worker: OpenMP threads that soon sleep (may re-execute; see
+  // compute/cpu/openmp_wait_policy.h). GOMP_SPINCOUNT or OMP_WAIT_POLICY in
+  // the environment overrides it.
+  const absl::Status openmp =
+      pstrain::worker::cpu::ReexecWithOpenMpWaitPolicy(argv);
+  if (!openmp.ok()) pstrain::LogError(openmp.ToString());
   absl::ParseCommandLine(argc, argv);
   pstrain::TuneMallocForLargeBuffers();
   pstrain::worker::cpu::SgdThroughputOptions options;
@@ -69,11 +94,11 @@ int main(int argc, char** argv) {
           "{\"framework\":\"pstrain\",\"model\":\"%s\",\"device\":\"%s\","
           "\"compute\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"batch\":%d,"
           "\"steps\":%d,\"images_per_sec\":%.1f,"
-          "\"final_loss\":%.4f}",
+          "\"final_loss\":%.4f,\"openmp_wait\":\"%s\"}",
           options.model, options.device, result->device,
           pstrain::worker::PrecisionName(options.precision), options.threads,
           options.batch, options.steps, result->images_per_sec,
-          result->final_loss)
+          result->final_loss, OpenMpWait())
           .c_str());
   return 0;
 }

@@ -42,6 +42,7 @@
 #include "common/status_macros.h"
 #include "common/strategy.h"
 #include "common/tf_config.h"
+#include "compute/cpu/openmp_wait_policy.h"
 #include "compute/device_backend.h"
 #include "compute/loss_config.h"
 #include "compute/precision.h"
@@ -482,6 +483,10 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
+  // First: may re-execute this binary (compute/cpu/openmp_wait_policy.h).
+  const absl::Status openmp =
+      pstrain::worker::cpu::ReexecWithOpenMpWaitPolicy(argv);
+  if (!openmp.ok()) pstrain::LogError(openmp.ToString());
   pstrain::ParseCommandLine(
       argc, argv, "worker",
       "Runs one worker task of a pstrain run: registers with the chief, "

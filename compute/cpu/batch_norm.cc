@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
+#include "compute/cpu/parallel.h"
 
 namespace pstrain {
 namespace worker {
@@ -15,6 +16,9 @@ using dnnl::memory;
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
 using Tag = dnnl::memory::format_tag;
+
+// Values (rows * channels) per chunk of the statistics' loops.
+constexpr int64_t kChunkValues = 16 * 1024;
 
 }  // namespace
 
@@ -50,6 +54,10 @@ absl::Status BatchNormOp::Init() {
     mean_.resize(s.channels);
     variance_.resize(s.channels);
     sums_.resize(2 * s.channels);
+    mean_double_.resize(s.channels);
+    // About 16 Ki values a chunk: enough work to share out, few partials.
+    rows_per_chunk_ = std::max<int64_t>(1, kChunkValues / s.channels);
+    partials_.resize(NumChunks(s.rows, rows_per_chunk_) * 2 * s.channels);
     dx_scale_.resize(s.channels);
     dx_shift_.resize(s.channels);
     dx_slope_.resize(s.channels);
@@ -176,18 +184,28 @@ absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
         "BatchNorm backward: no training Forward has run");
   }
   const int64_t rows = shape_.rows, channels = shape_.channels;
-  // Per channel: sum dy * (x - mean) and sum dy.
+  const int threads = engine_->num_threads();
+  // Per channel and chunk of rows: sum dy * (x - mean) and sum dy; then the
+  // chunks' partial sums in chunk order (the same bits on any thread count).
+  ParallelChunks(threads, rows, rows_per_chunk_,
+                 [&](int64_t k, int64_t begin, int64_t end) {
+                   double* dgamma_part = partials_.data() + k * 2 * channels;
+                   double* dbeta_part = dgamma_part + channels;
+                   std::fill(dgamma_part, dgamma_part + 2 * channels, 0.0);
+                   for (int64_t r = begin; r < end; ++r) {
+                     const float* x_row = x + r * channels;
+                     const float* dy_row = dy + r * channels;
+                     for (int64_t c = 0; c < channels; ++c) {
+                       dgamma_part[c] +=
+                           dy_row[c] *
+                           (static_cast<double>(x_row[c]) - mean_[c]);
+                       dbeta_part[c] += dy_row[c];
+                     }
+                   }
+                 });
   double* dgamma_sum = sums_.data();
   double* dbeta_sum = sums_.data() + channels;
-  std::fill(sums_.begin(), sums_.end(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* x_row = x + r * channels;
-    const float* dy_row = dy + r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      dgamma_sum[c] += dy_row[c] * (static_cast<double>(x_row[c]) - mean_[c]);
-      dbeta_sum[c] += dy_row[c];
-    }
-  }
+  SumPartials(rows);
   for (int64_t c = 0; c < channels; ++c) {
     const double inv_std =
         1.0 / std::sqrt(static_cast<double>(variance_[c]) + shape_.epsilon);
@@ -203,37 +221,67 @@ absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
     dx_slope_[c] = static_cast<float>(dgamma_sum[c] * inv_std * inv_std / rows);
   }
   if (dx == nullptr) return absl::OkStatus();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* x_row = x + r * channels;
-    const float* dy_row = dy + r * channels;
-    float* dx_row = dx + r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      dx_row[c] = dx_scale_[c] * (dy_row[c] - dx_shift_[c] -
-                                  (x_row[c] - mean_[c]) * dx_slope_[c]);
-    }
-  }
+  ParallelChunks(
+      threads, rows, rows_per_chunk_, [&](int64_t, int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const float* x_row = x + r * channels;
+          const float* dy_row = dy + r * channels;
+          float* dx_row = dx + r * channels;
+          for (int64_t c = 0; c < channels; ++c) {
+            dx_row[c] = dx_scale_[c] * (dy_row[c] - dx_shift_[c] -
+                                        (x_row[c] - mean_[c]) * dx_slope_[c]);
+          }
+        }
+      });
   return absl::OkStatus();
+}
+
+void BatchNormOp::SumPartials(int64_t rows) {
+  const int64_t width = 2 * shape_.channels;
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  for (int64_t k = 0; k < NumChunks(rows, rows_per_chunk_); ++k) {
+    const double* part = partials_.data() + k * width;
+    for (int64_t i = 0; i < width; ++i) sums_[i] += part[i];
+  }
 }
 
 void BatchNormOp::Statistics(const float* x) {
   const int64_t rows = shape_.rows, channels = shape_.channels;
+  const int threads = engine_->num_threads();
   double* sum = sums_.data();
   double* squares = sums_.data() + channels;
-  std::fill(sums_.begin(), sums_.end(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * channels;
-    for (int64_t c = 0; c < channels; ++c) sum[c] += row[c];
-  }
+  // Two passes over chunks of rows, each chunk's partial sums (in
+  // partials_, [chunk][sum | squares][channel]) added up in chunk order.
+  ParallelChunks(threads, rows, rows_per_chunk_,
+                 [&](int64_t k, int64_t begin, int64_t end) {
+                   double* part = partials_.data() + k * 2 * channels;
+                   std::fill(part, part + 2 * channels, 0.0);
+                   for (int64_t r = begin; r < end; ++r) {
+                     const float* row = x + r * channels;
+                     for (int64_t c = 0; c < channels; ++c) part[c] += row[c];
+                   }
+                 });
+  SumPartials(rows);
   for (int64_t c = 0; c < channels; ++c) sum[c] /= rows;  // Now the mean.
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const double d = row[c] - sum[c];
-      squares[c] += d * d;
-    }
-  }
+  for (int64_t c = 0; c < channels; ++c) mean_[c] = static_cast<float>(sum[c]);
+  // The next pass overwrites sums_: keep the unrounded mean.
+  std::copy(sum, sum + channels, mean_double_.begin());
+  const double* mean_d = mean_double_.data();
+  ParallelChunks(threads, rows, rows_per_chunk_,
+                 [&](int64_t k, int64_t begin, int64_t end) {
+                   double* part = partials_.data() + k * 2 * channels;
+                   std::fill(part, part + 2 * channels, 0.0);
+                   double* squares_part = part + channels;
+                   for (int64_t r = begin; r < end; ++r) {
+                     const float* row = x + r * channels;
+                     for (int64_t c = 0; c < channels; ++c) {
+                       const double d = row[c] - mean_d[c];
+                       squares_part[c] += d * d;
+                     }
+                   }
+                 });
+  SumPartials(rows);
   for (int64_t c = 0; c < channels; ++c) {
-    mean_[c] = static_cast<float>(sum[c]);
     variance_[c] = static_cast<float>(squares[c] / rows);
   }
 }

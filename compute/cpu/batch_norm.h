@@ -112,6 +112,8 @@ class BatchNormOp {
                            const float* beta) const;
   // mean_ and variance_ of x, in double.
   void Statistics(const float* x);
+  // sums_ = the sum over chunks of partials_, in chunk order.
+  void SumPartials(int64_t rows);
 
   const BatchNormShape shape_;
   Engine* const engine_;
@@ -119,6 +121,12 @@ class BatchNormOp {
 
   std::vector<float> mean_, variance_;  // The last training Forward's.
   std::vector<double> sums_;            // [2 * channels], for the loops.
+  std::vector<double> mean_double_;     // [channels]: the mean, unrounded.
+  // The loops run over chunks of rows_per_chunk_ rows (fixed by the shape,
+  // so that sums do not depend on the thread count), each chunk's sums in
+  // partials_ ([chunks][2 * channels]).
+  int64_t rows_per_chunk_ = 1;
+  std::vector<double> partials_;
   // Backward's per-channel coefficients of dx.
   std::vector<float> dx_scale_, dx_shift_, dx_slope_;
 

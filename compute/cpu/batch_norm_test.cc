@@ -340,6 +340,43 @@ TEST(BatchNormOp, CreateRefusesBadShapes) {
             "BatchNorm: epsilon must be finite and non-negative, got inf");
 }
 
+// The statistics and gradient sums run over chunks of rows on the engine's
+// threads, summed in chunk order: any thread count gives the same bits (the
+// sync-equivalence tests rely on reproducible steps).
+TEST(BatchNormOp, ThreadCountDoesNotChangeAnyBit) {
+  BatchNormShape s = Shape(true, true);
+  s.rows = 8 * 28 * 28 + 5;  // Several chunks, the last one short.
+  s.channels = 16;
+  Buffers first;
+  for (int threads : {1, 2, 3}) {
+    EngineOptions options;
+    options.num_threads = threads;
+    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    absl::StatusOr<std::unique_ptr<BatchNormOp>> op =
+        BatchNormOp::Create(s, engine->get());
+    ASSERT_TRUE(op.ok()) << op.status();
+    Buffers b = MakeBuffers(s, 3.0f);
+    ASSERT_TRUE(Train(**op, b).ok());
+    ASSERT_TRUE(Backward(**op, b, b.dx.data()).ok());
+    if (threads == 1) {
+      first = b;
+      // And they are right: within float rounding of the double reference.
+      Reference ref = RefBatchNorm(s, b.x, b.gamma, b.beta, b.dy);
+      EXPECT_LT(MaxAbsDiff(b.y, ref.y), 1e-5);
+      EXPECT_LT(MaxAbsDiff(b.dx, ref.dx), 1e-5);
+      EXPECT_LT(MaxAbsDiff(b.dgamma, ref.dgamma), 1e-3);
+      continue;
+    }
+    EXPECT_EQ(b.y, first.y) << threads << " threads";
+    EXPECT_EQ(b.mean, first.mean) << threads << " threads";
+    EXPECT_EQ(b.var, first.var) << threads << " threads";
+    EXPECT_EQ(b.dx, first.dx) << threads << " threads";
+    EXPECT_EQ(b.dgamma, first.dgamma) << threads << " threads";
+    EXPECT_EQ(b.dbeta, first.dbeta) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

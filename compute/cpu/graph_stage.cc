@@ -45,7 +45,8 @@ AttentionWeights AttentionWeightsOf(const StagePlan& p,
 absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
                                                                int64_t batch,
                                                                Engine* engine) {
-  std::unique_ptr<GraphStage> stage(new GraphStage(std::move(plan), batch));
+  std::unique_ptr<GraphStage> stage(
+      new GraphStage(std::move(plan), batch, engine->num_threads()));
   GraphStage& s = *stage;
   const StagePlan& p = s.plan_;
   const std::string& layer = p.layer;
@@ -287,7 +288,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
       std::vector<const float*> xs;
       for (size_t k = 0; k < inputs.size(); ++k) xs.push_back(input(k));
       if (p.kind == StageKind::kMerge) {
-        MergeForward(p.merge, xs, batch_ * p.out_size, y);
+        MergeForward(p.merge, xs, batch_ * p.out_size, y, num_threads_);
       } else {
         ConcatForward(xs, concat_widths_, batch_ * p.concat_rows, y);
       }
@@ -406,7 +407,7 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
         if (dx[k] == nullptr) continue;
         if (p.kind == StageKind::kMerge) {
           MergeBackward(p.merge, xs, dy, batch_ * p.out_size,
-                        static_cast<int>(k), dx[k]);
+                        static_cast<int>(k), dx[k], num_threads_);
         } else {
           ConcatBackward(dy, concat_widths_, batch_ * p.concat_rows,
                          static_cast<int>(k), dx[k]);

@@ -76,11 +76,12 @@ class GraphStage {
                         absl::Span<float* const> gradients);
 
  private:
-  GraphStage(StagePlan plan, int64_t batch)
-      : plan_(std::move(plan)), batch_(batch) {}
+  GraphStage(StagePlan plan, int64_t batch, int num_threads)
+      : plan_(std::move(plan)), batch_(batch), num_threads_(num_threads) {}
 
   const StagePlan plan_;
   const int64_t batch_;
+  const int num_threads_;  // The engine's, for our own loops.
 
   std::unique_ptr<Conv2DOp> conv_;
   std::unique_ptr<MaxPool2DOp> pool_;

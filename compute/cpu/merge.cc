@@ -3,14 +3,24 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compute/cpu/parallel.h"
+
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-void MergeForward(MergeOp op, absl::Span<const float* const> x, int64_t n,
-                  float* y) {
+namespace {
+
+void MergeForwardRange(MergeOp op, absl::Span<const float* const> x,
+                       int64_t begin, int64_t end, float* y) {
   const size_t k = x.size();
-  for (int64_t i = 0; i < n; ++i) {
+  if (op == MergeOp::kAdd && k == 2) {  // The residual Add: vectorized.
+    const float* a = x[0];
+    const float* b = x[1];
+    for (int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i) {
     float v = x[0][i];
     for (size_t j = 1; j < k; ++j) {
       const float xj = x[j][i];
@@ -37,10 +47,15 @@ void MergeForward(MergeOp op, absl::Span<const float* const> x, int64_t n,
   }
 }
 
-void MergeBackward(MergeOp op, absl::Span<const float* const> x,
-                   const float* dy, int64_t n, int which, float* dx) {
+void MergeBackwardRange(MergeOp op, absl::Span<const float* const> x,
+                        const float* dy, int64_t begin, int64_t end, int which,
+                        float* dx) {
   const int k = static_cast<int>(x.size());
-  for (int64_t i = 0; i < n; ++i) {
+  if (op == MergeOp::kAdd) {  // dx = dy.
+    std::memcpy(dx + begin, dy + begin, (end - begin) * sizeof(float));
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i) {
     float g = dy[i];
     switch (op) {
       case MergeOp::kAdd:
@@ -70,6 +85,23 @@ void MergeBackward(MergeOp op, absl::Span<const float* const> x,
     }
     dx[i] = g;
   }
+}
+
+}  // namespace
+
+void MergeForward(MergeOp op, absl::Span<const float* const> x, int64_t n,
+                  float* y, int num_threads) {
+  ParallelFor(num_threads, n, [&](int64_t begin, int64_t end) {
+    MergeForwardRange(op, x, begin, end, y);
+  });
+}
+
+void MergeBackward(MergeOp op, absl::Span<const float* const> x,
+                   const float* dy, int64_t n, int which, float* dx,
+                   int num_threads) {
+  ParallelFor(num_threads, n, [&](int64_t begin, int64_t end) {
+    MergeBackwardRange(op, x, dy, begin, end, which, dx);
+  });
 }
 
 void ConcatForward(absl::Span<const float* const> x,

@@ -22,13 +22,16 @@ namespace pstrain {
 namespace worker {
 namespace cpu {
 
-// y = op(x[0], x[1], ...) elementwise over n elements each.
+// y = op(x[0], x[1], ...) elementwise over n elements each, on up to
+// num_threads OpenMP threads (compute/cpu/parallel.h; elementwise, so the
+// result does not depend on the count).
 void MergeForward(MergeOp op, absl::Span<const float* const> x, int64_t n,
-                  float* y);
+                  float* y, int num_threads = 1);
 
-// dx = d(sum(dy * y)) / d(x[which]).
+// dx = d(sum(dy * y)) / d(x[which]), on up to num_threads threads.
 void MergeBackward(MergeOp op, absl::Span<const float* const> x,
-                   const float* dy, int64_t n, int which, float* dx);
+                   const float* dy, int64_t n, int which, float* dx,
+                   int num_threads = 1);
 
 // y = rows of x[0]'s widths[0] elements, then x[1]'s widths[1], ...
 void ConcatForward(absl::Span<const float* const> x,
