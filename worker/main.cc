@@ -94,6 +94,10 @@ ABSL_FLAG(std::string, allreduce_dtype, "",
 ABSL_FLAG(int, allreduce_timeout_seconds, 30,
           "Collective runs: how long an all-reduce waits for a silent "
           "neighbour before the step fails");
+ABSL_FLAG(bool, allreduce_overlap, true,
+          "Collective runs: all-reduce each bucket of gradients as soon as "
+          "the backward pass has computed it (false: all of them after the "
+          "backward, to measure what the overlap saves)");
 ABSL_FLAG(std::string, export_replica_dir, "",
           "Collective runs: at the end, write this worker's copy of the "
           "variables to <dir>/worker-<index>.safetensors (to compare the "
@@ -441,11 +445,14 @@ int Main() {
       }
       return worker::RestoreReplica(dir, replica.get());
     };
-    // The all-reduce overlaps the backward (collective/local_replica.h).
-    options.gradient_ready = [&replica](int64_t step, const std::string& name,
-                                        absl::Span<float> gradient) {
-      replica->GradientReady(step, name, gradient);
-    };
+    // The all-reduce overlaps the backward (collective/local_replica.h);
+    // without it, PushDense hands every bucket over after the backward.
+    if (absl::GetFlag(FLAGS_allreduce_overlap)) {
+      options.gradient_ready = [&replica](int64_t step, const std::string& name,
+                                          absl::Span<float> gradient) {
+        replica->GradientReady(step, name, gradient);
+      };
+    }
   } else {
     options.embedding_ps = ps->get();
   }
