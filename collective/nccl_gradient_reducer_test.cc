@@ -9,9 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -31,9 +32,10 @@ namespace pstrain {
 namespace collective {
 namespace {
 
-// GPUs of this machine, counted in a child process: the test forks ranks
-// later, and a process that has touched CUDA must not fork CUDA users.
-int CountGpusInChild(std::string* why) {
+// GPUs of this machine, counted in a child process the first time (before
+// this process touches CUDA: a forked child of a CUDA process cannot use
+// CUDA), then remembered.
+int ProbeGpusInChild(std::string* why) {
   int fds[2];
   if (pipe(fds) != 0) return 0;
   const pid_t pid = fork();
@@ -60,6 +62,13 @@ int CountGpusInChild(std::string* why) {
     return 0;
   }
   return static_cast<int>(count);
+}
+
+int CountGpusInChild(std::string* why) {
+  static std::string* const probe_why = new std::string;
+  static const int count = ProbeGpusInChild(probe_why);
+  *why = *probe_why;
+  return count;
 }
 
 #define SKIP_WITH_FEWER_GPUS(n)                                               \
@@ -301,6 +310,18 @@ void RunRank(int rank, int id_fd, int out) {
   _exit(0);
 }
 
+// One rank of TwoProcessesSumAsTheCpuRing, exec'd by it with
+// PSTRAIN_NCCL_TEST_RANK=<rank>,<id fd>,<result fd>.
+TEST(NcclGradientReducer, DISABLED_RankProcess) {
+  const char* env = std::getenv("PSTRAIN_NCCL_TEST_RANK");
+  int rank = -1, id_fd = -1, out_fd = -1;
+  if (env == nullptr ||
+      std::sscanf(env, "%d,%d,%d", &rank, &id_fd, &out_fd) != 3) {
+    GTEST_SKIP() << "run by TwoProcessesSumAsTheCpuRing only";
+  }
+  RunRank(rank, id_fd, out_fd);
+}
+
 TEST(NcclGradientReducer, TwoProcessesSumAsTheCpuRing) {
   SKIP_WITH_FEWER_GPUS(2);
   int id_pipe[2], out[2][2];
@@ -314,7 +335,15 @@ TEST(NcclGradientReducer, TwoProcessesSumAsTheCpuRing) {
       close(out[rank][0]);
       // Only the end this rank uses: a rank 1 whose rank 0 died reads EOF.
       close(rank == 0 ? id_pipe[0] : id_pipe[1]);
-      RunRank(rank, rank == 0 ? id_pipe[1] : id_pipe[0], out[rank][1]);
+      // This process has used CUDA (the one-GPU tests): the rank runs in
+      // a fresh image of the test, DISABLED_RankProcess below.
+      const std::string env = absl::StrCat(
+          rank, ",", rank == 0 ? id_pipe[1] : id_pipe[0], ",", out[rank][1]);
+      setenv("PSTRAIN_NCCL_TEST_RANK", env.c_str(), 1);
+      execl("/proc/self/exe", "nccl_gradient_reducer_cuda_test",
+            "--gtest_filter=NcclGradientReducer.DISABLED_RankProcess",
+            "--gtest_also_run_disabled_tests", static_cast<char*>(nullptr));
+      _exit(7);
     }
     close(out[rank][1]);
     pids.push_back(pid);
