@@ -129,6 +129,17 @@ absl::StatusOr<HeartbeatResponse> ChiefClient::Heartbeat(int64_t step) {
   return connection_->Heartbeat(request, kCallTimeout);
 }
 
+absl::StatusOr<HeartbeatResponse> ChiefClient::PublishNcclId(
+    int64_t generation, const std::string& id) {
+  HeartbeatRequest request;
+  FillHeader(request.mutable_header());
+  request.set_incarnation(incarnation_);
+  request.set_step(-1);
+  request.set_nccl_unique_id(id);
+  request.set_nccl_generation(generation);
+  return connection_->Heartbeat(request, kCallTimeout);
+}
+
 absl::StatusOr<TrainingState> ChiefClient::GetTrainingState() {
   GetTrainingStateRequest request;
   FillHeader(request.mutable_header());

@@ -40,6 +40,11 @@ class ChiefClient {
   absl::StatusOr<RegisterResponse> Register(absl::Duration patience);
 
   absl::StatusOr<HeartbeatResponse> Heartbeat(int64_t step);
+  // Worker 0 of a GPU collective run: a heartbeat (of no step) that
+  // publishes the ncclUniqueId `id` of `generation`'s communicator
+  // (HeartbeatRequest.nccl_unique_id).
+  absl::StatusOr<HeartbeatResponse> PublishNcclId(int64_t generation,
+                                                  const std::string& id);
   absl::StatusOr<TrainingState> GetTrainingState();
   absl::StatusOr<ReportMetricsResponse> ReportMetrics(
       const ReportMetricsRequest& metrics);

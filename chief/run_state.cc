@@ -156,6 +156,23 @@ absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
     int64_t& steps = worker_steps_[request.header().sender().index()];
     steps = std::max(steps, request.step());
   }
+  if (!request.nccl_unique_id().empty()) {
+    const TaskRef& sender = request.header().sender();
+    if (sender.job() != JOB_WORKER || sender.index() != 0) {
+      return absl::InvalidArgumentError(
+          "heartbeat: nccl_unique_id comes from worker 0 only");
+    }
+    if (request.nccl_unique_id().size() > kMaxNcclUniqueIdBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "heartbeat: nccl_unique_id has ", request.nccl_unique_id().size(),
+          " bytes, more than ", kMaxNcclUniqueIdBytes));
+    }
+    // One for a generation ahead or behind the chief's is stale or early.
+    if (request.nccl_generation() == generation_) {
+      nccl_unique_id_ = request.nccl_unique_id();
+      nccl_generation_ = generation_;
+    }
+  }
   HeartbeatResponse response;
   response.set_phase(phase_);
   response.set_step(LowestWorkerStepLocked());
@@ -163,6 +180,9 @@ absl::StatusOr<HeartbeatResponse> RunState::Heartbeat(
   response.set_generation(generation_);
   response.set_resume_step(start_step_);
   *response.mutable_membership() = membership_;
+  if (nccl_generation_ == generation_) {
+    response.set_nccl_unique_id(nccl_unique_id_);
+  }
   return response;
 }
 

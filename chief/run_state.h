@@ -53,8 +53,15 @@ class RunState {
   // incarnation; logged) or after the chief restarted. FAILED_PRECONDITION
   // for another run's id, INVALID_ARGUMENT for a task not in TF_CONFIG.
   // The other requests are NOT_FOUND from a task that is not registered.
+  // NCCL's NCCL_UNIQUE_ID_BYTES is 128.
+  static constexpr size_t kMaxNcclUniqueIdBytes = 128;
+
   absl::StatusOr<RegisterResponse> Register(const RegisterRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Keeps the ncclUniqueId worker 0 sends for the current generation and
+  // hands it to every worker (HeartbeatResponse.nccl_unique_id);
+  // INVALID_ARGUMENT for one from another task or over
+  // kMaxNcclUniqueIdBytes.
   absl::StatusOr<HeartbeatResponse> Heartbeat(const HeartbeatRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<TrainingState> GetTrainingState(
@@ -213,6 +220,10 @@ class RunState {
   std::map<int64_t, EvaluationReport> evaluations_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> untaken_evaluations_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The ncclUniqueId worker 0 published (HeartbeatRequest.nccl_unique_id)
+  // and its generation (-1: none).
+  std::string nccl_unique_id_ ABSL_GUARDED_BY(mu_);
+  int64_t nccl_generation_ ABSL_GUARDED_BY(mu_) = -1;
   // Completed steps by worker index, and the finished ones.
   std::map<int, int64_t> worker_steps_ ABSL_GUARDED_BY(mu_);
   std::map<int, bool> finished_ ABSL_GUARDED_BY(mu_);

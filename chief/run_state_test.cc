@@ -52,6 +52,37 @@ TEST(RunState, HeartbeatCarriesTheAnnouncedPauseStep) {
   EXPECT_EQ(state.WaitForStep(10, absl::Now()), 10);
 }
 
+TEST(RunState, HandsOutWorkerZerosNcclIdForItsGenerationOnly) {
+  RunState state = TwoWorkerRun(100);
+  JoinAll(state);
+  EXPECT_TRUE(state.Heartbeat(Beat(1, 0))->nccl_unique_id().empty());
+  HeartbeatRequest publish = Beat(0, 0);
+  publish.set_nccl_unique_id("id-of-gen-0");
+  publish.set_nccl_generation(0);
+  EXPECT_EQ(state.Heartbeat(publish)->nccl_unique_id(), "id-of-gen-0");
+  EXPECT_EQ(state.Heartbeat(Beat(1, 0))->nccl_unique_id(), "id-of-gen-0");
+  // Only worker 0 publishes, and ids are small.
+  HeartbeatRequest other = Beat(1, 0);
+  other.set_nccl_unique_id("x");
+  EXPECT_EQ(state.Heartbeat(other).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  publish.set_nccl_unique_id(
+      std::string(RunState::kMaxNcclUniqueIdBytes + 1, 'x'));
+  EXPECT_EQ(state.Heartbeat(publish).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A restore makes a new generation, whose communicator needs a new id:
+  // the old one is no longer handed out, nor a late one for the old.
+  state.Recovered(0, 1);
+  EXPECT_TRUE(state.Heartbeat(Beat(1, 0))->nccl_unique_id().empty());
+  publish.set_nccl_unique_id("late-for-gen-0");
+  EXPECT_TRUE(state.Heartbeat(publish)->nccl_unique_id().empty());
+  publish.set_nccl_unique_id("id-of-gen-1");
+  publish.set_nccl_generation(1);
+  publish.mutable_header()->set_generation(1);
+  EXPECT_EQ(state.Heartbeat(publish)->nccl_unique_id(), "id-of-gen-1");
+  EXPECT_EQ(state.Heartbeat(Beat(1, 0))->nccl_unique_id(), "id-of-gen-1");
+}
+
 HeartbeatRequest PsBeat() {
   HeartbeatRequest request;
   request.mutable_header()->set_run_id("run-1");

@@ -52,7 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "collective/ring_allreduce.h"
+#include "collective/all_reducer.h"
 #include "common/tensor.h"
 #include "proto/training.pb.h"
 #include "ps/dense_variable.h"
@@ -66,9 +66,9 @@ struct LocalReplicaOptions {
   // The run's variables (dense, float32).
   std::vector<VariableDef> variables;
   OptimizerConfig optimizer;
-  // The all-reduce among the run's workers, which must outlive the replica;
-  // null for a run of one worker.
-  collective::RingAllReduce* ring = nullptr;
+  // The all-reduce among the run's workers (the gRPC ring, or NCCL on GPU
+  // workers), which must outlive the replica; null for a run of one worker.
+  collective::AllReducer* ring = nullptr;
   // Workers in the ring, >= 1. Every worker's batch of a step is the same
   // size (the data plan drops the remainder of an epoch), so the global
   // batch is num_workers times this worker's.
@@ -154,7 +154,7 @@ class LocalReplica : public ps::VariableStore {
   // The reducer thread's body.
   void ReduceLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  collective::RingAllReduce* ring_ = nullptr;
+  collective::AllReducer* ring_ = nullptr;
   // The options' variables' sizes in their order, each one's index there
   // and bucket, and each bucket's variables.
   std::vector<int64_t> bytes_of_;

@@ -63,6 +63,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "collective/all_reducer.h"
 #include "collective/ring_plan.h"
 #include "collective/ring_transport.h"
 #include "proto/collective.pb.h"
@@ -88,7 +89,7 @@ struct RingAllReduceOptions {
   absl::Duration timeout = absl::Seconds(30);
 };
 
-class RingAllReduce {
+class RingAllReduce : public AllReducer {
  public:
   // INVALID_ARGUMENT naming the option when one is out of range. `transport`
   // must outlive the ring.
@@ -109,7 +110,7 @@ class RingAllReduce {
   // The same for several tensors at once, all-reduced as one flat buffer
   // (their concatenation): one ring pass however many tensors a step has.
   absl::Status AllReduce(uint64_t id,
-                         absl::Span<const absl::Span<float>> tensors)
+                         absl::Span<const absl::Span<float>> tensors) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // From the next all-reduce on, the chunks carry `dtype` instead of
@@ -146,7 +147,7 @@ class RingAllReduce {
 
   // Gives up the running all-reduce (CANCELLED) and refuses every later
   // call: the participant is going away.
-  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+  void Shutdown() override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // What the left neighbour sent for one all-reduce.

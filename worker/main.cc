@@ -25,11 +25,14 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_client.h"
 #include "collective/local_replica.h"
+#include "collective/nccl_rendezvous.h"
 #include "collective/replica_checkpoint.h"
 #include "collective/ring_participant.h"
 #include "common/command_line.h"
@@ -96,6 +99,14 @@ ABSL_FLAG(std::string, allreduce_dtype, "",
 ABSL_FLAG(int, allreduce_timeout_seconds, 30,
           "Collective runs: how long an all-reduce waits for a silent "
           "neighbour before the step fails");
+ABSL_FLAG(std::string, allreduce_backend, "auto",
+          "Collective runs: ring (the gRPC ring, from host memory), nccl "
+          "(NCCL among the workers' GPUs; every worker must compute on a "
+          "GPU) or auto: nccl when this worker computes on a GPU");
+ABSL_FLAG(bool, allreduce_overlap, true,
+          "Collective runs: all-reduce each bucket of gradients as soon as "
+          "the backward pass has computed it (false: all of them after the "
+          "backward, to measure what the overlap saves)");
 ABSL_FLAG(std::string, export_replica_dir, "",
           "Collective runs: at the end, write this worker's copy of the "
           "variables to <dir>/worker-<index>.safetensors (to compare the "
@@ -353,11 +364,69 @@ int Main() {
   }
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ps;
   std::unique_ptr<worker::LocalReplica> replica;
+  // GPU workers all-reduce with NCCL, a communicator per generation.
+  std::unique_ptr<collective::NcclRendezvous> nccl;
+  const std::string backend_choice = absl::GetFlag(FLAGS_allreduce_backend);
+  if (backend_choice != "auto" && backend_choice != "ring" &&
+      backend_choice != "nccl") {
+    return Fail(absl::StrCat("--allreduce_backend: \"", backend_choice,
+                             "\" must be auto, ring or nccl"));
+  }
+  if (collective &&
+      (backend_choice == "nccl" ||
+       (backend_choice == "auto" && absl::StartsWith(device, "GPU")))) {
+    collective::NcclRendezvousOptions nccl_options;
+    nccl_options.rank = index;
+    nccl_options.num_ranks = config.update().num_workers();
+    // gpu:N computes on GPU N; gpu and auto on every GPU, the first of
+    // which all-reduces.
+    const std::string device_flag = absl::GetFlag(FLAGS_device);
+    if (absl::StartsWith(device_flag, "gpu:") &&
+        !absl::SimpleAtoi(device_flag.substr(4), &nccl_options.gpu)) {
+      return Fail(absl::StrCat("--device: \"", device_flag, "\""));
+    }
+    nccl_options.dtype = config.allreduce_dtype() == "bf16"
+                             ? RING_DTYPE_BFLOAT16
+                             : RING_DTYPE_FLOAT32;
+    nccl_options.timeout =
+        absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
+    nccl_options.publish = [&chief](int64_t generation,
+                                    const std::string& id) -> absl::Status {
+      PSTRAIN_ASSIGN_OR_RETURN(HeartbeatResponse beat,
+                               chief.PublishNcclId(generation, id));
+      if (beat.nccl_unique_id() != id) {
+        return absl::AbortedError(absl::StrCat(
+            "the chief, in generation ", beat.generation(),
+            ", did not take the NCCL id of generation ", generation));
+      }
+      return absl::OkStatus();
+    };
+    nccl_options.fetch =
+        [&chief](int64_t generation) -> absl::StatusOr<std::string> {
+      PSTRAIN_ASSIGN_OR_RETURN(HeartbeatResponse beat, chief.Heartbeat(-1));
+      if (beat.generation() != generation) {
+        return absl::AbortedError(
+            absl::StrCat("the chief went on to generation ", beat.generation(),
+                         " while this worker joined ", generation));
+      }
+      return beat.nccl_unique_id();
+    };
+    absl::StatusOr<std::unique_ptr<collective::NcclRendezvous>> made =
+        collective::NcclRendezvous::Create(nccl_options);
+    if (!made.ok()) return Fail(made.status().message());
+    nccl = *std::move(made);
+    LogInfo(absl::StrCat("worker ", index, ": all-reduces with NCCL on GPU ",
+                         nccl_options.gpu));
+  } else if (collective && backend_choice == "nccl") {
+    return Fail("--allreduce_backend=nccl: this worker computes on " + device);
+  }
   if (collective) {
     worker::LocalReplicaOptions replica_options;
     replica_options.variables = spec->variables;
     replica_options.optimizer = config.optimizer();
-    replica_options.ring = (*ring)->ring();
+    replica_options.ring =
+        nccl != nullptr ? static_cast<collective::AllReducer*>(nccl.get())
+                        : (*ring)->ring();
     replica_options.num_workers = config.update().num_workers();
     absl::StatusOr<std::unique_ptr<worker::LocalReplica>> made =
         worker::LocalReplica::Create(replica_options);
@@ -434,8 +503,10 @@ int Main() {
             .status();
       };
     }
-    options.restore = [&replica, &model_dir, index](int64_t step,
-                                                    int64_t generation) {
+    options.restore = [&replica, &model_dir, index, &nccl](
+                          int64_t step, int64_t generation) -> absl::Status {
+      // A new generation all-reduces in a new NCCL communicator.
+      if (nccl != nullptr) PSTRAIN_RETURN_IF_ERROR(nccl->Join(generation));
       LogInfo(absl::StrCat("worker ", index, ": restoring ",
                            step > 0 ? chief::CheckpointDir(model_dir, step)
                                     : std::string("the initial values"),
@@ -451,13 +522,23 @@ int Main() {
       }
       return worker::RestoreReplica(dir, replica.get());
     };
-    // The all-reduce overlaps the backward (collective/local_replica.h).
-    options.gradient_ready = [&replica](int64_t step, const std::string& name,
-                                        absl::Span<float> gradient) {
-      replica->GradientReady(step, name, gradient);
-    };
+    // The all-reduce overlaps the backward (collective/local_replica.h);
+    // without it, PushDense hands every bucket over after the backward.
+    if (absl::GetFlag(FLAGS_allreduce_overlap)) {
+      options.gradient_ready = [&replica](int64_t step, const std::string& name,
+                                          absl::Span<float> gradient) {
+        replica->GradientReady(step, name, gradient);
+      };
+    }
   } else {
     options.embedding_ps = ps->get();
+  }
+  if (nccl != nullptr && !state->restore_pending()) {
+    // A restarted worker joins at the chief's restore instead.
+    if (absl::Status joined = nccl->Join(state->generation()); !joined.ok()) {
+      LogError(absl::StrCat("worker ", index, ": NCCL: ", joined.message()));
+      return 1;
+    }
   }
   worker::Trainer trainer(
       options, &config, &*spec, &*train, backend->get(),

@@ -553,14 +553,16 @@ function checkJobs(objects, tls, variant = tls ? "tls" : "base") {
 }
 
 // The TFJob: the operator's contract (container "tensorflow", port
-// "tfjob-port") and the same ConfigMap, claim and flags as the Jobs.
-function checkTfJob(job, base) {
-  const where = "tfjob.yaml";
+// "tfjob-port") and the same ConfigMap, claim and flags as the Jobs. The
+// collective one (tfjob-collective.yaml) has no PS replicas, so its
+// TF_CONFIG has no "ps" job, and its workers share the chief's model_dir.
+function checkTfJob(job, base, where = "tfjob.yaml", collective = false) {
   const specs = job.spec.tfReplicaSpecs;
   const cluster = base.get("ConfigMap/pstrain-cluster").data;
-  equal(Object.keys(specs).sort(), ["Chief", "PS", "Worker"], `${where}: replica types`);
+  const types = collective ? ["Chief", "Worker"] : ["Chief", "PS", "Worker"];
+  equal(Object.keys(specs).sort(), types, `${where}: replica types`);
   equal([specs.Chief?.replicas, specs.PS?.replicas, specs.Worker?.replicas],
-        [1, Number(cluster.PSTRAIN_NUM_PS), Number(cluster.PSTRAIN_NUM_WORKERS)],
+        [1, collective ? undefined : Number(cluster.PSTRAIN_NUM_PS), Number(cluster.PSTRAIN_NUM_WORKERS)],
         `${where}: replicas (the shape of base/config.yaml)`);
   const objects = new Map(base);
   const operatorTf = {};
@@ -580,7 +582,17 @@ function checkTfJob(job, base) {
     operatorTf[role] = [...Array(spec.replicas).keys()].map((i) =>
       `${job.metadata.name}-${role}-${i}.${namespace}.svc:2222`);
   }
-  equal(claimOf(specs.PS), claimOf(specs.Chief), `${where}: the ps mount the chief's model_dir claim`);
+  if (collective) {
+    equal(claimOf(specs.Worker), claimOf(specs.Chief), `${where}: the workers mount the chief's model_dir claim`);
+    const modelDir = (spec) => containerFlags(spec.template.spec.containers[0],
+      volumeFiles(spec.template.spec, spec.template.spec.containers[0], objects, where), where)
+      .find((f) => f.name === "model_dir")?.value;
+    equal(modelDir(specs.Worker), modelDir(specs.Chief),
+          `${where}: the workers' --model_dir is the chief's (worker 0 writes the checkpoints there)`);
+    check(!("ps" in operatorTf), `${where}: TF_CONFIG has a ps job`);
+  } else {
+    equal(claimOf(specs.PS), claimOf(specs.Chief), `${where}: the ps mount the chief's model_dir claim`);
+  }
   // pstrain-launch takes the operator's TF_CONFIG as it is, in every replica.
   for (const role of roles) {
     for (let i = 0; i < (operatorTf[role] ?? []).length; i++) {
@@ -662,13 +674,17 @@ async function main() {
   const collective = kustomize(path.join(scratch, "collective"));
   crossCheckWithKubectl(path.join(scratch, "collective"), collective);
   const tfjob = readYaml(path.join(k8s, "tfjob.yaml"));
+  const tfjobCollective = readYaml(path.join(k8s, "tfjob-collective.yaml"));
 
   for (const [variant, objects] of [["base", base], ["tls", tls], ["collective", collective]]) {
     for (const o of objects) await validateCore(o, `${variant}: ${key(o)}`);
   }
-  for (const o of tfjob) {
-    if (check(o.apiVersion === "kubeflow.org/v1" && o.kind === "TFJob", "tfjob.yaml: not a kubeflow.org/v1 TFJob")) {
-      await validateTfJob(o, "tfjob.yaml");
+  for (const [file, objects] of [["tfjob.yaml", tfjob], ["tfjob-collective.yaml", tfjobCollective]]) {
+    check(objects.length === 1, `${file}: ${objects.length} objects, not one TFJob`);
+    for (const o of objects) {
+      if (check(o.apiVersion === "kubeflow.org/v1" && o.kind === "TFJob", `${file}: not a kubeflow.org/v1 TFJob`)) {
+        await validateTfJob(o, file);
+      }
     }
   }
 
@@ -679,12 +695,15 @@ async function main() {
   const jobAddresses = checkJobs(tlsMap, true);
   checkJobs(byKey(collective), false, "collective");
   const tfAddresses = tfjob.length ? checkTfJob(tfjob[0], baseMap) : {};
+  if (tfjobCollective.length) {
+    checkTfJob(tfjobCollective[0], baseMap, "tfjob-collective.yaml", true);
+  }
   checkCertificates(tlsMap, Object.fromEntries(roles.map((role) =>
     [role, [...(jobAddresses[role] ?? []), ...(tfAddresses[role] ?? [])]])));
   fs.rmSync(scratch, { recursive: true });
 
   for (const f of failures) console.log(`FAIL ${f}`);
-  const objects = base.length + tls.length + collective.length + tfjob.length;
+  const objects = base.length + tls.length + collective.length + tfjob.length + tfjobCollective.length;
   console.log(`k8s manifests: ${objects} objects, ${passed} checks passed, ${failures.length} failed`);
   process.exit(failures.length ? 1 : 0);
 }
