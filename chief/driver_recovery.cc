@@ -253,11 +253,11 @@ absl::Status Driver::TakeBack(int worker) {
   // Every present worker holds at `at`, so the membership changes between
   // two steps.
   const int64_t announced = state_->pause_at_step();
-  int64_t at = state_->PauseAtNextStep();
-  if (announced > 0 && announced < at) {
-    at = announced;
-    state_->SetPauseAtStep(at);
-  }
+  // At the end (every present worker done): it has nothing left to train,
+  // and joins the run's end.
+  int64_t at = std::min(state_->PauseAtNextStep(), state_->total_steps());
+  if (announced > 0 && announced < at) at = announced;
+  state_->SetPauseAtStep(at);
   const absl::Time give_up = absl::Now() + options_.wait_for_tasks;
   while (state_->WaitForStep(at, absl::Now() + absl::Seconds(1)) < at) {
     if (absl::Now() > give_up) {

@@ -564,10 +564,6 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  // First: may re-execute this binary (compute/cpu/openmp_wait_policy.h).
-  const absl::Status openmp =
-      pstrain::worker::cpu::ReexecWithOpenMpWaitPolicy(argv);
-  if (!openmp.ok()) pstrain::LogError(openmp.ToString());
   pstrain::ParseCommandLine(
       argc, argv, "worker",
       "Runs one worker task of a pstrain run: registers with the chief, "
@@ -576,5 +572,13 @@ int main(int argc, char** argv) {
       "\"worker\", \"index\": 0}}' worker --device=auto\n\n"
       "Exits 0 once the chief says the run is finished, 1 if it failed, 2 on "
       "a bad flag or TF_CONFIG.");
+  // Several compute threads: this binary may execute itself again so that
+  // they wait without spinning (compute/cpu/openmp_wait_policy.h). One
+  // thread waits for no other, and a start costs a second or more.
+  if (absl::GetFlag(FLAGS_threads) != 1) {
+    const absl::Status openmp =
+        pstrain::worker::cpu::ReexecWithOpenMpWaitPolicy(argv);
+    if (!openmp.ok()) pstrain::LogError(openmp.ToString());
+  }
   return pstrain::Main();
 }
