@@ -114,11 +114,14 @@ void ExpectEveryCheckpointVerifies(const std::string& model_dir) {
 // A run of a chief, 2 ps tasks and 2 workers as processes.
 class ClusterRun {
  public:
+  // `worker_flags` come after kWorkerFlags.
   explicit ClusterRun(const std::string& name,
-                      std::vector<std::string> chief_flags = {})
+                      std::vector<std::string> chief_flags = {},
+                      std::vector<std::string> worker_flags = {})
       : name_(name),
         model_dir_(TempPath(name)),
         chief_flags_(std::move(chief_flags)),
+        worker_flags_(std::move(worker_flags)),
         cluster_(2, 2) {
     for (int i = 0; i < 2; ++i) ps_.push_back(Start("ps", i));
     for (int i = 0; i < 2; ++i) workers_.push_back(Start("worker", i));
@@ -236,7 +239,10 @@ class ClusterRun {
       flags = ChiefFlags(model_dir_);
       flags.insert(flags.end(), chief_flags_.begin(), chief_flags_.end());
     }
-    if (type == "worker") flags = kWorkerFlags;
+    if (type == "worker") {
+      flags = kWorkerFlags;
+      flags.insert(flags.end(), worker_flags_.begin(), worker_flags_.end());
+    }
     if (type == "ps") {
       ledger_[index] =
           TempPath(absl::StrCat(name_, suffix, "-ps", index, ".batches"));
@@ -250,6 +256,7 @@ class ClusterRun {
   const std::string name_;
   const std::string model_dir_;
   const std::vector<std::string> chief_flags_;
+  const std::vector<std::string> worker_flags_;
   const LocalCluster cluster_;
   std::vector<std::unique_ptr<Subprocess>> ps_, workers_;
   std::unique_ptr<Subprocess> chief_;
@@ -312,9 +319,12 @@ TEST_F(FailureTest, KilledWorkerRejoinsAndTheRunCompletes) {
 }
 
 TEST_F(FailureTest, WithContinueTheOthersTrainADeadWorkersShareUntilItIsBack) {
-  ClusterRun run("worker-continue", {"--on_worker_failure=continue"});
-  // Early enough that the others train its share for a while, and it comes
+  // Pushes slowed down so that the run outlasts a restarted worker's start
+  // (several seconds for a debug build on a loaded machine): it must come
   // back well before the end.
+  ClusterRun run("worker-continue", {"--on_worker_failure=continue"},
+                 {"--push_delay_ms=30"});
+  // Early enough that the others train its share for a while.
   run.WaitForStep(RandomStep(/*first=*/20) / 2);
   const int64_t at = run.Kill("worker", 1);
   const double seconds = SecondsUntil([&] {
