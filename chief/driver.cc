@@ -268,6 +268,16 @@ absl::Status Driver::Train() {
       if (!IsPeerFailure(saved)) {
         PSTRAIN_RETURN_IF_ERROR(saved);
         if (epoch_to_print > 0) PrintProgress(total, epoch_to_print);
+        // Epoch ends the workers passed since the loop last looked (a fast
+        // ps run can end two at once), each with its line.
+        while (!options_.collective && per_epoch > 0 &&
+               next_epoch_end <= total) {
+          PrintProgress(next_epoch_end,
+                        (next_epoch_end + per_epoch - 1) / per_epoch);
+          next_epoch_end = next_epoch_end == total
+                               ? total + 1
+                               : std::min(total, next_epoch_end + per_epoch);
+        }
         break;
       }
       SuspectEveryPs(
