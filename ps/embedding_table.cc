@@ -231,7 +231,7 @@ void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
   version_ = version;
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
-  sums_.clear();
+  ClearSumsLocked();
   step_.Reset();
 }
 
@@ -408,22 +408,44 @@ absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
         " did not complete before the deadline (waiting for version ",
         min_version, ")"));
   }
+  // With admission, a pull does not create the row: zeros until admitted.
+  const bool create = !read_only && min_count_ <= 1;
+  // A growing table is far larger than the caches, so each id's lookup and
+  // then its row would wait for memory in turn: the index entries and the
+  // rows a few ids ahead are prefetched. Rows are found first and copied
+  // after, unless creating a row may evict others (which moves rows).
+  const bool may_move = create && max_rows_ > 0 &&
+                        rows_ + static_cast<int64_t>(ids.size()) > max_rows_;
+  std::vector<int64_t> indices(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    float* row = out + i * width_;
-    // With admission, a pull does not create the row: zeros until admitted.
-    const bool create = !read_only && min_count_ <= 1;
-    const int64_t index = create ? RowIndex(ids[i]) : FindRow(ids[i]);
-    if (index >= 0) {
-      std::memcpy(row, Row(0, index), width_ * sizeof(float));
-    } else if (min_count_ > 1) {
-      std::fill(row, row + width_, 0.0f);
-    } else {
-      FillRows(def_, ids[i], 1, row);  // As RowIndex would create it.
+    if (growing_ && i + kPrefetchAhead < ids.size()) {
+      index_.prefetch(ids[i + kPrefetchAhead]);
     }
+    indices[i] = create ? RowIndex(ids[i]) : FindRow(ids[i]);
+    if (may_move) CopyRowLocked(ids[i], indices[i], out + i * width_);
+  }
+  for (size_t i = 0; i < ids.size() && !may_move; ++i) {
+    if (i + kPrefetchAhead < ids.size() && indices[i + kPrefetchAhead] >= 0) {
+      const float* ahead = Row(0, indices[i + kPrefetchAhead]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + width_ - 1);
+    }
+    CopyRowLocked(ids[i], indices[i], out + i * width_);
   }
   const int64_t version = version_;
   mu_.Unlock();
   return version;
+}
+
+void EmbeddingTable::CopyRowLocked(int64_t id, int64_t index,
+                                   float* out) const {
+  if (index >= 0) {
+    std::memcpy(out, Row(0, index), width_ * sizeof(float));
+  } else if (min_count_ > 1) {
+    std::fill(out, out + width_, 0.0f);
+  } else {
+    FillRows(def_, id, 1, out);  // As RowIndex would create it.
+  }
 }
 
 void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
@@ -432,6 +454,9 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
   scaled.resize(width_);
   std::vector<float*> slots(num_arrays_ - 1);
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (growing_ && i + kPrefetchAhead < ids.size()) {
+      index_.prefetch(ids[i + kPrefetchAhead]);
+    }
     const int64_t id = ids[i];
     // Updates counted for a row admitted by this update (0: none).
     int64_t admitted = 0;
@@ -486,8 +511,16 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
       return false;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
-    std::vector<float>& sum = sums_[ids[i]];
-    if (sum.empty()) sum.assign(width_, 0.0f);
+    if (i + kPrefetchAhead < ids.size()) {
+      sum_positions_.prefetch(ids[i + kPrefetchAhead]);
+    }
+    const auto [it, added] =
+        sum_positions_.try_emplace(ids[i], sum_ids_.size());
+    if (added) {
+      sum_ids_.push_back(ids[i]);
+      sum_values_.resize(sum_values_.size() + width_, 0.0f);
+    }
+    float* sum = sum_values_.data() + it->second * width_;
     for (int64_t j = 0; j < width_; ++j) sum[j] += g[i * width_ + j];
   }
   if (step_.complete()) CompleteStepLocked();
@@ -511,11 +544,19 @@ void EmbeddingTable::CompleteStepLocked() {
   std::vector<float> rows;
   const bool skip_update = step_.skip_update();
   if (!skip_update) {
-    // Sorted, so the update does not depend on hash-map order.
-    for (const auto& [id, sum] : sums_) touched.push_back(id);
-    std::sort(touched.begin(), touched.end());
-    for (int64_t id : touched) {
-      rows.insert(rows.end(), sums_[id].begin(), sums_[id].end());
+    // By id, so the update does not depend on the order of the pushes.
+    std::vector<std::pair<int64_t, int64_t>> by_id;  // (id, position)
+    by_id.reserve(sum_ids_.size());
+    for (size_t p = 0; p < sum_ids_.size(); ++p)
+      by_id.emplace_back(sum_ids_[p], p);
+    std::sort(by_id.begin(), by_id.end());
+    touched.reserve(by_id.size());
+    rows.resize(by_id.size() * width_);
+    for (size_t k = 0; k < by_id.size(); ++k) {
+      touched.push_back(by_id[k].first);
+      std::memcpy(rows.data() + k * width_,
+                  sum_values_.data() + by_id[k].second * width_,
+                  width_ * sizeof(float));
     }
   }
   {
@@ -527,8 +568,18 @@ void EmbeddingTable::CompleteStepLocked() {
                       1.0f / static_cast<float>(step_.batch_sum()));
     }
   }
-  sums_.clear();
+  ClearSumsLocked();
   step_.Next();
+}
+
+void EmbeddingTable::ClearSumsLocked() {
+  // The next step touches about as many rows: one allocation instead of a
+  // map growing by doubling (clear() frees a large map's array).
+  const size_t touched = sum_ids_.size();
+  sum_positions_.clear();
+  sum_positions_.reserve(touched);
+  sum_ids_.clear();
+  sum_values_.clear();
 }
 
 }  // namespace ps

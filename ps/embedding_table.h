@@ -171,10 +171,18 @@ class EmbeddingTable {
 
  private:
   static constexpr int64_t kRowsPerBlock = 1024;
+  // How many ids ahead a pass over ids prefetches their memory.
+  static constexpr size_t kPrefetchAhead = 8;
 
   // Sync: applies the step's sums to the touched rows and starts the next.
   void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Empties the step's sums.
+  void ClearSumsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
+  // Copies row `index` (-1: none yet) of `id` into `out`: its values, zeros
+  // while admission holds it back, or its initial values.
+  void CopyRowLocked(int64_t id, int64_t index, float* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   EmbeddingTable(const VariableDef& def, bool growing, int bucket,
                  int num_buckets, int64_t row_begin, int64_t row_end,
@@ -245,7 +253,12 @@ class EmbeddingTable {
   std::string interruption_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  absl::flat_hash_map<int64_t, std::vector<float>> sums_ ABSL_GUARDED_BY(sum_mu_);
+  // The sync step's sums of row gradients, in one array that keeps its
+  // capacity from step to step: sum_ids_[p]'s sum is sum_values_[p * width,
+  // (p + 1) * width), and sum_positions_[id] == p.
+  absl::flat_hash_map<int64_t, int64_t> sum_positions_ ABSL_GUARDED_BY(sum_mu_);
+  std::vector<int64_t> sum_ids_ ABSL_GUARDED_BY(sum_mu_);
+  std::vector<float> sum_values_ ABSL_GUARDED_BY(sum_mu_);
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
 };
 

@@ -378,6 +378,8 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
   }
   PSTRAIN_RETURN_IF_ERROR(table->CheckIds(request.ids()));
   absl::flat_hash_map<int64_t, int> seen;
+  seen.reserve(request.ids_size());
+  response->mutable_ids()->Reserve(request.ids_size());
   for (int64_t id : request.ids()) {
     if (seen.emplace(id, response->ids_size()).second) response->add_ids(id);
   }
