@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "chief/chief_client.h"
+#include "common/retry.h"
 #include "compute/backend.h"
 #include "data/batch_source.h"
 #include "data/dataset.h"
@@ -75,6 +76,10 @@ struct TrainerOptions {
   absl::Duration liveness_interval = absl::Seconds(1);
   // How often a held worker asks the chief whether it may go on.
   absl::Duration pause_poll = absl::Milliseconds(20);
+  // The pauses between a worker's questions to the chief after a peer
+  // failed: Backoff(resync_backoff, try), at least pause_poll. Tests
+  // shorten them.
+  RetryOptions resync_backoff;
   // Sleep this long before each push: a straggler on purpose, to see backup
   // workers at work (tests, demonstrations).
   absl::Duration push_delay = absl::ZeroDuration();

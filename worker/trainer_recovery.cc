@@ -118,7 +118,7 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                  absl::FormatDuration(options_.chief_patience),
                     beat.status());
     }
-    absl::Duration wait = Backoff(RetryOptions(), std::min(tries, 5));
+    absl::Duration wait = Backoff(options_.resync_backoff, std::min(tries, 5));
     // A worker that is done hears the run's end about as soon as the chief's
     // liveness checks would.
     if (done) wait = std::min(wait, options_.liveness_interval);

@@ -170,6 +170,8 @@ class TrainerTest : public ::testing::Test {
     options_.report_every_steps = 3;
     options_.liveness_interval = absl::Milliseconds(5);
     options_.pause_poll = absl::Milliseconds(1);
+    options_.resync_backoff.initial_backoff = absl::Milliseconds(1);
+    options_.resync_backoff.max_backoff = absl::Milliseconds(5);
     options_.chief_patience = absl::Seconds(20);
   }
 
