@@ -1,5 +1,6 @@
 #include "tests/in_process_cluster.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -83,9 +84,17 @@ absl::Status InProcessCluster::ServePs(int task, int port) {
 void InProcessCluster::StopServing(int task) {
   Ps& ps = ps_[task];
   if (ps.service == nullptr) return;
-  ps.shard->InterruptPulls("the ps task stops serving");
+  // As the ps binary stops: no new call, then the pulls waiting for a step
+  // end. A pull let in just before the refusal may start waiting after the
+  // interruption (it would wait for the step's timeout): interrupted again
+  // until nothing is in flight.
   ps.service->RefuseNewCalls();
-  ps.service->WaitUntilIdle(absl::Now() + absl::Seconds(5));
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  do {
+    ps.shard->InterruptPulls("the ps task stops serving");
+  } while (!ps.service->WaitUntilIdle(
+               std::min(give_up, absl::Now() + absl::Milliseconds(20))) &&
+           absl::Now() < give_up);
   ps.service->Stop();
   ps.service.reset();
 }
