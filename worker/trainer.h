@@ -183,6 +183,12 @@ class Trainer {
   // to end (over), or for a restore to an earlier step (a new generation).
   absl::StatusOr<Position> Resync(const Position& at,
                                   const data::RunLength& length, bool done);
+  // Collective runs: loads the variables of `at` (options_.restore). A
+  // peer failure (the generation's all-reduce could not be joined: a peer
+  // is gone or late) does not end the worker: it sets *wait, and the worker
+  // asks the chief again and waits for its next generation, as after a
+  // failed all-reduce. Other errors are returned.
+  absl::Status Restore(const Position& at, bool* wait);
   // The run's last step is trained: writes the final checkpoint (collective
   // runs) and tells the chief; returns the run's phase, as the chief says.
   absl::StatusOr<RunPhase> Finish(const data::RunLength& length);
