@@ -420,6 +420,19 @@ int Main() {
   } else if (collective && backend_choice == "nccl") {
     return Fail("--allreduce_backend=nccl: this worker computes on " + device);
   }
+  if (collective) {
+    // The chief refuses a worker whose choice differs from the others'.
+    chief.SetAllReduce(nccl != nullptr ? "nccl" : "ring",
+                       config.allreduce_dtype().empty()
+                           ? "float32"
+                           : config.allreduce_dtype());
+    if (absl::StatusOr<RegisterResponse> again = chief.Register(patience);
+        !again.ok()) {
+      LogError(absl::StrCat("worker ", index, ": the chief refused it: ",
+                            again.status().message()));
+      return 1;
+    }
+  }
   // Collective runs: what the replica sums with, joined at each generation.
   collective::AllReducer* reducer = nullptr;
   if (collective) {
