@@ -222,6 +222,8 @@ void InProcessCluster::RunWorkerProcess(Worker* worker) {
   options.report_every_steps = 2;
   options.start_step = state->start_step();
   options.generation = state->generation();
+  // A bound on a test gone wrong; no test waits it out.
+  options.chief_patience = absl::Seconds(30);
   options.liveness_interval = absl::Milliseconds(20);
   options.pause_poll = absl::Milliseconds(2);
   options.resync_backoff.initial_backoff = absl::Milliseconds(2);
@@ -343,10 +345,6 @@ absl::Status InProcessCluster::RestartWorker(int worker) {
 
 absl::Status InProcessCluster::worker_status(int worker) const {
   return workers_[worker]->status;
-}
-
-chief::LocalChiefConnection& InProcessCluster::worker_connection(int worker) {
-  return *workers_[worker]->connection;
 }
 
 void InProcessCluster::WaitForStep(int64_t step) {

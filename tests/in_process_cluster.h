@@ -72,8 +72,6 @@ class InProcessCluster {
   chief::RunState& state() { return *state_.load(); }
   int64_t total_steps() const { return total_steps_; }
   absl::Status worker_status(int worker) const;
-  // The chief's side of worker `worker`'s connection (to fail its calls).
-  chief::LocalChiefConnection& worker_connection(int worker);
 
   // Waits until every worker has completed `step` steps (60 s at most).
   void WaitForStep(int64_t step);
