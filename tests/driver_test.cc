@@ -13,9 +13,12 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "chief/checkpoint_test_util.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
@@ -39,8 +42,19 @@ std::map<int64_t, int> Once(int64_t from, int64_t to, int workers) {
 
 using Variables = std::map<std::string, std::vector<float>>;
 
-// The variables of an undisturbed run with `options`.
+// The variables of an undisturbed run with `options`. Run once per test
+// process for each setting that could matter (model_dir does not): each run
+// of the cluster costs about a second on a loaded machine.
 Variables Undisturbed(InProcessClusterOptions options) {
+  static absl::Mutex mu;
+  // Guarded by mu (held throughout).
+  static auto* const runs =
+      new std::map<std::pair<bool, absl::Duration>, Variables>();
+  const std::pair<bool, absl::Duration> key(
+      options.continue_without_dead_workers, options.failure_timeout);
+  absl::MutexLock lock(&mu);
+  auto it = runs->find(key);
+  if (it != runs->end()) return it->second;
   options.model_dir += "-undisturbed";
   options.model_dir = chief::testing::FreshDir(options.model_dir.substr(
       options.model_dir.rfind('/') + 1));
@@ -49,7 +63,8 @@ Variables Undisturbed(InProcessClusterOptions options) {
   EXPECT_TRUE(cluster.Run().ok());
   absl::StatusOr<Variables> variables = cluster.Variables();
   EXPECT_TRUE(variables.ok()) << variables.status();
-  return variables.ok() ? *variables : Variables();
+  if (!variables.ok()) return Variables();
+  return (*runs)[key] = *variables;
 }
 
 TEST(Driver, AnUndisturbedRunAppliesEveryBatchOnce) {
