@@ -96,6 +96,12 @@ void ChiefClient::set_generation(int64_t generation) {
   generation_ = generation;
 }
 
+void ChiefClient::SetAllReduce(std::string backend, std::string dtype) {
+  absl::MutexLock lock(&mu_);
+  allreduce_backend_ = std::move(backend);
+  allreduce_dtype_ = std::move(dtype);
+}
+
 absl::StatusOr<RegisterResponse> ChiefClient::Register(
     absl::Duration patience) {
   const absl::Time deadline = absl::Now() + patience;
@@ -104,6 +110,11 @@ absl::StatusOr<RegisterResponse> ChiefClient::Register(
     FillHeader(request.mutable_header());
     request.set_incarnation(incarnation_);
     request.set_cluster(cluster_);
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_allreduce_backend(allreduce_backend_);
+      request.set_allreduce_dtype(allreduce_dtype_);
+    }
     absl::StatusOr<RegisterResponse> response = connection_->Register(
         request, std::max(absl::Seconds(1),
                           std::min(kCallTimeout, deadline - absl::Now())));

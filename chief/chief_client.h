@@ -63,6 +63,13 @@ class ChiefClient {
   // (RequestHeader.generation).
   void set_generation(int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Collective runs: the all-reduce backend ("ring", "nccl") and dtype
+  // ("float32", "bf16") this worker chose, sent in every Register from now
+  // on (RegisterRequest.allreduce_backend), so that the chief, or one
+  // started again, refuses a worker that differs from the others.
+  void SetAllReduce(std::string backend, std::string dtype)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   void FillHeader(RequestHeader* header) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -74,6 +81,8 @@ class ChiefClient {
   absl::Mutex mu_;
   std::string run_id_ ABSL_GUARDED_BY(mu_);
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string allreduce_backend_ ABSL_GUARDED_BY(mu_);
+  std::string allreduce_dtype_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace chief

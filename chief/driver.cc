@@ -160,8 +160,15 @@ absl::Status Driver::WaitForTasks() {
   std::optional<absl::Time> enough_since;
   for (;;) {
     PSTRAIN_RETURN_IF_ERROR(CheckNotStopped());
+    absl::Time look =
+        absl::Now() + std::min(absl::Seconds(1), 2 * options_.poll);
+    // Under continue_without_dead_workers, the moment a missing worker is
+    // presumed dead.
+    if (enough_since.has_value()) {
+      look = std::min(look, *enough_since + options_.failure_timeout);
+    }
     const std::vector<std::string> missing =
-        state_->WaitForTasks(std::min(give_up, absl::Now() + absl::Seconds(1)));
+        state_->WaitForTasks(std::min(give_up, look));
     if (missing.empty()) return absl::OkStatus();
     std::vector<int> gone;
     for (int w = 0; w < num_workers; ++w) {
@@ -261,7 +268,7 @@ absl::Status Driver::Train() {
     if (step >= total && state_->AllWorkersFinished()) {
       // The final checkpoint, once no ps task is in doubt.
       if (!suspect_ps_.empty()) {
-        absl::SleepFor(absl::Milliseconds(200));
+        absl::SleepFor(std::min(absl::Milliseconds(200), options_.poll));
         continue;
       }
       absl::Status saved = SaveCheckpoint(total);
@@ -289,7 +296,7 @@ absl::Status Driver::Train() {
     int64_t target = std::min(next_print, next_epoch_end);
     if (pause > 0) target = std::min(target, pause);
     // Short, so that failures are handled soon after they are seen.
-    absl::Time deadline = absl::Now() + absl::Milliseconds(500);
+    absl::Time deadline = absl::Now() + options_.poll;
     if (pause == 0 && options_.checkpoint_every > absl::ZeroDuration()) {
       deadline = std::min(deadline, last_checkpoint + options_.checkpoint_every);
     }

@@ -88,6 +88,11 @@ struct DriverOptions {
   absl::Duration checkpoint_every = absl::ZeroDuration();
   // A task silent for this long is presumed dead.
   absl::Duration failure_timeout = absl::Seconds(10);
+  // How long the training loop waits for the workers' steps before it
+  // looks again for failed tasks, a stop and a time-based checkpoint (so
+  // how soon after it is seen a failure is handled); the waits for tasks to
+  // register or come back look at least every 2 x poll. Tests shorten it.
+  absl::Duration poll = absl::Milliseconds(500);
   // Sync: go on without a dead worker, the others training its share
   // (chief/membership.h), rather than wait for it to come back.
   bool continue_without_dead_workers = false;

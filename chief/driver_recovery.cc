@@ -74,7 +74,7 @@ absl::Status Driver::RecoverCollective(const std::string& why) {
                        num_workers, " workers did not come back within ",
                        absl::FormatDuration(options_.wait_for_tasks)));
     }
-    absl::SleepFor(absl::Milliseconds(100));
+    absl::SleepFor(std::min(absl::Milliseconds(100), options_.poll));
   }
   int64_t step = 0;
   std::string from = "the run's seed";

@@ -76,6 +76,25 @@ absl::StatusOr<RegisterResponse> RunState::Register(
   }
   absl::MutexLock lock(&mu_);
   const std::string name = TaskName(task);
+  if (task.job() == JOB_WORKER && !request.allreduce_backend().empty()) {
+    if (allreduce_first_.empty()) {
+      allreduce_first_ = name;
+      allreduce_backend_ = request.allreduce_backend();
+      allreduce_dtype_ = request.allreduce_dtype();
+    } else if (request.allreduce_backend() != allreduce_backend_ ||
+               request.allreduce_dtype() != allreduce_dtype_) {
+      const std::string refusal = absl::StrCat(
+          name,
+          " all-reduces with --allreduce_backend=", request.allreduce_backend(),
+          " in ", request.allreduce_dtype(), ", but ", allreduce_first_,
+          ", registered first, with ", allreduce_backend_, " in ",
+          allreduce_dtype_,
+          ": every worker of a collective run must use the same backend and "
+          "dtype");
+      LogError(absl::StrCat("chief: refused ", name, ": ", refusal));
+      return absl::InvalidArgumentError(refusal);
+    }
+  }
   auto [it, first] = registered_.try_emplace(name);
   if (!first && it->second.incarnation != request.incarnation()) {
     LogInfo(absl::StrCat("chief: ", name, " restarted (it registered again "

@@ -51,7 +51,10 @@ class RunState {
 
   // A ps, worker or evaluator joins, or joins again after it restarted (a new
   // incarnation; logged) or after the chief restarted. FAILED_PRECONDITION
-  // for another run's id, INVALID_ARGUMENT for a task not in TF_CONFIG.
+  // for another run's id, INVALID_ARGUMENT for a task not in TF_CONFIG, and
+  // for a worker whose all-reduce backend or dtype (RegisterRequest.
+  // allreduce_backend) differs from the first worker's that gave one,
+  // naming both.
   // The other requests are NOT_FOUND from a task that is not registered.
   // NCCL's NCCL_UNIQUE_ID_BYTES is 128.
   static constexpr size_t kMaxNcclUniqueIdBytes = 128;
@@ -209,6 +212,11 @@ class RunState {
   RunPhase phase_ ABSL_GUARDED_BY(mu_) = PHASE_WAITING_FOR_TASKS;
   // Registered tasks by name.
   std::map<std::string, Task> registered_ ABSL_GUARDED_BY(mu_);
+  // The first worker that registered an all-reduce backend ("worker:0"),
+  // and its backend and dtype; every later one must match them.
+  std::string allreduce_first_ ABSL_GUARDED_BY(mu_);
+  std::string allreduce_backend_ ABSL_GUARDED_BY(mu_);
+  std::string allreduce_dtype_ ABSL_GUARDED_BY(mu_);
   std::vector<int> restarted_ps_ ABSL_GUARDED_BY(mu_);
   std::vector<int> restarted_workers_ ABSL_GUARDED_BY(mu_);
   // Collective runs: the workers that restarted since the last recovery

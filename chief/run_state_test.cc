@@ -1,5 +1,6 @@
 #include "chief/run_state.h"
 
+#include "absl/strings/match.h"
 #include "common/tf_config.h"
 #include "gtest/gtest.h"
 
@@ -243,6 +244,48 @@ TEST(RunState, ARestartedCollectiveWorkerWaitsForTheNextRecovery) {
   EXPECT_FALSE(asked->restore_pending());
   EXPECT_EQ(asked->start_step(), 40);
   EXPECT_EQ(asked->generation(), 1);
+}
+
+// A worker's Register carrying its all-reduce choice.
+absl::StatusOr<RegisterResponse> JoinWith(RunState& state, int worker,
+                                          const std::string& backend,
+                                          const std::string& dtype) {
+  RegisterRequest request;
+  *request.mutable_header()->mutable_sender() = MakeTask(JOB_WORKER, worker);
+  request.set_incarnation(1);
+  request.set_allreduce_backend(backend);
+  request.set_allreduce_dtype(dtype);
+  return state.Register(request);
+}
+
+TEST(RunState, RefusesAWorkerWhoseAllReduceDiffersFromTheFirstOnes) {
+  RunState state = TwoWorkerRun(100, /*collective=*/true);
+  // A worker that has not chosen yet (its first Register) is not checked.
+  ASSERT_TRUE(JoinWith(state, 1, "", "").ok());
+  ASSERT_TRUE(JoinWith(state, 0, "ring", "float32").ok());
+  absl::StatusOr<RegisterResponse> refused =
+      JoinWith(state, 1, "nccl", "float32");
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "worker:1 all-reduces with "
+                                "--allreduce_backend=nccl in float32, but "
+                                "worker:0, registered first, with ring in "
+                                "float32"))
+      << refused.status();
+  refused = JoinWith(state, 1, "ring", "bf16");
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "bf16"));
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "ring in float32"));
+  // The same choice is taken, and so is the first worker registering again.
+  EXPECT_TRUE(JoinWith(state, 1, "ring", "float32").ok());
+  EXPECT_TRUE(JoinWith(state, 0, "ring", "float32").ok());
+  // The first one to give a choice sets it, whichever worker it is.
+  RunState other = TwoWorkerRun(100, /*collective=*/true);
+  ASSERT_TRUE(JoinWith(other, 1, "nccl", "bf16").ok());
+  refused = JoinWith(other, 0, "ring", "bf16");
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "but worker:1, registered first, with nccl"))
+      << refused.status();
 }
 
 ReportMetricsRequest Report(int worker, int64_t step, int64_t num_steps,

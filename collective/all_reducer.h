@@ -4,9 +4,14 @@
 // Either way every participant ends with the same sum, and a participant
 // that vanishes makes the others fail within the all-reduce's timeout
 // (DEADLINE_EXCEEDED or UNAVAILABLE), which the worker answers by asking the
-// chief to restore the run.
+// chief to restore the run. Each recovery generation (the run's start,
+// every restore) is joined first: NCCL makes a new communicator
+// (collective/nccl_rendezvous.h), the ring has nothing to do. A join that
+// fails the same way is answered alike: the worker waits for the chief's
+// next generation.
 //
-//   AllReducer* reducer = participant->ring();  // or NcclGradientReducer
+//   AllReducer* reducer = participant->ring();  // or an NcclRendezvous
+//   PSTRAIN_RETURN_IF_ERROR(reducer->Join(generation));
 //   PSTRAIN_RETURN_IF_ERROR(reducer->AllReduce(id, {grad1, grad2}));
 #ifndef PSTRAIN_COLLECTIVE_ALL_REDUCER_H_
 #define PSTRAIN_COLLECTIVE_ALL_REDUCER_H_
@@ -22,6 +27,16 @@ namespace collective {
 class AllReducer {
  public:
   virtual ~AllReducer() = default;
+
+  // Makes ready the all-reduces of recovery generation `generation`, which
+  // every participant joins alike. OK at once where nothing is per
+  // generation (the ring, whose connections outlive a peer).
+  // DEADLINE_EXCEEDED or UNAVAILABLE when the peers do not come: a peer
+  // failure (common/retry.h), after which the next generation is joined.
+  virtual absl::Status Join(int64_t generation) {
+    (void)generation;
+    return absl::OkStatus();
+  }
 
   // Replaces each of `tensors` with the sum over the participants of theirs
   // (all-reduced as their concatenation) for all-reduce `id`, which every

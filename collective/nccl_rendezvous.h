@@ -68,9 +68,10 @@ class NcclRendezvous : public AllReducer {
 
   // Leaves the communicator of the last generation (if any) and joins that
   // of `generation`; nothing when it is the one joined already (a worker
-  // that joined at its start and then restores the run's checkpoint). DEADLINE_EXCEEDED when the id or a peer does not come
-  // within the timeout; the failure of publish or fetch as it is.
-  absl::Status Join(int64_t generation) ABSL_LOCKS_EXCLUDED(mu_);
+  // that joined at its start and then restores the run's checkpoint).
+  // DEADLINE_EXCEEDED when the id or a peer does not come within the
+  // timeout; the failure of publish or fetch as it is.
+  absl::Status Join(int64_t generation) override ABSL_LOCKS_EXCLUDED(mu_);
 
   // The current communicator's all-reduce (collective/all_reducer.h);
   // FAILED_PRECONDITION before a Join succeeded.

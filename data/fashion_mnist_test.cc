@@ -1,29 +1,20 @@
 // Reads the real Fashion-MNIST files where they are installed; skips, saying
 // why, where they are not.
-#include <unistd.h>
-
 #include <string>
 #include <vector>
 
-#include "data/idx_reader.h"
+#include "data/fashion_mnist_test_util.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
 namespace data {
 namespace {
 
-constexpr char kDir[] = "/usr/share/datasets/fashion-mnist/";
-
 // Reads `prefix`-{images-idx3,labels-idx1}-ubyte.gz and checks N images of
 // 28 x 28 with `per_class` of each of the 10 classes.
 void ExpectBalancedSet(const std::string& prefix, int64_t per_class) {
-  const std::string images = kDir + prefix + "-images-idx3-ubyte.gz";
-  const std::string labels = kDir + prefix + "-labels-idx1-ubyte.gz";
-  if (access(images.c_str(), R_OK) != 0 || access(labels.c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "Fashion-MNIST is not installed: no readable " << images
-                 << " and " << labels;
-  }
-  absl::StatusOr<Dataset> d = ReadIdx(images, labels);
+  absl::StatusOr<Dataset> d = testing::ReadFashionMnist(prefix);
+  if (absl::IsNotFound(d.status())) GTEST_SKIP() << d.status();
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->features.shape(),
             (std::vector<int64_t>{10 * per_class, 28, 28}));

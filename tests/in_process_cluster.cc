@@ -1,5 +1,6 @@
 #include "tests/in_process_cluster.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,8 @@ struct InProcessCluster::Worker {
   std::unique_ptr<chief::ChiefClient> chief;
   std::unique_ptr<ps::PsClusterClient> ps;
   ConstantBackend backend;
+  // KillWorker was called, RestartWorker not since.
+  std::atomic<bool> killed{false};
   absl::Status status;
   std::thread thread;
 };
@@ -81,9 +84,17 @@ absl::Status InProcessCluster::ServePs(int task, int port) {
 void InProcessCluster::StopServing(int task) {
   Ps& ps = ps_[task];
   if (ps.service == nullptr) return;
-  ps.shard->InterruptPulls("the ps task stops serving");
+  // As the ps binary stops: no new call, then the pulls waiting for a step
+  // end. A pull let in just before the refusal may start waiting after the
+  // interruption (it would wait for the step's timeout): interrupted again
+  // until nothing is in flight.
   ps.service->RefuseNewCalls();
-  ps.service->WaitUntilIdle(absl::Now() + absl::Seconds(5));
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  do {
+    ps.shard->InterruptPulls("the ps task stops serving");
+  } while (!ps.service->WaitUntilIdle(
+               std::min(give_up, absl::Now() + absl::Milliseconds(20))) &&
+           absl::Now() < give_up);
   ps.service->Stop();
   ps.service.reset();
 }
@@ -167,6 +178,12 @@ InProcessCluster::ConnectPs(const TaskRef& sender) {
     ps::PsClientOptions options;
     options.run_id = kRunId;
     options.sender = sender;
+    // A ps back after a fault is reached again within milliseconds.
+    options.retry.initial_backoff = absl::Milliseconds(2);
+    options.retry.max_backoff = absl::Milliseconds(50);
+    options.retry.on_retry = [this, job = sender.job(), task] {
+      CountRetry(job, task);
+    };
     clients.push_back(std::make_unique<ps::PsClient>(
         CreatePstrainChannel(Address(task)), options));
   }
@@ -205,9 +222,12 @@ void InProcessCluster::RunWorkerProcess(Worker* worker) {
   options.report_every_steps = 2;
   options.start_step = state->start_step();
   options.generation = state->generation();
-  options.chief_patience = options_.worker_chief_patience;
+  // A bound on a test gone wrong; no test waits it out.
+  options.chief_patience = absl::Seconds(30);
   options.liveness_interval = absl::Milliseconds(20);
   options.pause_poll = absl::Milliseconds(2);
+  options.resync_backoff.initial_backoff = absl::Milliseconds(2);
+  options.resync_backoff.max_backoff = absl::Milliseconds(20);
   options.placement = placement_;
   worker::Trainer trainer(options, &config_, &spec_, &data_, &worker->backend,
                           worker->ps.get(), worker->chief.get());
@@ -228,7 +248,7 @@ absl::Status InProcessCluster::Run() {
   // The ps tasks' heartbeats, as the ps binary sends them.
   absl::Notification done;
   std::thread heartbeats([this, &done] {
-    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+    while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
       chief::RunState* const state = state_;
       if (state == nullptr) continue;  // the chief is down
       for (int task = 0; task < options_.num_ps; ++task) {
@@ -247,6 +267,7 @@ absl::Status InProcessCluster::Run() {
   driver_options.linger = absl::Seconds(2);
   driver_options.checkpoint_every_steps = options_.checkpoint_every_steps;
   driver_options.failure_timeout = options_.failure_timeout;
+  driver_options.poll = absl::Milliseconds(20);
   driver_options.continue_without_dead_workers =
       options_.continue_without_dead_workers;
   absl::Status status;
@@ -275,7 +296,7 @@ absl::Status InProcessCluster::Run() {
   return status;
 }
 
-absl::Status InProcessCluster::RestartChief(absl::Duration down) {
+absl::Status InProcessCluster::RestartChief() {
   {
     absl::MutexLock lock(&chief_mu_);
     if (chief_stop_ == nullptr) {
@@ -286,8 +307,19 @@ absl::Status InProcessCluster::RestartChief(absl::Duration down) {
     chief_mu_.Await(absl::Condition(this, &InProcessCluster::ChiefStopped));
   }
   state_ = nullptr;
-  for (auto& worker : workers_) worker->connection->Switch(nullptr);
-  absl::SleepFor(down);
+  std::vector<int> calls;
+  for (auto& worker : workers_) {
+    worker->connection->Switch(nullptr);
+    calls.push_back(worker->connection->calls());
+  }
+  // Down until each worker alive has been refused (its liveness heartbeats
+  // come every 20 ms).
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    while (!workers_[w]->killed &&
+           workers_[w]->connection->calls() == calls[w]) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
   PSTRAIN_RETURN_IF_ERROR(StartChief());
   for (auto& worker : workers_) worker->connection->Switch(state_);
   absl::MutexLock lock(&chief_mu_);
@@ -296,8 +328,9 @@ absl::Status InProcessCluster::RestartChief(absl::Duration down) {
 }
 
 void InProcessCluster::KillWorker(int worker) {
+  workers_[worker]->killed = true;
   workers_[worker]->connection->FailNext(
-      1 << 30, absl::AbortedError("the worker process was killed"));
+      1 << 30, absl::InternalError("the worker process was killed"));
 }
 
 absl::Status InProcessCluster::RestartWorker(int worker) {
@@ -305,16 +338,13 @@ absl::Status InProcessCluster::RestartWorker(int worker) {
   w->thread.join();
   PSTRAIN_RETURN_IF_ERROR(ConnectWorker(w));
   w->status = absl::OkStatus();
+  w->killed = false;
   StartWorker(w);
   return absl::OkStatus();
 }
 
 absl::Status InProcessCluster::worker_status(int worker) const {
   return workers_[worker]->status;
-}
-
-chief::LocalChiefConnection& InProcessCluster::worker_connection(int worker) {
-  return *workers_[worker]->connection;
 }
 
 void InProcessCluster::WaitForStep(int64_t step) {
@@ -328,11 +358,36 @@ absl::Status InProcessCluster::RestartPs(int task) {
   return RegisterPs(task, /*new_process=*/true);
 }
 
-absl::Status InProcessCluster::CutOffPs(int task, absl::Duration pause) {
+absl::Status InProcessCluster::CutOffPs(int task, JobType noticed_by) {
   const int port = ps_[task].port;
+  const int64_t before = Retries(noticed_by, task);
   StopServing(task);
-  absl::SleepFor(pause);
-  return ServePs(task, port);
+  bool noticed = false;
+  {
+    absl::MutexLock lock(&retry_mu_);
+    auto retried = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(retry_mu_) {
+      return retries_[{noticed_by, task}] > before;
+    };
+    noticed = retry_mu_.AwaitWithTimeout(absl::Condition(&retried),
+                                         absl::Seconds(30));
+  }
+  PSTRAIN_RETURN_IF_ERROR(ServePs(task, port));
+  if (!noticed) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("no call to ps ", task, " was tried again within 30 s"));
+  }
+  return absl::OkStatus();
+}
+
+void InProcessCluster::CountRetry(JobType job, int task) {
+  absl::MutexLock lock(&retry_mu_);
+  ++retries_[{job, task}];
+}
+
+int64_t InProcessCluster::Retries(JobType job, int task) {
+  absl::MutexLock lock(&retry_mu_);
+  auto it = retries_.find({job, task});
+  return it == retries_.end() ? 0 : it->second;
 }
 
 absl::Status InProcessCluster::ReregisterPs(int task) {

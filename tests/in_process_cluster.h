@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -52,8 +53,6 @@ struct InProcessClusterOptions {
   int64_t checkpoint_every_steps = 4;
   absl::Duration failure_timeout = absl::Seconds(30);
   bool continue_without_dead_workers = false;
-  // How long a worker waits for a chief it cannot reach.
-  absl::Duration worker_chief_patience = absl::Seconds(30);
   // A fresh directory for the run's checkpoints.
   std::string model_dir;
 };
@@ -73,21 +72,21 @@ class InProcessCluster {
   chief::RunState& state() { return *state_.load(); }
   int64_t total_steps() const { return total_steps_; }
   absl::Status worker_status(int worker) const;
-  // The chief's side of worker `worker`'s connection (to fail its calls).
-  chief::LocalChiefConnection& worker_connection(int worker);
 
   // Waits until every worker has completed `step` steps (60 s at most).
   void WaitForStep(int64_t step);
   // The chief process is killed: its Driver stops where it is, telling no
-  // task anything, and every call to it is UNAVAILABLE for `down`. Then a
-  // new chief starts on the run's checkpoints (a fresh RunState, Checkpointer
-  // and Driver, as the chief binary started again), the ps tasks register
-  // with it, as their heartbeats have them do when a new chief answers, and
-  // the workers' calls reach it. Returns once the new chief runs.
-  absl::Status RestartChief(absl::Duration down);
+  // task anything, and every call to it is UNAVAILABLE until each worker
+  // not killed has had one refused. Then a new chief starts on the run's
+  // checkpoints (a fresh RunState, Checkpointer and Driver, as the chief
+  // binary started again), the ps tasks register with it, as their
+  // heartbeats have them do when a new chief answers, and the workers'
+  // calls reach it. Returns once the new chief runs.
+  absl::Status RestartChief();
   // Worker `worker` dies: every later call it makes to the chief fails
-  // (ABORTED), so its Trainer ends at its next report, whatever it pushed
-  // before staying pushed.
+  // (INTERNAL, which is no peer failure that the Trainer would wait out),
+  // so its Trainer ends at its next call, whatever it pushed before
+  // staying pushed.
   void KillWorker(int worker);
   // Worker `worker` is started again as a new process: it registers with
   // the chief (waiting for one that is down) and trains from where the chief
@@ -96,9 +95,11 @@ class InProcessCluster {
   // Ps task `task` restarts: its service stops, a new one with an empty
   // shard serves at the same port, and it registers again as a new process.
   absl::Status RestartPs(int task);
-  // Ps task `task` cannot be reached for `pause` (a network fault): its
-  // service stops, and a new one serves the same shard at the same port.
-  absl::Status CutOffPs(int task, absl::Duration pause);
+  // Ps task `task` cannot be reached (a network fault): its service stops
+  // until a client of `noticed_by` (JOB_CHIEF: the chief's, JOB_WORKER: a
+  // worker's) has tried a call to it again, then a new one serves the same
+  // shard at the same port. Fails if none did within 30 s.
+  absl::Status CutOffPs(int task, JobType noticed_by);
   // Ps task `task` registers again with a new incarnation though it keeps
   // its shard (a forged Register, or one after a partition).
   absl::Status ReregisterPs(int task);
@@ -135,6 +136,9 @@ class InProcessCluster {
   std::string Address(int task) const;
   absl::StatusOr<std::unique_ptr<ps::PsClusterClient>> ConnectPs(
       const TaskRef& sender);
+  // Counts a call to ps task `task` that a client of `job` tried again.
+  void CountRetry(JobType job, int task) ABSL_LOCKS_EXCLUDED(retry_mu_);
+  int64_t Retries(JobType job, int task) ABSL_LOCKS_EXCLUDED(retry_mu_);
   // A worker's thread: RunWorkerProcess, and a line if it failed.
   void RunWorker(Worker* worker);
   // What the worker binary does: registers, trains, waits for the end.
@@ -159,6 +163,10 @@ class InProcessCluster {
   ChiefPhase chief_phase_ ABSL_GUARDED_BY(chief_mu_) = ChiefPhase::kRunning;
   // The running Driver's stop (null when none runs).
   absl::Notification* chief_stop_ ABSL_GUARDED_BY(chief_mu_) = nullptr;
+  // Calls to each ps task tried again, by the job of the client.
+  absl::Mutex retry_mu_;
+  std::map<std::pair<JobType, int>, int64_t> retries_
+      ABSL_GUARDED_BY(retry_mu_);
   std::unique_ptr<ps::PsClusterClient> chief_ps_;
   std::unique_ptr<chief::Checkpointer> checkpointer_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -421,12 +421,27 @@ int Main() {
     return Fail("--allreduce_backend=nccl: this worker computes on " + device);
   }
   if (collective) {
+    // The chief refuses a worker whose choice differs from the others'.
+    chief.SetAllReduce(nccl != nullptr ? "nccl" : "ring",
+                       config.allreduce_dtype().empty()
+                           ? "float32"
+                           : config.allreduce_dtype());
+    if (absl::StatusOr<RegisterResponse> again = chief.Register(patience);
+        !again.ok()) {
+      LogError(absl::StrCat("worker ", index, ": the chief refused it: ",
+                            again.status().message()));
+      return 1;
+    }
+  }
+  // Collective runs: what the replica sums with, joined at each generation.
+  collective::AllReducer* reducer = nullptr;
+  if (collective) {
     worker::LocalReplicaOptions replica_options;
     replica_options.variables = spec->variables;
     replica_options.optimizer = config.optimizer();
-    replica_options.ring =
-        nccl != nullptr ? static_cast<collective::AllReducer*>(nccl.get())
-                        : (*ring)->ring();
+    reducer = nccl != nullptr ? static_cast<collective::AllReducer*>(nccl.get())
+                              : (*ring)->ring();
+    replica_options.ring = reducer;
     replica_options.num_workers = config.update().num_workers();
     absl::StatusOr<std::unique_ptr<worker::LocalReplica>> made =
         worker::LocalReplica::Create(replica_options);
@@ -503,10 +518,12 @@ int Main() {
             .status();
       };
     }
-    options.restore = [&replica, &model_dir, index, &nccl](
+    options.restore = [&replica, &model_dir, index, reducer](
                           int64_t step, int64_t generation) -> absl::Status {
-      // A new generation all-reduces in a new NCCL communicator.
-      if (nccl != nullptr) PSTRAIN_RETURN_IF_ERROR(nccl->Join(generation));
+      // A new generation all-reduces in a new NCCL communicator. A join
+      // that fails for want of a peer is a peer failure: the Trainer waits
+      // for the chief's next generation.
+      PSTRAIN_RETURN_IF_ERROR(reducer->Join(generation));
       LogInfo(absl::StrCat("worker ", index, ": restoring ",
                            step > 0 ? chief::CheckpointDir(model_dir, step)
                                     : std::string("the initial values"),
@@ -533,9 +550,10 @@ int Main() {
   } else {
     options.embedding_ps = ps->get();
   }
-  if (nccl != nullptr && !state->restore_pending()) {
+  if (reducer != nullptr && !state->restore_pending()) {
     // A restarted worker joins at the chief's restore instead.
-    if (absl::Status joined = nccl->Join(state->generation()); !joined.ok()) {
+    if (absl::Status joined = reducer->Join(state->generation());
+        !joined.ok()) {
       LogError(absl::StrCat("worker ", index, ": NCCL: ", joined.message()));
       return 1;
     }

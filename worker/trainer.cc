@@ -153,7 +153,7 @@ absl::Status Trainer::Run() {
                          ": restarted mid-run; waiting for the chief to "
                          "restore the collective run"));
   } else if (options_.restore != nullptr && at.step > 0) {
-    status = options_.restore(at.step, at.generation);
+    status = Restore(at, &resync);
   }
   while (status.ok()) {
     if (!resync && at.step < length.total_steps) {
@@ -203,7 +203,7 @@ absl::Status Trainer::Run() {
     SetGeneration(at.generation);
     if (restored && options_.restore != nullptr &&
         at.step < length.total_steps) {
-      status = options_.restore(at.step, at.generation);
+      status = Restore(at, &resync);
     }
   }
   done.Notify();

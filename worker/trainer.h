@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "chief/chief_client.h"
+#include "common/retry.h"
 #include "compute/backend.h"
 #include "data/batch_source.h"
 #include "data/dataset.h"
@@ -75,6 +76,10 @@ struct TrainerOptions {
   absl::Duration liveness_interval = absl::Seconds(1);
   // How often a held worker asks the chief whether it may go on.
   absl::Duration pause_poll = absl::Milliseconds(20);
+  // The pauses between a worker's questions to the chief after a peer
+  // failed: Backoff(resync_backoff, try), at least pause_poll. Tests
+  // shorten them.
+  RetryOptions resync_backoff;
   // Sleep this long before each push: a straggler on purpose, to see backup
   // workers at work (tests, demonstrations).
   absl::Duration push_delay = absl::ZeroDuration();
@@ -178,6 +183,12 @@ class Trainer {
   // to end (over), or for a restore to an earlier step (a new generation).
   absl::StatusOr<Position> Resync(const Position& at,
                                   const data::RunLength& length, bool done);
+  // Collective runs: loads the variables of `at` (options_.restore). A
+  // peer failure (the generation's all-reduce could not be joined: a peer
+  // is gone or late) does not end the worker: it sets *wait, and the worker
+  // asks the chief again and waits for its next generation, as after a
+  // failed all-reduce. Other errors are returned.
+  absl::Status Restore(const Position& at, bool* wait);
   // The run's last step is trained: writes the final checkpoint (collective
   // runs) and tells the chief; returns the run's phase, as the chief says.
   absl::StatusOr<RunPhase> Finish(const data::RunLength& length);

@@ -1,6 +1,7 @@
 // Trainer's side of holds and failures (trainer.h): waiting before a step
-// while the chief pauses the run or writes a checkpoint, and asking the
-// chief where to go on after a peer failed.
+// while the chief pauses the run or writes a checkpoint, asking the chief
+// where to go on after a peer failed, and a collective restore that failed
+// for want of a peer.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -118,12 +119,23 @@ absl::StatusOr<Trainer::Position> Trainer::Resync(const Position& at,
                                  absl::FormatDuration(options_.chief_patience),
                     beat.status());
     }
-    absl::Duration wait = Backoff(RetryOptions(), std::min(tries, 5));
+    absl::Duration wait = Backoff(options_.resync_backoff, std::min(tries, 5));
     // A worker that is done hears the run's end about as soon as the chief's
     // liveness checks would.
     if (done) wait = std::min(wait, options_.liveness_interval);
     absl::SleepFor(std::max(options_.pause_poll, wait));
   }
+}
+
+absl::Status Trainer::Restore(const Position& at, bool* wait) {
+  const absl::Status status = options_.restore(at.step, at.generation);
+  if (!IsPeerFailure(status)) return status;
+  LogInfo(absl::StrCat("worker ", options_.worker_index, ": restoring step ",
+                       at.step, " (generation ", at.generation, ") failed: ",
+                       status.message(), "; asking the chief how to go on"));
+  if (options_.metrics != nullptr) options_.metrics->resyncs->Increment();
+  *wait = true;
+  return absl::OkStatus();
 }
 
 }  // namespace worker

@@ -15,11 +15,14 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "chief/chief_client.h"
 #include "chief/local_chief_connection.h"
 #include "chief/run_state.h"
+#include "collective/all_reducer.h"
+#include "common/status_macros.h"
 #include "common/tf_config.h"
 #include "compute/cpu/model_test_util.h"
 #include "gtest/gtest.h"
@@ -146,6 +149,38 @@ ClusterSpec Cluster(bool collective) {
 
 // One worker's run of kSteps steps: the chief's RunState, reached in
 // process, and the worker's store, backend and data.
+// A collective worker's all-reducer (collective/all_reducer.h) whose join
+// of generation `fail` fails as NCCL's does when a peer does not come; it
+// records every generation it was asked to join. AllReduce is unused: the
+// tests' store (MemoryStore) stands in for the replica.
+class JoinFailingReducer : public collective::AllReducer {
+ public:
+  explicit JoinFailingReducer(int64_t fail) : fail_(fail) {}
+
+  absl::Status Join(int64_t generation) override {
+    absl::MutexLock lock(&mu_);
+    joins_.push_back(generation);
+    if (generation != fail_) return absl::OkStatus();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "NCCL rendezvous: worker 1 did not join generation ", generation));
+  }
+  absl::Status AllReduce(uint64_t,
+                         absl::Span<const absl::Span<float>>) override {
+    return absl::UnimplementedError("not used");
+  }
+  void Shutdown() override {}
+
+  std::vector<int64_t> joins() {
+    absl::MutexLock lock(&mu_);
+    return joins_;
+  }
+
+ private:
+  const int64_t fail_;
+  absl::Mutex mu_;
+  std::vector<int64_t> joins_ ABSL_GUARDED_BY(mu_);
+};
+
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(/*collective=*/false); }
@@ -170,6 +205,8 @@ class TrainerTest : public ::testing::Test {
     options_.report_every_steps = 3;
     options_.liveness_interval = absl::Milliseconds(5);
     options_.pause_poll = absl::Milliseconds(1);
+    options_.resync_backoff.initial_backoff = absl::Milliseconds(1);
+    options_.resync_backoff.max_backoff = absl::Milliseconds(5);
     options_.chief_patience = absl::Seconds(20);
   }
 
@@ -378,6 +415,64 @@ TEST_F(TrainerTest, WaitsForTheChiefToEndTheRunAndTrainsAgainFromARestore) {
   EXPECT_EQ(store_.pushes(), expected);
   EXPECT_EQ(state_->phase(), PHASE_TRAINING);
   EXPECT_EQ(restarted->phase(), PHASE_FINISHED);
+}
+
+TEST_F(TrainerTest, ACollectiveWorkerWhoseJoinFailsAsksTheChiefAgain) {
+  Start(/*collective=*/true);
+  ASSERT_TRUE(Register().ok());
+  JoinFailingReducer reducer(/*fail=*/1);
+  absl::Mutex mu;
+  std::vector<Push> restores;
+  // As worker/main.cc's: the generation's all-reduce is joined first.
+  options_.restore = [&](int64_t step, int64_t generation) -> absl::Status {
+    PSTRAIN_RETURN_IF_ERROR(reducer.Join(generation));
+    absl::MutexLock lock(&mu);
+    restores.push_back({step, generation});
+    return absl::OkStatus();
+  };
+  // A peer dies during step 5: the chief restores step 2 in generation 1,
+  // whose join fails (the peer is not back).
+  store_.FailPushOnce(5, absl::UnavailableError("ring: worker 1 is gone"),
+                      [this] { state_->Recovered(2, 1); });
+  std::thread chief([&] {
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (reducer.joins().empty() && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    // The worker asks the chief again rather than exit: it still calls
+    // (heartbeats) after its failed join.
+    const int calls = connection_->calls();
+    while (connection_->calls() < calls + 3 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    EXPECT_LT(absl::Now(), give_up)
+        << "the worker stopped calling the chief after its failed join";
+    // Nothing was trained in the generation that could not be joined.
+    EXPECT_EQ(store_.pushes(), Steps(0, 5, 0));
+    state_->Recovered(2, 2);
+  });
+  const absl::Status status = RunTrainer();
+  chief.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(reducer.joins(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(restores, (std::vector<Push>{{2, 2}}));
+  std::vector<Push> expected = Steps(0, 5, 0);
+  for (const Push& push : Steps(2, kSteps, 2)) expected.push_back(push);
+  EXPECT_EQ(store_.pushes(), expected);
+}
+
+TEST_F(TrainerTest, ACollectiveRestoreThatFailsOtherwiseEndsTheWorker) {
+  Start(/*collective=*/true);
+  ASSERT_TRUE(Register().ok());
+  options_.restore = [](int64_t step, int64_t) -> absl::Status {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint of step ", step, ": CRC32C mismatch"));
+  };
+  store_.FailPushOnce(5, absl::UnavailableError("ring: worker 1 is gone"),
+                      [this] { state_->Recovered(2, 1); });
+  const absl::Status status = RunTrainer();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
+  EXPECT_EQ(store_.pushes(), Steps(0, 5, 0));
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 // float32's, and a few hundred SGD steps on real Fashion-MNIST reaching a
 // held-out accuracy within a few points of float32's from the same start.
 // Skips, saying why, without the dataset or on a CPU without AVX-512 BF16.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,35 +14,13 @@
 #include "compute/cpu/model_test_util.h"
 #include "compute/cpu/test_util.h"
 #include "data/dataset.h"
-#include "data/idx_reader.h"
+#include "data/fashion_mnist_test_util.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 namespace {
-
-constexpr char kDir[] = "/usr/share/datasets/fashion-mnist/";
-
-absl::StatusOr<data::Dataset> Read(const std::string& prefix) {
-  const std::string images = kDir + prefix + "-images-idx3-ubyte.gz";
-  const std::string labels = kDir + prefix + "-labels-idx1-ubyte.gz";
-  if (access(images.c_str(), R_OK) != 0 || access(labels.c_str(), R_OK) != 0) {
-    return absl::NotFoundError("Fashion-MNIST is not installed: no readable " +
-                               images + " and " + labels);
-  }
-  return data::ReadIdx(images, labels);
-}
-
-void Gather(const data::Dataset& dataset, int64_t begin, int64_t n,
-            std::vector<float>* features, std::vector<int32_t>* labels) {
-  std::vector<int64_t> indices(n);
-  std::iota(indices.begin(), indices.end(), begin);
-  features->resize(n * dataset.features.row_elements());
-  data::GatherFeatures(dataset, indices, absl::MakeSpan(*features));
-  labels->assign(dataset.labels.begin() + begin,
-                 dataset.labels.begin() + begin + n);
-}
 
 std::unique_ptr<Backend> MakeBackend(const ModelSpec& spec,
                                      Precision precision) {
@@ -80,7 +56,8 @@ Outcome Train(Precision precision, const data::Dataset& train,
   std::vector<float> features;
   std::vector<int32_t> labels;
   for (int64_t step = 0; step < steps; ++step) {
-    Gather(train, step * kBatch, kBatch, &features, &labels);
+    data::testing::GatherExamples(train, step * kBatch, kBatch, &features,
+                                  &labels);
     StepInput in;
     in.features = features.data();
     in.labels = labels.data();
@@ -101,7 +78,7 @@ Outcome Train(Precision precision, const data::Dataset& train,
     }
   }
   constexpr int64_t kTest = 2000;
-  Gather(test, 0, kTest, &features, &labels);
+  data::testing::GatherExamples(test, 0, kTest, &features, &labels);
   StepInput in;
   in.features = features.data();
   in.labels = labels.data();
@@ -175,13 +152,14 @@ TEST(CpuBackendBf16, OneStepsGradientsAreCloseToFloat32) {
 // (float32 itself reaches about 0.68 here; chance is 0.1.)
 TEST(CpuBackendBf16, SeedCnnLearnsAsWellAsFloat32) {
   PSTRAIN_SKIP_WITHOUT_BF16();
-  absl::StatusOr<data::Dataset> train = Read("train");
+  absl::StatusOr<data::Dataset> train =
+      data::testing::ReadFashionMnist("train");
   if (absl::IsNotFound(train.status())) {
     std::printf("SKIPPED: %s\n", std::string(train.status().message()).c_str());
     GTEST_SKIP() << train.status();
   }
   ASSERT_TRUE(train.ok()) << train.status();
-  absl::StatusOr<data::Dataset> test = Read("t10k");
+  absl::StatusOr<data::Dataset> test = data::testing::ReadFashionMnist("t10k");
   ASSERT_TRUE(test.ok()) << test.status();
   constexpr int64_t kSteps = 400;
   const Outcome fp32 = Train(Precision::kFp32, *train, *test, kSteps);

@@ -1,17 +1,14 @@
 // The CPU backend learns: the shipped mlp, trained with plain SGD on real
 // Fashion-MNIST images, lowers its loss and classifies held-out images far
 // better than chance. Skips, saying why, where the dataset is not installed.
-#include <unistd.h>
-
 #include <algorithm>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "compute/cpu/cpu_backend.h"
 #include "compute/cpu/model_test_util.h"
 #include "data/dataset.h"
-#include "data/idx_reader.h"
+#include "data/fashion_mnist_test_util.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
@@ -19,35 +16,12 @@ namespace worker {
 namespace cpu {
 namespace {
 
-constexpr char kDir[] = "/usr/share/datasets/fashion-mnist/";
-
-// Reads `prefix`-{images-idx3,labels-idx1}-ubyte.gz, or says why not.
-absl::StatusOr<data::Dataset> Read(const std::string& prefix) {
-  const std::string images = kDir + prefix + "-images-idx3-ubyte.gz";
-  const std::string labels = kDir + prefix + "-labels-idx1-ubyte.gz";
-  if (access(images.c_str(), R_OK) != 0 || access(labels.c_str(), R_OK) != 0) {
-    return absl::NotFoundError("Fashion-MNIST is not installed: no readable " +
-                               images + " and " + labels);
-  }
-  return data::ReadIdx(images, labels);
-}
-
-// Examples [begin, begin + n) of `dataset` as float rows and labels.
-void Gather(const data::Dataset& dataset, int64_t begin, int64_t n,
-            std::vector<float>* features, std::vector<int32_t>* labels) {
-  std::vector<int64_t> indices(n);
-  std::iota(indices.begin(), indices.end(), begin);
-  features->resize(n * 784);
-  data::GatherFeatures(dataset, indices, absl::MakeSpan(*features));
-  labels->assign(dataset.labels.begin() + begin,
-                 dataset.labels.begin() + begin + n);
-}
-
 TEST(CpuBackendLearning, SgdOnFashionMnistLowersLossAndBeatsSeventyPercent) {
-  absl::StatusOr<data::Dataset> train = Read("train");
+  absl::StatusOr<data::Dataset> train =
+      data::testing::ReadFashionMnist("train");
   if (absl::IsNotFound(train.status())) GTEST_SKIP() << train.status();
   ASSERT_TRUE(train.ok()) << train.status();
-  absl::StatusOr<data::Dataset> test = Read("t10k");
+  absl::StatusOr<data::Dataset> test = data::testing::ReadFashionMnist("t10k");
   ASSERT_TRUE(test.ok()) << test.status();
 
   absl::StatusOr<ModelSpec> spec = LoadModel("mlp", 42);
@@ -72,7 +46,7 @@ TEST(CpuBackendLearning, SgdOnFashionMnistLowersLossAndBeatsSeventyPercent) {
   for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
     for (int64_t begin = 0; begin < kTrain; begin += kBatch, ++step) {
       const int64_t n = std::min(kBatch, kTrain - begin);
-      Gather(*train, begin, n, &features, &labels);
+      data::testing::GatherExamples(*train, begin, n, &features, &labels);
       StepInput in;
       in.features = features.data();
       in.labels = labels.data();
@@ -99,7 +73,7 @@ TEST(CpuBackendLearning, SgdOnFashionMnistLowersLossAndBeatsSeventyPercent) {
       << epoch_loss[0] << " then " << epoch_loss[1];
 
   // 1,000 held-out images; chance is 10%.
-  Gather(*test, 0, 1000, &features, &labels);
+  data::testing::GatherExamples(*test, 0, 1000, &features, &labels);
   StepInput in;
   in.features = features.data();
   in.labels = labels.data();

@@ -1,6 +1,7 @@
 #include "compute/cpu/max_pool2d.h"
 
 #include "compute/cpu/dnnl_util.h"
+#include "compute/cpu/pool_windows.h"
 
 namespace pstrain {
 namespace worker {
@@ -16,25 +17,11 @@ using Tag = dnnl::memory::format_tag;
 
 absl::StatusOr<std::unique_ptr<MaxPool2DOp>> MaxPool2DOp::Create(
     const Pool2DShape& shape, Engine* engine) {
-  absl::Status status =
-      CheckPositive("MaxPool2D", {{"batch", shape.batch},
-                                  {"height", shape.height},
-                                  {"width", shape.width},
-                                  {"channels", shape.channels},
-                                  {"pool_h", shape.pool_h},
-                                  {"pool_w", shape.pool_w},
-                                  {"stride_h", shape.stride_h},
-                                  {"stride_w", shape.stride_w}});
-  if (!status.ok()) return status;
-  absl::StatusOr<Window> out_h =
-      KerasWindow(shape.height, shape.pool_h, shape.stride_h, shape.padding);
-  if (!out_h.ok()) return out_h.status();
-  absl::StatusOr<Window> out_w =
-      KerasWindow(shape.width, shape.pool_w, shape.stride_w, shape.padding);
-  if (!out_w.ok()) return out_w.status();
+  absl::StatusOr<PoolWindows> windows = CheckPool2D("MaxPool2D", shape);
+  if (!windows.ok()) return windows.status();
   std::unique_ptr<MaxPool2DOp> op(
-      new MaxPool2DOp(shape, engine, *out_h, *out_w));
-  status = op->Init();
+      new MaxPool2DOp(shape, engine, windows->height, windows->width));
+  const absl::Status status = op->Init();
   if (!status.ok()) return status;
   return op;
 }

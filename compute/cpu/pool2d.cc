@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
+#include "compute/cpu/pool_windows.h"
 
 namespace pstrain {
 namespace worker {
@@ -19,31 +19,11 @@ using Tag = dnnl::memory::format_tag;
 
 absl::StatusOr<std::unique_ptr<AvgPool2DOp>> AvgPool2DOp::Create(
     const Pool2DShape& shape, Engine* engine) {
-  absl::Status status =
-      CheckPositive("AvgPool2D", {{"batch", shape.batch},
-                                  {"height", shape.height},
-                                  {"width", shape.width},
-                                  {"channels", shape.channels},
-                                  {"pool_h", shape.pool_h},
-                                  {"pool_w", shape.pool_w},
-                                  {"stride_h", shape.stride_h},
-                                  {"stride_w", shape.stride_w}});
-  if (!status.ok()) return status;
-  absl::StatusOr<Window> out_h =
-      KerasWindow(shape.height, shape.pool_h, shape.stride_h, shape.padding);
-  if (!out_h.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("AvgPool2D height: ", out_h.status().message()));
-  }
-  absl::StatusOr<Window> out_w =
-      KerasWindow(shape.width, shape.pool_w, shape.stride_w, shape.padding);
-  if (!out_w.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("AvgPool2D width: ", out_w.status().message()));
-  }
+  absl::StatusOr<PoolWindows> windows = CheckPool2D("AvgPool2D", shape);
+  if (!windows.ok()) return windows.status();
   std::unique_ptr<AvgPool2DOp> op(
-      new AvgPool2DOp(shape, engine, *out_h, *out_w));
-  status = op->Init();
+      new AvgPool2DOp(shape, engine, windows->height, windows->width));
+  const absl::Status status = op->Init();
   if (!status.ok()) return status;
   return op;
 }
