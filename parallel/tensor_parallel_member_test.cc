@@ -1,0 +1,404 @@
+// A model-parallel group trains what one process trains: the seed 000 MLP
+// (Flatten, Dense d1 200 relu, Dropout 0.4, Dense d2 10 softmax, mse), the
+// same seed, initial weights and global batch, 50 SGD steps, computed
+// (a) by the CPU backend in one process and (b) by members of a mesh on
+// threads, each holding its slices and exchanging activations through a
+// LocalGroup; with several groups, gradients are summed across the groups
+// (as the ps or the ring would) before the update. Weights must agree to
+// 1e-5, dropout included.
+#include "parallel/tensor_parallel_member.h"
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compute/cpu/cpu_backend.h"
+#include "compute/cpu/model_test_util.h"
+#include "gtest/gtest.h"
+#include "model/keras_model.h"
+#include "parallel/layout_map.h"
+#include "parallel/local_group_collective.h"
+#include "parallel/mesh.h"
+#include "parallel/variable_slice.h"
+
+namespace pstrain {
+namespace parallel {
+namespace {
+
+using worker::ModelSpec;
+
+constexpr uint64_t kSeed = 7;
+constexpr int kSteps = 50;
+constexpr int kGlobalBatch = 32;
+constexpr float kLearningRate = 0.05f;
+constexpr int64_t kFeatures = 28 * 28;
+
+const char kColumnD1[] =
+    R"({"d1/kernel": [null, "model"], "d1/bias": ["model"]})";
+const char kColumnD1RowD2[] =
+    R"({"d1/kernel": [null, "model"], "d1/bias": ["model"],
+        "d2/kernel": ["model", null]})";
+
+ModelSpec SeedMlp() {
+  absl::StatusOr<ModelSpec> spec =
+      worker::LoadModel("examples/seed000_mlp.keras3.json", kSeed);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : ModelSpec();
+}
+
+struct Data {
+  std::vector<float> features;  // [kSteps * kGlobalBatch, kFeatures]
+  std::vector<int32_t> labels;
+};
+
+Data MakeData() {
+  std::mt19937 gen(1234);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::uniform_int_distribution<int32_t> label(0, 9);
+  Data data;
+  data.features.resize(int64_t{kSteps} * kGlobalBatch * kFeatures);
+  for (float& f : data.features) f = pixel(gen);
+  for (int i = 0; i < kSteps * kGlobalBatch; ++i) {
+    data.labels.push_back(label(gen));
+  }
+  return data;
+}
+
+using Variables = std::map<std::string, std::vector<float>>;
+
+
+Variables Snapshot(const ModelSpec& spec,
+                   const std::vector<Tensor>& tensors) {
+  Variables out;
+  for (size_t v = 0; v < spec.variables.size(); ++v) {
+    auto flat = tensors[v].flat<float>();
+    out[spec.variables[v].name()] = {flat.begin(), flat.end()};
+  }
+  return out;
+}
+
+double LargestDifference(const Variables& a, const Variables& b) {
+  double largest = 0;
+  for (const auto& [name, values] : a) {
+    const std::vector<float>& other = b.at(name);
+    EXPECT_EQ(values.size(), other.size()) << name;
+    for (size_t i = 0; i < values.size() && i < other.size(); ++i) {
+      largest = std::max(largest, std::fabs(double{values[i]} - other[i]));
+    }
+  }
+  return largest;
+}
+
+struct Trained {
+  Variables initial;
+  Variables trained;
+  std::vector<double> losses;  // per step, summed over the global batch
+};
+
+// One process: the CPU backend on the whole global batch.
+Trained TrainOneProcess(const ModelSpec& spec, const Data& data) {
+  worker::cpu::ModelVariables vars =
+      worker::cpu::MakeVariables(spec, worker::cpu::Init::kKeras, 3);
+  Trained run;
+  run.initial = Snapshot(spec, vars.weights);
+  worker::CpuBackendOptions options;
+  options.num_threads = 1;
+  options.run_seed = kSeed;
+  options.loss = worker::LossKind::kMeanSquaredError;
+  options.loss_input = worker::LossInput::kProbabilities;
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
+      worker::CreateCpuBackend(spec, options);
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  if (!backend.ok()) return run;
+  for (int step = 0; step < kSteps; ++step) {
+    worker::StepInput in;
+    in.features = data.features.data() + int64_t{step} * kGlobalBatch *
+                                             kFeatures;
+    in.labels = data.labels.data() + step * kGlobalBatch;
+    in.batch = kGlobalBatch;
+    in.step = step;
+    in.weights_version = step + 1;
+    absl::StatusOr<worker::StepResult> r =
+        (*backend)->TrainStep(in, vars.weight_map, &vars.gradient_map);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return run;
+    run.losses.push_back(r->loss_sum);
+    for (size_t v = 0; v < vars.weights.size(); ++v) {
+      float* w = vars.weights[v].data<float>();
+      const float* g = vars.gradients[v].data<float>();
+      for (int64_t i = 0; i < vars.weights[v].num_elements(); ++i) {
+        w[i] -= kLearningRate * g[i] / kGlobalBatch;
+      }
+    }
+  }
+  run.trained = Snapshot(spec, vars.weights);
+  return run;
+}
+
+// What one member of the mesh ends with.
+struct MemberResult {
+  absl::Status status;
+  std::map<std::string, std::vector<float>> parts;  // its trained parts
+  std::vector<double> losses;
+  TensorParallelPlan plan;
+};
+
+// The mesh data:D,model:M on D*M threads, from `initial`.
+std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
+                                    const Variables& initial,
+                                    const std::string& mesh_spec,
+                                    const std::string& layout, int workers) {
+  absl::StatusOr<Mesh> mesh = ParseMesh(mesh_spec, workers);
+  EXPECT_TRUE(mesh.ok()) << mesh.status();
+  absl::StatusOr<LayoutMap> map = LayoutMap::Parse(layout);
+  EXPECT_TRUE(map.ok()) << map.status();
+  if (!mesh.ok() || !map.ok()) return {};
+  absl::StatusOr<VariableSplits> splits =
+      map->Resolve(spec.variables, mesh->model);
+  EXPECT_TRUE(splits.ok()) << splits.status();
+  if (!splits.ok()) return {};
+  // A group per data index (its members exchange activations) and a group
+  // per model index (the replicas of its slices sum their gradients).
+  std::vector<std::unique_ptr<LocalGroup>> model_groups, data_groups;
+  for (int d = 0; d < mesh->data; ++d) {
+    model_groups.push_back(std::make_unique<LocalGroup>(mesh->model));
+  }
+  for (int m = 0; m < mesh->model; ++m) {
+    data_groups.push_back(std::make_unique<LocalGroup>(mesh->data));
+  }
+  std::vector<MemberResult> results(workers);
+  const int group_batch = kGlobalBatch / mesh->data;
+  auto member_main = [&](int task) {
+    const MeshCoordinates at = mesh->CoordinatesOf(task);
+    MemberResult& result = results[task];
+    auto fail = [&](absl::Status status) {
+      result.status = status;
+      model_groups[at.data]->Cancel(status);
+      data_groups[at.model]->Cancel(status);
+    };
+    absl::StatusOr<TensorParallelPlan> plan =
+        PlanTensorParallel(spec, *splits, mesh->model, at.model);
+    if (!plan.ok()) return fail(plan.status());
+    result.plan = *plan;
+    std::unique_ptr<GroupCollective> group =
+        model_groups[at.data]->Member(at.model);
+    std::unique_ptr<GroupCollective> replicas =
+        data_groups[at.model]->Member(at.data);
+    TensorParallelMemberOptions options;
+    options.run_seed = kSeed;
+    options.loss = worker::LossKind::kMeanSquaredError;
+    options.loss_input = worker::LossInput::kProbabilities;
+    absl::StatusOr<std::unique_ptr<TensorParallelMember>> member =
+        TensorParallelMember::Create(spec, *plan, group.get(), options);
+    if (!member.ok()) return fail(member.status());
+    // The member's parts of the weights, cut from the initial values.
+    std::map<std::string, Tensor> weights, gradients;
+    worker::Weights weight_map;
+    worker::Gradients gradient_map;
+    for (const auto& [name, var] : plan->variables) {
+      Tensor w = *Tensor::Create(DT_FLOAT, var.local_shape);
+      CopySliceOut(initial.at(name).data(), var, w.data<float>());
+      weights.emplace(name, std::move(w));
+      gradients.emplace(name, *Tensor::Create(DT_FLOAT, var.local_shape));
+      weight_map[name] = &weights.at(name);
+      gradient_map[name] = &gradients.at(name);
+    }
+    for (int step = 0; step < kSteps; ++step) {
+      const int64_t first = int64_t{step} * kGlobalBatch +
+                            int64_t{at.data} * group_batch;
+      worker::StepInput in;
+      in.features = data.features.data() + first * kFeatures;
+      in.labels = data.labels.data() + first;
+      in.batch = group_batch;
+      in.step = step;
+      in.example_offset = int64_t{at.data} * group_batch;
+      absl::StatusOr<worker::StepResult> r =
+          (*member)->TrainStep(in, weight_map, &gradient_map);
+      if (!r.ok()) return fail(r.status());
+      result.losses.push_back(r->loss_sum);
+      for (auto& [name, g] : gradients) {
+        if (mesh->data > 1) {
+          absl::Status s = replicas->AllReduceSum(g.flat<float>());
+          if (!s.ok()) return fail(s);
+        }
+        float* w = weights.at(name).data<float>();
+        const float* grad = g.data<float>();
+        for (int64_t i = 0; i < g.num_elements(); ++i) {
+          w[i] -= kLearningRate * grad[i] / kGlobalBatch;
+        }
+      }
+    }
+    for (const auto& [name, w] : weights) {
+      auto flat = w.flat<float>();
+      result.parts[name] = {flat.begin(), flat.end()};
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int task = 0; task < workers; ++task) {
+    threads.emplace_back(member_main, task);
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+// The whole variables put together from group `data_index`'s members.
+Variables Assemble(const std::vector<MemberResult>& results, int model,
+                   int data_index, const Variables& like) {
+  Variables whole = like;
+  for (int m = 0; m < model; ++m) {
+    const MemberResult& r = results[data_index * model + m];
+    for (const auto& [name, var] : r.plan.variables) {
+      CopySliceIn(r.parts.at(name).data(), var, whole[name].data());
+    }
+  }
+  return whole;
+}
+
+class MeshEquivalence : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    spec_ = new ModelSpec(SeedMlp());
+    data_ = new Data(MakeData());
+    reference_ = new Trained(TrainOneProcess(*spec_, *data_));
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    delete data_;
+    delete spec_;
+  }
+
+  // Trains the mesh and checks every group's weights against the one
+  // process's, and the members' parts' sizes.
+  void ExpectEquivalent(const std::string& mesh_spec,
+                        const std::string& layout, int workers, int model) {
+    ASSERT_EQ(reference_->losses.size(), size_t{kSteps});
+    // The run moves the weights far beyond the tolerance.
+    ASSERT_GT(LargestDifference(reference_->initial, reference_->trained),
+              1e-3);
+    std::vector<MemberResult> results = TrainMesh(
+        *spec_, *data_, reference_->initial, mesh_spec, layout, workers);
+    ASSERT_EQ(results.size(), size_t(workers));
+    for (const MemberResult& r : results) ASSERT_TRUE(r.status.ok()) << r.status;
+    const int data = workers / model;
+    for (int d = 0; d < data; ++d) {
+      const Variables whole =
+          Assemble(results, model, d, reference_->initial);
+      const double difference = LargestDifference(whole, reference_->trained);
+      std::cout << mesh_spec << " " << layout << " group " << d
+                << ": largest difference from one process " << difference
+                << "\n";
+      EXPECT_LT(difference, 1e-5) << mesh_spec << " group " << d;
+    }
+    // Each group's loss sums add up to the one process's, step by step.
+    for (int step = 0; step < kSteps; ++step) {
+      double sum = 0;
+      for (int d = 0; d < data; ++d) sum += results[d * model].losses[step];
+      EXPECT_NEAR(sum, reference_->losses[step],
+                  1e-4 * std::fabs(reference_->losses[step]))
+          << "step " << step;
+    }
+    // A member holds 1/M of d1's kernel.
+    EXPECT_EQ(results[0].parts.at("d1/kernel").size(),
+              size_t(kFeatures * 200 / model));
+  }
+
+  static ModelSpec* spec_;
+  static Data* data_;
+  static Trained* reference_;
+};
+
+ModelSpec* MeshEquivalence::spec_ = nullptr;
+Data* MeshEquivalence::data_ = nullptr;
+Trained* MeshEquivalence::reference_ = nullptr;
+
+TEST_F(MeshEquivalence, Model2ColumnParallelD1) {
+  ExpectEquivalent("data:1,model:2", kColumnD1, 2, 2);
+}
+
+TEST_F(MeshEquivalence, Model2ColumnD1RowD2) {
+  ExpectEquivalent("data:1,model:2", kColumnD1RowD2, 2, 2);
+}
+
+TEST_F(MeshEquivalence, Model4ColumnD1RowD2) {
+  ExpectEquivalent("data:1,model:4", kColumnD1RowD2, 4, 4);
+}
+
+TEST_F(MeshEquivalence, Data2Model2) {
+  ExpectEquivalent("data:2,model:2", kColumnD1, 4, 2);
+  ExpectEquivalent("data:2,model:2", kColumnD1RowD2, 4, 2);
+}
+
+TEST_F(MeshEquivalence, Data4Model1) {
+  ExpectEquivalent("data:4,model:1", kColumnD1, 4, 1);
+}
+
+TEST(TensorParallelMember, RefusesModelsItDoesNotRun) {
+  absl::StatusOr<ModelSpec> cnn = worker::LoadModel("cnn", kSeed);
+  ASSERT_TRUE(cnn.ok()) << cnn.status();
+  absl::StatusOr<LayoutMap> map = LayoutMap::Parse("{}");
+  ASSERT_TRUE(map.ok());
+  absl::StatusOr<VariableSplits> splits = map->Resolve(cnn->variables, 1);
+  ASSERT_TRUE(splits.ok());
+  absl::StatusOr<TensorParallelPlan> plan =
+      PlanTensorParallel(*cnn, *splits, 1, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  LocalGroup group(1);
+  std::unique_ptr<GroupCollective> member = group.Member(0);
+  absl::StatusOr<std::unique_ptr<TensorParallelMember>> created =
+      TensorParallelMember::Create(*cnn, *plan, member.get(),
+                                   TensorParallelMemberOptions());
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(created.status().message().find("layer 'conv2d': is not a Flatten"), std::string::npos)
+      << created.status();
+}
+
+TEST(TensorParallelMember, RefusesWeightsNotInTheMembersShape) {
+  const ModelSpec spec = SeedMlp();
+  absl::StatusOr<LayoutMap> map = LayoutMap::Parse(kColumnD1);
+  ASSERT_TRUE(map.ok());
+  absl::StatusOr<VariableSplits> splits = map->Resolve(spec.variables, 2);
+  ASSERT_TRUE(splits.ok());
+  absl::StatusOr<TensorParallelPlan> plan =
+      PlanTensorParallel(spec, *splits, 2, 0);
+  ASSERT_TRUE(plan.ok());
+  LocalGroup group(2);
+  std::unique_ptr<GroupCollective> member = group.Member(0);
+  absl::StatusOr<std::unique_ptr<TensorParallelMember>> tp =
+      TensorParallelMember::Create(spec, *plan, member.get(),
+                                   TensorParallelMemberOptions());
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  // The whole kernel where the member's half belongs.
+  worker::cpu::ModelVariables whole =
+      worker::cpu::MakeVariables(spec, worker::cpu::Init::kKeras);
+  std::vector<float> features(kFeatures, 0.5f);
+  std::vector<int32_t> labels = {3};
+  worker::StepInput in;
+  in.features = features.data();
+  in.labels = labels.data();
+  in.batch = 1;
+  absl::StatusOr<worker::StepResult> r =
+      (*tp)->TrainStep(in, whole.weight_map, &whole.gradient_map);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("weight 'd1/kernel' is float32 [784, "
+                                      "200], expected float32 [784, 100]"),
+            std::string::npos)
+      << r.status();
+  // A group of another size than the plan's.
+  LocalGroup three(3);
+  std::unique_ptr<GroupCollective> other = three.Member(0);
+  EXPECT_EQ(TensorParallelMember::Create(spec, *plan, other.get(),
+                                         TensorParallelMemberOptions())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace parallel
+}  // namespace pstrain
