@@ -52,16 +52,18 @@ ModelSpec SeedMlp() {
 }
 
 struct Data {
-  std::vector<float> features;  // [kSteps * kGlobalBatch, kFeatures]
+  int64_t features_per_example = 0;
+  std::vector<float> features;  // [kSteps * kGlobalBatch, features]
   std::vector<int32_t> labels;
 };
 
-Data MakeData() {
+Data MakeData(int64_t features_per_example) {
   std::mt19937 gen(1234);
   std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
   std::uniform_int_distribution<int32_t> label(0, 9);
   Data data;
-  data.features.resize(int64_t{kSteps} * kGlobalBatch * kFeatures);
+  data.features_per_example = features_per_example;
+  data.features.resize(int64_t{kSteps} * kGlobalBatch * features_per_example);
   for (float& f : data.features) f = pixel(gen);
   for (int i = 0; i < kSteps * kGlobalBatch; ++i) {
     data.labels.push_back(label(gen));
@@ -100,8 +102,15 @@ struct Trained {
   std::vector<double> losses;  // per step, summed over the global batch
 };
 
+// The loss both computations train with.
+struct Loss {
+  worker::LossKind kind = worker::LossKind::kMeanSquaredError;
+  worker::LossInput input = worker::LossInput::kProbabilities;
+};
+
 // One process: the CPU backend on the whole global batch.
-Trained TrainOneProcess(const ModelSpec& spec, const Data& data) {
+Trained TrainOneProcess(const ModelSpec& spec, const Data& data,
+                        const Loss& loss) {
   worker::cpu::ModelVariables vars =
       worker::cpu::MakeVariables(spec, worker::cpu::Init::kKeras, 3);
   Trained run;
@@ -109,16 +118,16 @@ Trained TrainOneProcess(const ModelSpec& spec, const Data& data) {
   worker::CpuBackendOptions options;
   options.num_threads = 1;
   options.run_seed = kSeed;
-  options.loss = worker::LossKind::kMeanSquaredError;
-  options.loss_input = worker::LossInput::kProbabilities;
+  options.loss = loss.kind;
+  options.loss_input = loss.input;
   absl::StatusOr<std::unique_ptr<worker::Backend>> backend =
       worker::CreateCpuBackend(spec, options);
   EXPECT_TRUE(backend.ok()) << backend.status();
   if (!backend.ok()) return run;
   for (int step = 0; step < kSteps; ++step) {
     worker::StepInput in;
-    in.features = data.features.data() + int64_t{step} * kGlobalBatch *
-                                             kFeatures;
+    in.features = data.features.data() +
+                  int64_t{step} * kGlobalBatch * data.features_per_example;
     in.labels = data.labels.data() + step * kGlobalBatch;
     in.batch = kGlobalBatch;
     in.step = step;
@@ -150,7 +159,7 @@ struct MemberResult {
 
 // The mesh data:D,model:M on D*M threads, from `initial`.
 std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
-                                    const Variables& initial,
+                                    const Loss& loss, const Variables& initial,
                                     const std::string& mesh_spec,
                                     const std::string& layout, int workers) {
   absl::StatusOr<Mesh> mesh = ParseMesh(mesh_spec, workers);
@@ -191,8 +200,8 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
         data_groups[at.model]->Member(at.data);
     TensorParallelMemberOptions options;
     options.run_seed = kSeed;
-    options.loss = worker::LossKind::kMeanSquaredError;
-    options.loss_input = worker::LossInput::kProbabilities;
+    options.loss = loss.kind;
+    options.loss_input = loss.input;
     absl::StatusOr<std::unique_ptr<TensorParallelMember>> member =
         TensorParallelMember::Create(spec, *plan, group.get(), options);
     if (!member.ok()) return fail(member.status());
@@ -212,7 +221,7 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
       const int64_t first = int64_t{step} * kGlobalBatch +
                             int64_t{at.data} * group_batch;
       worker::StepInput in;
-      in.features = data.features.data() + first * kFeatures;
+      in.features = data.features.data() + first * data.features_per_example;
       in.labels = data.labels.data() + first;
       in.batch = group_batch;
       in.step = step;
@@ -259,62 +268,76 @@ Variables Assemble(const std::vector<MemberResult>& results, int model,
   return whole;
 }
 
+// A model, its data and loss, and the one process's run of them.
+struct Case {
+  ModelSpec spec;
+  Data data;
+  Loss loss;
+  Trained reference;
+};
+
+// Trains the mesh and checks every group's weights against the one
+// process's, and returns the members' results.
+std::vector<MemberResult> ExpectEquivalent(const Case& c,
+                                           const std::string& mesh_spec,
+                                           const std::string& layout,
+                                           int workers, int model) {
+  EXPECT_EQ(c.reference.losses.size(), size_t{kSteps});
+  if (c.reference.losses.size() != size_t{kSteps}) return {};
+  // The run moves the weights far beyond the tolerance.
+  EXPECT_GT(LargestDifference(c.reference.initial, c.reference.trained), 1e-3);
+  std::vector<MemberResult> results = TrainMesh(
+      c.spec, c.data, c.loss, c.reference.initial, mesh_spec, layout, workers);
+  EXPECT_EQ(results.size(), size_t(workers));
+  if (results.size() != size_t(workers)) return {};
+  for (const MemberResult& r : results) {
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    if (!r.status.ok()) return {};
+  }
+  const int data = workers / model;
+  for (int d = 0; d < data; ++d) {
+    const Variables whole = Assemble(results, model, d, c.reference.initial);
+    const double difference = LargestDifference(whole, c.reference.trained);
+    std::cout << mesh_spec << " " << layout << " group " << d
+              << ": largest difference from one process " << difference << "\n";
+    EXPECT_LT(difference, 1e-5) << mesh_spec << " group " << d;
+  }
+  // The groups' loss sums add up to the one process's, step by step.
+  for (int step = 0; step < kSteps; ++step) {
+    double sum = 0;
+    for (int d = 0; d < data; ++d) sum += results[d * model].losses[step];
+    EXPECT_NEAR(sum, c.reference.losses[step],
+                1e-4 * std::fabs(c.reference.losses[step]))
+        << "step " << step;
+  }
+  return results;
+}
+
 class MeshEquivalence : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    spec_ = new ModelSpec(SeedMlp());
-    data_ = new Data(MakeData());
-    reference_ = new Trained(TrainOneProcess(*spec_, *data_));
+    case_ = new Case;
+    case_->spec = SeedMlp();
+    case_->data = MakeData(kFeatures);
+    case_->reference = TrainOneProcess(case_->spec, case_->data, case_->loss);
   }
-  static void TearDownTestSuite() {
-    delete reference_;
-    delete data_;
-    delete spec_;
-  }
+  static void TearDownTestSuite() { delete case_; }
 
-  // Trains the mesh and checks every group's weights against the one
-  // process's, and the members' parts' sizes.
   void ExpectEquivalent(const std::string& mesh_spec,
                         const std::string& layout, int workers, int model) {
-    ASSERT_EQ(reference_->losses.size(), size_t{kSteps});
-    // The run moves the weights far beyond the tolerance.
-    ASSERT_GT(LargestDifference(reference_->initial, reference_->trained),
-              1e-3);
-    std::vector<MemberResult> results = TrainMesh(
-        *spec_, *data_, reference_->initial, mesh_spec, layout, workers);
-    ASSERT_EQ(results.size(), size_t(workers));
-    for (const MemberResult& r : results) ASSERT_TRUE(r.status.ok()) << r.status;
-    const int data = workers / model;
-    for (int d = 0; d < data; ++d) {
-      const Variables whole =
-          Assemble(results, model, d, reference_->initial);
-      const double difference = LargestDifference(whole, reference_->trained);
-      std::cout << mesh_spec << " " << layout << " group " << d
-                << ": largest difference from one process " << difference
-                << "\n";
-      EXPECT_LT(difference, 1e-5) << mesh_spec << " group " << d;
-    }
-    // Each group's loss sums add up to the one process's, step by step.
-    for (int step = 0; step < kSteps; ++step) {
-      double sum = 0;
-      for (int d = 0; d < data; ++d) sum += results[d * model].losses[step];
-      EXPECT_NEAR(sum, reference_->losses[step],
-                  1e-4 * std::fabs(reference_->losses[step]))
-          << "step " << step;
-    }
+    std::vector<MemberResult> results =
+        parallel::ExpectEquivalent(*case_, mesh_spec, layout, workers, model);
     // A member holds 1/M of d1's kernel.
-    EXPECT_EQ(results[0].parts.at("d1/kernel").size(),
-              size_t(kFeatures * 200 / model));
+    if (!results.empty()) {
+      EXPECT_EQ(results[0].parts.at("d1/kernel").size(),
+                size_t(kFeatures * 200 / model));
+    }
   }
 
-  static ModelSpec* spec_;
-  static Data* data_;
-  static Trained* reference_;
+  static Case* case_;
 };
 
-ModelSpec* MeshEquivalence::spec_ = nullptr;
-Data* MeshEquivalence::data_ = nullptr;
-Trained* MeshEquivalence::reference_ = nullptr;
+Case* MeshEquivalence::case_ = nullptr;
 
 TEST_F(MeshEquivalence, Model2ColumnParallelD1) {
   ExpectEquivalent("data:1,model:2", kColumnD1, 2, 2);
@@ -335,6 +358,68 @@ TEST_F(MeshEquivalence, Data2Model2) {
 
 TEST_F(MeshEquivalence, Data4Model1) {
   ExpectEquivalent("data:4,model:1", kColumnD1, 4, 1);
+}
+
+// A deeper chain that takes every path of the plan: a replicated Dense, a
+// row-parallel one on a whole input (its dx all-gathered), a
+// column-parallel one whose partial dx is all-reduced, a tanh and a dropout
+// on the split activation, and a column-parallel output gathered for the
+// loss (sparse cross-entropy from logits).
+constexpr int64_t kDeepFeatures = 40;
+const char kDeepModel[] = R"({"class_name": "Sequential", "config": {
+  "name": "deep", "layers": [
+  {"class_name": "InputLayer",
+   "config": {"name": "input", "batch_input_shape": [null, 40]}},
+  {"class_name": "Dense", "config": {"name": "a", "units": 24,
+                                     "activation": "relu"}},
+  {"class_name": "Dense", "config": {"name": "b", "units": 16,
+                                     "activation": "relu"}},
+  {"class_name": "Dense", "config": {"name": "c", "units": 32,
+                                     "activation": "linear"}},
+  {"class_name": "Activation", "config": {"name": "act",
+                                          "activation": "tanh"}},
+  {"class_name": "Dropout", "config": {"name": "drop", "rate": 0.3}},
+  {"class_name": "Dense", "config": {"name": "d", "units": 12,
+                                     "activation": "linear"}}]}})";
+const char kDeepLayout[] = R"({"b/kernel": ["model", null],
+  "(c|d)/kernel": [null, "model"], "(c|d)/bias": ["model"]})";
+
+class DeepChainEquivalence : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    case_ = new Case;
+    absl::StatusOr<ModelSpec> spec = worker::ParseKerasModel(kDeepModel, kSeed);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    case_->spec = *spec;
+    case_->data = MakeData(kDeepFeatures);
+    case_->loss.kind = worker::LossKind::kSparseCrossEntropy;
+    case_->loss.input = worker::LossInput::kLogits;
+    case_->reference = TrainOneProcess(case_->spec, case_->data, case_->loss);
+  }
+  static void TearDownTestSuite() { delete case_; }
+  static Case* case_;
+};
+
+Case* DeepChainEquivalence::case_ = nullptr;
+
+TEST_F(DeepChainEquivalence, PlanTakesEveryPath) {
+  std::vector<MemberResult> results =
+      ExpectEquivalent(*case_, "data:1,model:2", kDeepLayout, 2, 2);
+  ASSERT_EQ(results.size(), 2u);
+  const TensorParallelPlan& plan = results[1].plan;
+  EXPECT_TRUE(plan.layers[1].slice_input);            // b
+  EXPECT_TRUE(plan.layers[1].needs_input_gradient);   // a before it
+  EXPECT_TRUE(plan.layers[2].reduce_input_gradient);  // c
+  EXPECT_TRUE(plan.layers[3].output_split);           // tanh
+  EXPECT_TRUE(plan.layers[4].output_split);           // dropout
+  EXPECT_TRUE(plan.layers[5].gather_input);           // d reads it whole
+  EXPECT_TRUE(plan.gather_output);                    // d's slices
+  EXPECT_EQ(results[1].parts.at("b/kernel").size(), 12u * 16);
+}
+
+TEST_F(DeepChainEquivalence, Model4AndData2Model2) {
+  ExpectEquivalent(*case_, "data:1,model:4", kDeepLayout, 4, 4);
+  ExpectEquivalent(*case_, "data:2,model:2", kDeepLayout, 4, 2);
 }
 
 TEST(TensorParallelMember, RefusesModelsItDoesNotRun) {
