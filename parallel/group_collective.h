@@ -2,8 +2,8 @@
 // activations and gradients with (tensor_parallel_member.h): an all-reduce
 // sum after a row-parallel layer, an all-gather of a column-parallel
 // layer's slices. The in-process implementation (local_group_collective.h)
-// runs members as threads, for tests; one over the network runs them as
-// worker processes.
+// runs members as threads, for tests; ring_group_collective.h runs them
+// over collective mode's gRPC ring, as worker processes.
 //
 //   std::vector<float> partial = ...;  // this member's [batch, out]
 //   PSTRAIN_RETURN_IF_ERROR(group->AllReduceSum(absl::MakeSpan(partial)));
@@ -11,8 +11,10 @@
 //   PSTRAIN_RETURN_IF_ERROR(group->AllGather(piece, absl::MakeSpan(whole)));
 //
 // Every member calls the same collectives in the same order with buffers of
-// the same length. Results are the same on every member, bit for bit: sums
-// are added in member order. A member's object is used by one thread.
+// the same length. Results are the same on every member, bit for bit (the
+// order in which a sum is added is the implementation's: LocalGroup's is
+// member order, the ring's its own). A member's object is used by one
+// thread.
 #ifndef PSTRAIN_PARALLEL_GROUP_COLLECTIVE_H_
 #define PSTRAIN_PARALLEL_GROUP_COLLECTIVE_H_
 
@@ -30,8 +32,8 @@ class GroupCollective {
   virtual int size() const = 0;
   virtual int rank() const = 0;
 
-  // values = the elementwise sum over the members of their `values`, added
-  // in member order (0 first). Blocks until every member has called.
+  // values = the elementwise sum over the members of their `values`, the
+  // same bits on every member. Blocks until every member has called.
   virtual absl::Status AllReduceSum(absl::Span<float> values) = 0;
 
   // gathered (size() * piece.size() floats) = the members' pieces

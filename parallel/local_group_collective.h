@@ -1,6 +1,7 @@
 // GroupCollective (group_collective.h) among threads of one process: the M
 // members of a LocalGroup meet at each collective, the last to arrive
-// computes the result, and each copies it out. For tests of tensor-parallel
+// computes the result (a sum added in member order), and each copies it
+// out. For tests of tensor-parallel
 // execution without processes.
 //
 //   LocalGroup group(2);

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "collective/ring_participant.h"
 #include "compute/cpu/cpu_backend.h"
 #include "compute/cpu/model_test_util.h"
 #include "gtest/gtest.h"
@@ -24,7 +26,9 @@
 #include "parallel/layout_map.h"
 #include "parallel/local_group_collective.h"
 #include "parallel/mesh.h"
+#include "parallel/ring_group_collective.h"
 #include "parallel/variable_slice.h"
+#include "tests/subprocess.h"
 
 namespace pstrain {
 namespace parallel {
@@ -161,7 +165,8 @@ struct MemberResult {
 std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
                                     const Loss& loss, const Variables& initial,
                                     const std::string& mesh_spec,
-                                    const std::string& layout, int workers) {
+                                    const std::string& layout, int workers,
+                                    bool over_grpc) {
   absl::StatusOr<Mesh> mesh = ParseMesh(mesh_spec, workers);
   EXPECT_TRUE(mesh.ok()) << mesh.status();
   absl::StatusOr<LayoutMap> map = LayoutMap::Parse(layout);
@@ -180,6 +185,27 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
   for (int m = 0; m < mesh->model; ++m) {
     data_groups.push_back(std::make_unique<LocalGroup>(mesh->data));
   }
+  // over_grpc: each group's members exchange activations over a gRPC ring
+  // (servers on 127.0.0.1 at ports picked now) instead of the LocalGroup.
+  std::vector<std::vector<std::unique_ptr<collective::RingParticipant>>> rings;
+  if (over_grpc) {
+    for (int d = 0; d < mesh->data; ++d) {
+      std::vector<std::string> peers;
+      for (int m = 0; m < mesh->model; ++m) {
+        peers.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
+      }
+      rings.emplace_back();
+      for (int m = 0; m < mesh->model; ++m) {
+        collective::RingParticipantOptions options;
+        options.rank = m;
+        options.peers = peers;
+        auto participant = collective::RingParticipant::Start(options);
+        EXPECT_TRUE(participant.ok()) << participant.status();
+        if (!participant.ok()) return {};
+        rings.back().push_back(std::move(*participant));
+      }
+    }
+  }
   std::vector<MemberResult> results(workers);
   const int group_batch = kGlobalBatch / mesh->data;
   auto member_main = [&](int task) {
@@ -195,7 +221,9 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
     if (!plan.ok()) return fail(plan.status());
     result.plan = *plan;
     std::unique_ptr<GroupCollective> group =
-        model_groups[at.data]->Member(at.model);
+        over_grpc ? std::make_unique<RingGroupCollective>(
+                        rings[at.data][at.model]->ring(), at.model, mesh->model)
+                  : model_groups[at.data]->Member(at.model);
     std::unique_ptr<GroupCollective> replicas =
         data_groups[at.model]->Member(at.data);
     TensorParallelMemberOptions options;
@@ -281,13 +309,15 @@ struct Case {
 std::vector<MemberResult> ExpectEquivalent(const Case& c,
                                            const std::string& mesh_spec,
                                            const std::string& layout,
-                                           int workers, int model) {
+                                           int workers, int model,
+                                           bool over_grpc = false) {
   EXPECT_EQ(c.reference.losses.size(), size_t{kSteps});
   if (c.reference.losses.size() != size_t{kSteps}) return {};
   // The run moves the weights far beyond the tolerance.
   EXPECT_GT(LargestDifference(c.reference.initial, c.reference.trained), 1e-3);
-  std::vector<MemberResult> results = TrainMesh(
-      c.spec, c.data, c.loss, c.reference.initial, mesh_spec, layout, workers);
+  std::vector<MemberResult> results =
+      TrainMesh(c.spec, c.data, c.loss, c.reference.initial, mesh_spec, layout,
+                workers, over_grpc);
   EXPECT_EQ(results.size(), size_t(workers));
   if (results.size() != size_t(workers)) return {};
   for (const MemberResult& r : results) {
@@ -323,10 +353,10 @@ class MeshEquivalence : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete case_; }
 
-  void ExpectEquivalent(const std::string& mesh_spec,
-                        const std::string& layout, int workers, int model) {
-    std::vector<MemberResult> results =
-        parallel::ExpectEquivalent(*case_, mesh_spec, layout, workers, model);
+  void ExpectEquivalent(const std::string& mesh_spec, const std::string& layout,
+                        int workers, int model, bool over_grpc = false) {
+    std::vector<MemberResult> results = parallel::ExpectEquivalent(
+        *case_, mesh_spec, layout, workers, model, over_grpc);
     // A member holds 1/M of d1's kernel.
     if (!results.empty()) {
       EXPECT_EQ(results[0].parts.at("d1/kernel").size(),
@@ -354,6 +384,10 @@ TEST_F(MeshEquivalence, Model4ColumnD1RowD2) {
 TEST_F(MeshEquivalence, Data2Model2) {
   ExpectEquivalent("data:2,model:2", kColumnD1, 4, 2);
   ExpectEquivalent("data:2,model:2", kColumnD1RowD2, 4, 2);
+}
+
+TEST_F(MeshEquivalence, Data2Model2OverTheGrpcRing) {
+  ExpectEquivalent("data:2,model:2", kColumnD1RowD2, 4, 2, /*over_grpc=*/true);
 }
 
 TEST_F(MeshEquivalence, Data4Model1) {
