@@ -88,13 +88,13 @@ TensorParallelMember::TensorParallelMember(
       options_(options),
       rng_(options.run_seed, /*replica=*/0) {}
 
-absl::Status TensorParallelMember::Init() {
-  if (spec_.inputs.size() != 1 || spec_.input_dtype != DT_FLOAT) {
+absl::Status TensorParallelMember::CheckModel(const ModelSpec& spec) {
+  if (spec.inputs.size() != 1 || spec.input_dtype != DT_FLOAT) {
     return absl::InvalidArgumentError(absl::StrCat(
         kName, ": this version runs models of one float32 input"));
   }
-  for (size_t i = 0; i < spec_.layers.size(); ++i) {
-    const LayerSpec& layer = spec_.layers[i];
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& layer = spec.layers[i];
     const worker::TensorRef previous{/*model_input=*/i == 0,
                                      /*index=*/i == 0 ? 0 : int(i) - 1};
     if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
@@ -124,13 +124,18 @@ absl::Status TensorParallelMember::Init() {
                           "activation layer, which this version runs");
     }
   }
-  if (spec_.outputs.size() != 1 ||
-      spec_.outputs[0] != static_cast<int>(spec_.layers.size()) - 1 ||
-      spec_.output_shape.size() != 1) {
+  if (spec.outputs.size() != 1 ||
+      spec.outputs[0] != static_cast<int>(spec.layers.size()) - 1 ||
+      spec.output_shape.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         kName, ": the model's output must be its last layer's, one vector "
                "per example"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status TensorParallelMember::Init() {
+  PSTRAIN_RETURN_IF_ERROR(CheckModel(spec_));
   const worker::LossPlan loss_plan =
       worker::PlanLoss(spec_, options_.loss, options_.loss_input);
   strip_final_activation_ = loss_plan.strip_final_activation;

@@ -68,6 +68,10 @@ class TensorParallelMember {
       const worker::ModelSpec& spec, const TensorParallelPlan& plan,
       GroupCollective* group, const TensorParallelMemberOptions& options);
 
+  // What Create refuses in a model (INVALID_ARGUMENT naming the layer), for
+  // a check before the run.
+  static absl::Status CheckModel(const worker::ModelSpec& spec);
+
   TensorParallelMember(const TensorParallelMember&) = delete;
   TensorParallelMember& operator=(const TensorParallelMember&) = delete;
 
