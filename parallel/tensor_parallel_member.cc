@@ -235,7 +235,8 @@ absl::Status TensorParallelMember::GatherColumns(const float* slice,
   return absl::OkStatus();
 }
 
-absl::Status TensorParallelMember::Forward(const worker::StepInput& input) {
+absl::Status TensorParallelMember::Forward(const worker::StepInput& input,
+                                           bool training) {
   const int64_t batch = input.batch;
   const int64_t m = plan_.model_size;
   const float* x = static_cast<const float*>(input.features);
@@ -273,7 +274,7 @@ absl::Status TensorParallelMember::Forward(const worker::StepInput& input) {
         break;
       }
       case LayerKind::kDropout:
-        if (s.dropout == nullptr) {
+        if (s.dropout == nullptr || !training) {
           std::copy(read, read + n, s.pre.begin());
           break;
         }
@@ -409,14 +410,8 @@ absl::Status TensorParallelMember::Backward(const float* doutput,
   return absl::OkStatus();
 }
 
-absl::StatusOr<worker::StepResult> TensorParallelMember::TrainStep(
-    const worker::StepInput& input, const worker::Weights& weights,
-    worker::Gradients* gradients) {
-  PSTRAIN_RETURN_IF_ERROR(worker::CheckStepInput(kName, input, 0));
-  if (gradients == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kName, ": gradients are required"));
-  }
+absl::Status TensorParallelMember::ResolveVariables(
+    const worker::Weights& weights, worker::Gradients* gradients) {
   for (size_t i = 0; i < spec_.layers.size(); ++i) {
     const LayerSpec& layer = spec_.layers[i];
     for (size_t v = 0; v < layer.variables.size(); ++v) {
@@ -426,20 +421,53 @@ absl::StatusOr<worker::StepResult> TensorParallelMember::TrainStep(
       auto w = weights.find(name);
       PSTRAIN_RETURN_IF_ERROR(worker::CheckVariableTensor(
           kName, "weight", def, w == weights.end() ? nullptr : w->second));
-      auto d = gradients->find(name);
-      PSTRAIN_RETURN_IF_ERROR(worker::CheckVariableTensor(
-          kName, "gradient", def, d == gradients->end() ? nullptr : d->second));
+      if (gradients != nullptr) {
+        auto d = gradients->find(name);
+        PSTRAIN_RETURN_IF_ERROR(worker::CheckVariableTensor(
+            kName, "gradient", def,
+            d == gradients->end() ? nullptr : d->second));
+      }
       (v == 0 ? weights_[i] : biases_[i]) = w->second->data<float>();
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<worker::StepResult> TensorParallelMember::TrainStep(
+    const worker::StepInput& input, const worker::Weights& weights,
+    worker::Gradients* gradients) {
+  PSTRAIN_RETURN_IF_ERROR(worker::CheckStepInput(kName, input, 0));
+  if (gradients == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kName, ": gradients are required"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(ResolveVariables(weights, gradients));
   if (input.batch == 0) return worker::StepResult();
   PSTRAIN_RETURN_IF_ERROR(Prepare(input.batch));
-  PSTRAIN_RETURN_IF_ERROR(Forward(input));
+  PSTRAIN_RETURN_IF_ERROR(Forward(input, /*training=*/true));
   PSTRAIN_ASSIGN_OR_RETURN(
       cpu::LabelLoss::Result loss,
       loss_->Compute(output_.data(), input.labels, input.batch,
                      doutput_.data(), /*scores=*/nullptr));
   PSTRAIN_RETURN_IF_ERROR(Backward(doutput_.data(), input, gradients));
+  worker::StepResult result;
+  result.loss_sum = loss.loss_sum;
+  result.correct = loss.correct;
+  result.examples = input.batch;
+  return result;
+}
+
+absl::StatusOr<worker::StepResult> TensorParallelMember::Evaluate(
+    const worker::StepInput& input, const worker::Weights& weights) {
+  PSTRAIN_RETURN_IF_ERROR(worker::CheckStepInput(kName, input, 0));
+  PSTRAIN_RETURN_IF_ERROR(ResolveVariables(weights, nullptr));
+  if (input.batch == 0) return worker::StepResult();
+  PSTRAIN_RETURN_IF_ERROR(Prepare(input.batch));
+  PSTRAIN_RETURN_IF_ERROR(Forward(input, /*training=*/false));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      cpu::LabelLoss::Result loss,
+      loss_->Compute(output_.data(), input.labels, input.batch,
+                     /*doutput=*/nullptr, /*scores=*/nullptr));
   worker::StepResult result;
   result.loss_sum = loss.loss_sum;
   result.correct = loss.correct;

@@ -84,6 +84,10 @@ class TensorParallelMember {
                                                const worker::Weights& weights,
                                                worker::Gradients* gradients);
 
+  // Forward and loss only, in inference (dropout off).
+  absl::StatusOr<worker::StepResult> Evaluate(const worker::StepInput& input,
+                                              const worker::Weights& weights);
+
  private:
   // What one layer holds for the current batch size.
   struct LayerState {
@@ -117,7 +121,11 @@ class TensorParallelMember {
   // All-gather of each member's [batch, width] slice into [batch, M*width].
   absl::Status GatherColumns(const float* slice, int64_t batch, int64_t width,
                              float* whole);
-  absl::Status Forward(const worker::StepInput& input);
+  // Checks the weights (and gradients, unless null) are the member's parts,
+  // and points weights_ and biases_ at them.
+  absl::Status ResolveVariables(const worker::Weights& weights,
+                                worker::Gradients* gradients);
+  absl::Status Forward(const worker::StepInput& input, bool training);
   absl::Status Backward(const float* doutput, const worker::StepInput& input,
                         worker::Gradients* gradients);
 
