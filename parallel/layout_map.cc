@@ -88,7 +88,7 @@ absl::StatusOr<LayoutMap> LayoutMap::Parse(absl::string_view json) {
   return map;
 }
 
-absl::StatusOr<LayoutMap> LayoutMap::Load(const std::string& path) {
+absl::StatusOr<std::string> ReadLayoutMapFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return absl::NotFoundError(
@@ -96,7 +96,13 @@ absl::StatusOr<LayoutMap> LayoutMap::Load(const std::string& path) {
   }
   std::stringstream text;
   text << file.rdbuf();
-  absl::StatusOr<LayoutMap> map = Parse(text.str());
+  return text.str();
+}
+
+absl::StatusOr<LayoutMap> LayoutMap::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadLayoutMapFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<LayoutMap> map = Parse(*text);
   if (!map.ok()) {
     return absl::Status(map.status().code(),
                         absl::StrCat(path, ": ", map.status().message()));

@@ -44,6 +44,10 @@ struct VariableSplit {
 // Every variable of a model by path ("d1/kernel").
 using VariableSplits = std::map<std::string, VariableSplit>;
 
+// The text of the --layout_map file at `path`; NOT_FOUND naming it when it
+// cannot be read.
+absl::StatusOr<std::string> ReadLayoutMapFile(const std::string& path);
+
 class LayoutMap {
  public:
   // INVALID_ARGUMENT, starting "layout_map: " and naming the key, for text
