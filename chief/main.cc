@@ -148,6 +148,14 @@ ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16: the workers' Conv2D and Dense layers multiply in "
           "bf16 and accumulate in float32 (CPUs with AVX-512 BF16 or AMX); "
           "weights, gradients and the loss stay float32");
+ABSL_FLAG(std::string, mesh, "",
+          "Tensor model parallelism: data:D,model:M (D x M = the workers; "
+          "the M workers of a group, consecutive task indexes, split the "
+          "model's variables and read the same batch); empty: data:N,model:1");
+ABSL_FLAG(std::string, layout_map, "",
+          "JSON file from variable-path regular expressions to a layout per "
+          "dimension, as Keras's LayoutMap: {\"d1/kernel\": [null, "
+          "\"model\"]}; unmatched variables are replicated");
 ABSL_FLAG(std::string, mode, "sync",
           "sync (each step applies one gradient from every worker, or from "
           "--replicas_to_aggregate of them) or async (each gradient is "
@@ -305,6 +313,8 @@ chief::RunSettings RunSettingsFromFlags() {
   s.strategy = absl::GetFlag(FLAGS_strategy);
   s.allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
   s.precision = absl::GetFlag(FLAGS_precision);
+  s.mesh = absl::GetFlag(FLAGS_mesh);
+  s.layout_map = absl::GetFlag(FLAGS_layout_map);
   s.mode = absl::GetFlag(FLAGS_mode);
   s.replicas_to_aggregate = absl::GetFlag(FLAGS_replicas_to_aggregate);
   s.max_staleness = absl::GetFlag(FLAGS_max_staleness);

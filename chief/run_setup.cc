@@ -18,6 +18,8 @@
 #include "data/model_input.h"
 #include "model/dynamic_embeddings.h"
 #include "model/keras_model.h"
+#include "parallel/layout_map.h"
+#include "parallel/tensor_parallel_setup.h"
 
 namespace pstrain {
 namespace chief {
@@ -218,6 +220,45 @@ absl::Status CheckRunSettings(const RunSettings& s) {
   return ChooseOptimizer(s.optimizer).status();
 }
 
+// --mesh and --layout_map, checked against the model and the workers
+// (parallel/tensor_parallel_setup.h) and put in the config; the number of
+// data-parallel groups, whose batches make a step's global batch.
+absl::StatusOr<int> SetUpTensorParallelRun(const RunSettings& s,
+                                           int num_workers, RunSetup* run) {
+  std::string layout_json;
+  if (!s.layout_map.empty()) {
+    PSTRAIN_ASSIGN_OR_RETURN(layout_json,
+                             parallel::ReadLayoutMapFile(s.layout_map));
+  }
+  PSTRAIN_ASSIGN_OR_RETURN(parallel::TensorParallelSetup setup,
+                           parallel::SetUpTensorParallel(
+                               run->spec, s.mesh, layout_json, num_workers));
+  if (setup.mesh.model > 1) {
+    // What the tensor-parallel workers do not do yet, refused rather than
+    // run wrong.
+    if (run->collective) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mesh=", s.mesh, ": model-parallel groups run with ps tasks ",
+          "only (TF_CONFIG has no \"ps\" job)"));
+    }
+    if (s.mode != "sync" || s.replicas_to_aggregate != 0 ||
+        s.on_worker_failure != "wait") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mesh=", s.mesh, ": model-parallel groups need --mode=sync, ",
+          "--replicas_to_aggregate=0 and --on_worker_failure=wait (a group's "
+          "members compute each step together)"));
+    }
+    if (s.data_format == "criteo" || s.precision != "fp32") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--mesh=", s.mesh, ": model-parallel groups train in-memory data ",
+          "in fp32 only"));
+    }
+  }
+  run->config.set_mesh(s.mesh);
+  run->config.set_layout_map(layout_json);
+  return setup.mesh.data;
+}
+
 absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
                                   const ClusterSpec& cluster) {
   RunSetup run;
@@ -260,6 +301,8 @@ absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
   config.set_batch_size_per_worker(s.batch_size);
   config.set_epochs(s.epochs);
   config.set_steps(s.steps);
+  PSTRAIN_ASSIGN_OR_RETURN(const int data_groups,
+                           SetUpTensorParallelRun(s, num_workers, &run));
 
   PlacementOptions placement;
   placement.num_ps = run.collective ? 1 : cluster.NumTasks(JOB_PS);
@@ -270,9 +313,9 @@ absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
   PSTRAIN_RETURN_IF_ERROR(criteo ? SetUpCriteoData(s, cluster, &run)
                                  : SetUpData(s, &run));
   PSTRAIN_ASSIGN_OR_RETURN(
-      run.length,
-      data::ComputeRunLength(config, num_workers,
-                             criteo ? config.num_train_lines() : run.train.size()));
+      run.length, data::ComputeRunLength(
+                      config, data_groups,
+                      criteo ? config.num_train_lines() : run.train.size()));
   return run;
 }
 

@@ -63,6 +63,10 @@ struct RunSettings {
   std::string bad_lines = "refuse";
   // wait or continue.
   std::string on_worker_failure = "wait";
+  // Tensor model parallelism: "data:D,model:M" or "" (data-parallel), and
+  // the path of a Keras-form layout map or "" (parallel/).
+  std::string mesh;
+  std::string layout_map;
 };
 
 // OK if every setting that can be checked without TF_CONFIG, the model or

@@ -228,6 +228,58 @@ TEST(CheckRunSettings, NamesTheFlagOfEachBadChoice) {
             "--beta_2: 1 must be in [0, 1)");
 }
 
+TEST_F(RunSetupTest, AMeshIsCheckedAndCarriedAndItsGroupsMakeTheGlobalBatch) {
+  const std::string layout = TestDir("layouts") + "/split.json";
+  const std::string text =
+      R"({"hidden/kernel": [null, "model"], "hidden/bias": ["model"],
+          "out/kernel": ["model", null]})";
+  Write(layout, text);
+  settings_.mesh = "data:2,model:2";
+  settings_.layout_map = layout;
+  absl::StatusOr<RunSetup> run = SetUpRun(settings_, Cluster(1, 4));
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->config.mesh(), "data:2,model:2");
+  EXPECT_EQ(run->config.layout_map(), text);
+  // Two groups of 32 make a step's 64 examples: 256 / 64 steps an epoch.
+  EXPECT_EQ(run->length.steps_per_epoch, 4);
+}
+
+TEST_F(RunSetupTest, AMeshTheWorkersCannotRunIsRefusedBeforeTheRun) {
+  const std::string layout = TestDir("layouts") + "/odd.json";
+  Write(layout, R"({"hidden/kernel": [null, "model"]})");
+  settings_.layout_map = layout;
+  settings_.mesh = "data:1,model:2";
+  EXPECT_NE(Refusal(Cluster(1, 2))
+                .find("kernel 'hidden/kernel' is split on its output dimension "
+                      "(column-parallel), so bias 'hidden/bias' must be split"),
+            std::string::npos)
+      << Refusal(Cluster(1, 2));
+  settings_.mesh = "data:2,model:2";
+  EXPECT_NE(Refusal(Cluster(1, 2))
+                .find("--mesh=data:2,model:2: data x model "
+                      "= 2 x 2 = 4, but the run has 2"),
+            std::string::npos)
+      << Refusal(Cluster(1, 2));
+  Write(layout, R"({"hidden/kernel": [null, "model"],
+                    "hidden/bias": ["model"]})");
+  settings_.mesh = "model:2";
+  settings_.mode = "async";
+  EXPECT_NE(Refusal(Cluster(1, 2))
+                .find("model-parallel groups need "
+                      "--mode=sync"),
+            std::string::npos)
+      << Refusal(Cluster(1, 2));
+  settings_.mode = "sync";
+  EXPECT_NE(Refusal(Cluster(0, 2))
+                .find("model-parallel groups run with ps "
+                      "tasks only"),
+            std::string::npos)
+      << Refusal(Cluster(0, 2));
+  settings_.layout_map = TestDir("layouts") + "/missing.json";
+  EXPECT_NE(Refusal(Cluster(1, 2)).find("cannot read --layout_map="),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

@@ -57,6 +57,9 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "model/dynamic_embeddings.h"
 #include "model/keras_model.h"
+#include "parallel/ring_group_collective.h"
+#include "parallel/tensor_parallel_backend.h"
+#include "parallel/tensor_parallel_setup.h"
 #include "ps/ps_client.h"
 #include "worker/trainer.h"
 #include "worker/worker_metrics.h"
@@ -341,11 +344,62 @@ int Main() {
     }
   }
   std::string device;
-  // A growing table is computed on a mirror of the rows a step can touch.
-  absl::StatusOr<std::unique_ptr<worker::Backend>> backend = MakeBackend(
-      worker::WithLocalTables(*spec, int64_t{config.batch_size_per_worker()} *
-                                         config.update().num_workers()),
-      config, index, &device);
+  // Tensor model parallelism (the chief's --mesh, --layout_map): a member of
+  // a model-parallel group computes on its slices and exchanges activations
+  // with its group over a gRPC ring at its TF_CONFIG address, whose server
+  // then answers the health check in place of the health server.
+  absl::StatusOr<parallel::TensorParallelSetup> mesh =
+      parallel::SetUpTensorParallel(*spec, config.mesh(), config.layout_map(),
+                                    config.update().num_workers());
+  if (!mesh.ok()) return Fail(mesh.status().message());
+  const parallel::MeshCoordinates at = mesh->mesh.CoordinatesOf(index);
+  std::unique_ptr<collective::RingParticipant> group_ring;
+  std::unique_ptr<parallel::GroupCollective> group;
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend;
+  if (mesh->mesh.model > 1 && collective) {
+    return Fail("--mesh: model-parallel groups run with ps tasks only");
+  }
+  if (mesh->mesh.model > 1) {
+    health->reset();
+    grpc::EnableDefaultHealthCheckService(true);
+    collective::RingParticipantOptions group_options;
+    group_options.rank = at.model;
+    for (int w : mesh->mesh.GroupMembers(at.data)) {
+      group_options.peers.push_back(
+          tf_config->cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
+    }
+    group_options.timeout =
+        absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
+    group_options.security = *security;
+    absl::StatusOr<std::unique_ptr<collective::RingParticipant>> started =
+        collective::RingParticipant::Start(group_options);
+    if (!started.ok()) {
+      LogError(absl::StrCat("worker ", index, ": model-parallel group ring: ",
+                            started.status().message()));
+      return 1;
+    }
+    group_ring = *std::move(started);
+    group = std::make_unique<parallel::RingGroupCollective>(
+        group_ring->ring(), at.model, mesh->mesh.model);
+    parallel::TensorParallelMemberOptions member;
+    member.run_seed = config.seed();
+    const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
+    member.loss = loss.kind;
+    member.loss_input = loss.input;
+    member.num_threads = absl::GetFlag(FLAGS_threads);
+    backend = parallel::TensorParallelBackend::Create(
+        *spec, mesh->plans[at.model], group.get(), member);
+    device = absl::StrCat("CPU, member ", at.model, " of model-parallel group ",
+                          at.data);
+    LogInfo(absl::StrCat("worker ", index, ": ", device,
+                         " (--mesh=", config.mesh(), ")"));
+  } else {
+    // A growing table is computed on a mirror of the rows a step can touch.
+    backend = MakeBackend(
+        worker::WithLocalTables(*spec, int64_t{config.batch_size_per_worker()} *
+                                           config.update().num_workers()),
+        config, index, &device);
+  }
   if (!backend.ok()) return Fail(backend.status().message());
   AddProcessMetrics(&metrics, "worker", device);
 
@@ -488,6 +542,8 @@ int Main() {
   options.chief_patience = patience;
   options.worker_index = index;
   options.num_workers = config.update().num_workers();
+  options.data_shard = at.data;
+  options.data_shards = mesh->mesh.data;
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   options.placement = run->placement();

@@ -84,14 +84,17 @@ absl::Status Trainer::Run() {
   const bool streamed = options_.open_stream != nullptr;
   const int64_t num_examples =
       streamed ? options_.stream_examples : train_->size();
+  const int shards =
+      options_.data_shards > 0 ? options_.data_shards : options_.num_workers;
+  const int shard =
+      options_.data_shard >= 0 ? options_.data_shard : options_.worker_index;
   PSTRAIN_ASSIGN_OR_RETURN(
       data::ShardPlan plan,
-      data::ShardPlan::Create(
-          num_examples, data::RunShardOptions(*config_, options_.num_workers,
-                                              options_.worker_index)));
+      data::ShardPlan::Create(num_examples,
+                              data::RunShardOptions(*config_, shards, shard)));
   PSTRAIN_ASSIGN_OR_RETURN(
       data::RunLength length,
-      data::ComputeRunLength(*config_, options_.num_workers, num_examples));
+      data::ComputeRunLength(*config_, shards, num_examples));
   Position at{options_.start_step, options_.generation};
   if (at.step < 0 || at.step > length.total_steps) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -313,7 +316,9 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     input.labels = (*batch)->labels.data<int32_t>();
     input.batch = (*batch)->size();
     input.step = *step;
-    input.example_offset = options_.worker_index * input.batch;
+    input.example_offset = (options_.data_shard >= 0 ? options_.data_shard
+                                                     : options_.worker_index) *
+                           input.batch;
     if (binary_auc) {
       window_scores.resize(window_scores.size() + input.batch, NAN);
       input.scores = window_scores.data() + window_scores.size() - input.batch;

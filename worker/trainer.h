@@ -63,6 +63,11 @@ namespace worker {
 struct TrainerOptions {
   int worker_index = 0;
   int num_workers = 1;
+  // Which share of each step's global batch this worker reads, of how many:
+  // -1 for its own (worker_index of num_workers). A tensor-parallel group's
+  // members read their group's (parallel/mesh.h: data index of D groups).
+  int data_shard = -1;
+  int data_shards = -1;
   // Report metrics to the chief every this many steps, and at each epoch's
   // end (so that no report straddles two epochs).
   int report_every_steps = 20;
