@@ -17,14 +17,28 @@ for the whole measurement, as another job on a shared host would.
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 
 
-def run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         timeout=600).stdout
+def run(cmd, timeout):
+    """The run's mean push, pull and aggregate MB/s; None if it did not end
+    within `timeout` seconds (ps-lite 15b8adf never ended a 400 MB round
+    here: its processes sat idle)."""
+    # In a process group of its own, so that a run that does not end is
+    # killed with every process it started.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    if proc.returncode != 0:
+        sys.exit("%s exited with status %d" % (" ".join(cmd), proc.returncode))
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     result = json.loads(line)
     return (statistics.mean(result["push_mb_per_s"]),
@@ -34,6 +48,11 @@ def run(cmd):
 
 def summary(values):
     return "%d (%d-%d)" % (statistics.median(values), min(values), max(values))
+
+
+def ratios(ours, theirs):
+    return " / ".join("%.2fx" % (statistics.median(o) / statistics.median(t))
+                      for o, t in zip(ours, theirs))
 
 
 def main():
@@ -47,6 +66,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--ps", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=int, default=600,
+                        help="seconds a run may take before it counts as "
+                        "not ended")
     parser.add_argument("--busy", action="store_true",
                         help="a spinning process holds one core throughout")
     args = parser.parse_args()
@@ -69,15 +91,26 @@ def main():
             ours, theirs = [], []
             for _ in range(args.runs):
                 ours.append(run([args.ours, "--ps_binary", args.ps_binary,
-                                 "--mb", str(mb)] + common))
-                theirs.append(run([args.pslite, "--mb", str(mb)] + common))
-            ours, theirs = list(zip(*ours)), list(zip(*theirs))
+                                 "--mb", str(mb)] + common, args.timeout))
+                theirs.append(run([args.pslite, "--mb", str(mb)] + common,
+                                  args.timeout))
+            cells = []
+            for runs in (ours, theirs):
+                done = [r for r in runs if r is not None]
+                cells.append(list(zip(*done)) if done else None)
+            missing = lambda runs: ("%d of %d runs did not end in %d s" % (
+                runs.count(None), len(runs), args.timeout)
+                if None in runs else "")
             print("| %g | %s | %s | %s |" % (
-                mb, " / ".join(summary(v) for v in ours),
-                " / ".join(summary(v) for v in theirs),
-                " / ".join("%.2fx" % (statistics.median(o) /
-                                      statistics.median(t))
-                           for o, t in zip(ours, theirs))))
+                mb,
+                " / ".join(summary(v) for v in cells[0]) if cells[0]
+                else missing(ours),
+                " / ".join(summary(v) for v in cells[1]) if cells[1]
+                else missing(theirs),
+                ratios(*cells) if cells[0] and cells[1] else "none") +
+                "".join(" %s: %s." % (who, missing(runs))
+                        for who, runs in (("pstrain", ours), ("ps-lite", theirs))
+                        if cells[0 if who == "pstrain" else 1] and None in runs))
             sys.stdout.flush()
     finally:
         if busy:
