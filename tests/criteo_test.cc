@@ -2,8 +2,8 @@
 // end (--data_format=criteo, --dynamic_embeddings): workers stream their
 // lines, remap the batch's 64-bit ids (all far above 2^31) to local rows,
 // pull and push only those rows by id; the chief evaluates on the test
-// file streamed and reports AUC, log loss and calibration. Real processes on
-// 127.0.0.1.
+// file streamed and reports AUC, log loss and calibration, or an evaluator
+// task does it from each epoch's checkpoint. Real processes on 127.0.0.1.
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -133,6 +133,64 @@ TEST(Criteo, TrainsAGrowingTableOn64BitIdsWithTwoPsAndTwoWorkers) {
   EXPECT_NE(ReadFile(TempPath("criteo-worker1.log"))
                 .find("skipped 1 malformed lines"),
             std::string::npos);
+}
+
+// TF_CONFIG with an evaluator task (TensorFlow's sidecar evaluator): the
+// evaluator streams the test file itself, reading the growing table's rows
+// from each epoch's checkpoint, and the chief records its AUC per epoch.
+TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
+  const std::string data_dir = TempPath("eval-data");
+  mkdir(data_dir.c_str(), 0755);
+  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", Lines(2048, 3)));
+  ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", Lines(600, 4)));
+  const std::string model = TempPath("eval-model.json");
+  ASSERT_TRUE(WriteFile(model, ModelJson()));
+  const std::string model_dir = TempPath("eval-run");
+  LocalCluster cluster(1, 2);
+  cluster.AddEvaluator();
+  std::vector<Subprocess> tasks;
+  tasks.push_back(cluster.Start("eval", "ps", 0, {"--model_dir=" + model_dir}));
+  for (int i = 0; i < 2; ++i) {
+    tasks.push_back(cluster.Start("eval", "worker", i,
+                                  {"--data_dir=" + data_dir, "--threads=1"}));
+  }
+  Subprocess evaluator = cluster.Start(
+      "eval", "evaluator", 0,
+      {"--data_dir=" + data_dir, "--model_dir=" + model_dir, "--threads=1"});
+  // 2048 lines / (2 workers x 32) = 32 steps an epoch.
+  Subprocess chief = cluster.Start(
+      "eval", "chief", 0,
+      {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
+       "--dynamic_embeddings=embedding", "--mode=sync", "--optimizer=adam",
+       "--learning_rate=0.02", "--batch_size=32", "--epochs=3", "--threads=1",
+       "--model_dir=" + model_dir});
+  ASSERT_EQ(chief.Wait(300), 0) << Log(chief);
+  EXPECT_EQ(evaluator.Wait(60), 0) << Log(evaluator);
+  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+
+  const std::string log = Log(chief);
+  EXPECT_NE(log.find("(the evaluator evaluates the checkpoint)"),
+            std::string::npos)
+      << log;
+  for (int step : {32, 64, 96}) {
+    EXPECT_NE(Log(evaluator).find(absl::StrCat("(step ", step, "): test_loss")),
+              std::string::npos)
+        << Log(evaluator);
+  }
+  const nlohmann::json summary = nlohmann::json::parse(
+      ReadFile(model_dir + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
+  std::printf("%s\n", summary.dump(2).c_str());
+  EXPECT_EQ(summary["global_step"].get<int64_t>(), 3 * 32);
+  // An AUC for each epoch, the evaluator's: the label is a function of C1's
+  // id, learnt by the end.
+  const nlohmann::json& auc = summary["history"]["val_auc"];
+  ASSERT_TRUE(auc.is_array() && auc.size() == 3) << summary.dump(2);
+  for (const nlohmann::json& value : auc) {
+    ASSERT_TRUE(value.is_number()) << summary.dump(2);
+  }
+  EXPECT_GE(auc[2].get<double>(), 0.95) << summary.dump(2);
+  EXPECT_EQ(summary["test_auc"].get<double>(), auc[2].get<double>());
 }
 
 TEST(Criteo, TheChiefRefusesWhatStreamedCriteoDataCannotDo) {
