@@ -122,13 +122,6 @@ absl::Status SetUpCriteoData(const RunSettings& s, RunSetup* run) {
     }
   }
   PSTRAIN_RETURN_IF_ERROR(worker::CheckCriteoModel(run->spec).status());
-  // An absent worker's batch is picked at random: that needs the data in
-  // memory.
-  if (s.on_worker_failure == "continue") {
-    return absl::InvalidArgumentError(
-        "--on_worker_failure: continue is not supported with "
-        "--data_format=criteo (streamed data); use wait");
-  }
   if (run->config.loss().kind() != LossConfig::BINARY_CROSSENTROPY) {
     return absl::InvalidArgumentError(
         "--data_format=criteo: the labels are clicks (0 or 1): the "
