@@ -208,7 +208,13 @@ TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
 TEST(Criteo, WithContinueAKilledWorkersShareOfTheLinesIsTrainedByTheOther) {
   const std::string data_dir = TempPath("cover-data");
   mkdir(data_dir.c_str(), 0755);
-  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", Lines(2048, 5)));
+  // Line 2047, in worker 1's share of the last step of each epoch, is
+  // malformed (skipped under --bad_lines=skip): whoever reads worker 1's
+  // lines logs it.
+  std::string train = Lines(2048, 5);
+  train.insert(train.rfind('\n', train.size() - 2) + 1,
+               "not\ta\tcriteo\tline\n");
+  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", train));
   ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", Lines(600, 6)));
   const std::string model = TempPath("cover-model.json");
   ASSERT_TRUE(WriteFile(model, ModelJson()));
@@ -232,7 +238,7 @@ TEST(Criteo, WithContinueAKilledWorkersShareOfTheLinesIsTrainedByTheOther) {
       {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
        "--dynamic_embeddings=embedding", "--mode=sync", "--optimizer=adam",
        "--learning_rate=0.02", "--batch_size=32", "--epochs=3", "--threads=1",
-       "--print_every_steps=2", "--failure_timeout=2s",
+       "--bad_lines=skip", "--print_every_steps=2", "--failure_timeout=2s",
        "--on_worker_failure=continue", "--model_dir=" + model_dir});
   const absl::Time deadline = absl::Now() + absl::Seconds(300);
   const auto chief_said = [&](const std::string& text) {
@@ -250,6 +256,17 @@ TEST(Criteo, WithContinueAKilledWorkersShareOfTheLinesIsTrainedByTheOther) {
   EXPECT_NE(log.find("chief: going on without worker 1 from step "),
             std::string::npos)
       << log;
+  // Worker 0 read worker 1's lines: its malformed line of epochs 0 and 1.
+  for (int epoch : {1, 2}) {
+    EXPECT_NE(Log(workers[0])
+                  .find(absl::StrCat("worker 1: epoch ", epoch,
+                                     ": skipped 1 malformed lines")),
+              std::string::npos)
+        << Log(workers[0]);
+  }
+  EXPECT_EQ(Log(workers[0]).find("worker 0: epoch 1: skipped 1"),
+            std::string::npos)
+      << Log(workers[0]);
   const nlohmann::json summary = nlohmann::json::parse(
       ReadFile(model_dir + "/summary.json"), nullptr, false);
   ASSERT_TRUE(summary.is_object()) << ReadFile(model_dir + "/summary.json");
