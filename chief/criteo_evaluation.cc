@@ -130,6 +130,7 @@ absl::StatusOr<Evaluation> EvaluateOnCriteoFiles(
   }
   const int64_t n = static_cast<int64_t>(labels.size());
   Evaluation eval;
+  eval.examples = n;
   eval.loss = n > 0 ? loss / n : 0;
   eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
   if (binary_metrics) {

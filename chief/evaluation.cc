@@ -86,6 +86,7 @@ absl::StatusOr<Evaluation> EvaluateOnTestSet(worker::Backend* backend,
     correct += r.correct;
   }
   Evaluation eval;
+  eval.examples = n;
   eval.loss = n > 0 ? loss / n : 0;
   eval.accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
   if (binary_metrics) {

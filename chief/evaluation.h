@@ -38,6 +38,8 @@ struct Evaluation {
   std::optional<double> calibration = std::nullopt;
   double mean_prediction = 0;
   double positive_rate = 0;
+  // Examples evaluated.
+  int64_t examples = 0;
 };
 
 // The area under the ROC curve of `scores` for labels 1 (positive) against

@@ -1,8 +1,6 @@
 #include "chief/evaluator.h"
 
 #include <algorithm>
-#include <cstring>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -11,23 +9,19 @@
 #include "absl/time/clock.h"
 #include "chief/checkpoint_layout.h"
 #include "chief/checkpoint_reader.h"
-#include "chief/evaluation.h"
 #include "common/process.h"
 #include "common/retry.h"
 #include "common/status_macros.h"
-#include "common/tensor.h"
 
 namespace pstrain {
 namespace chief {
 
 Evaluator::Evaluator(EvaluatorOptions options, const RegisterResponse* run,
-                     ChiefClient* chief, worker::Backend* backend,
-                     const data::Dataset* test)
+                     ChiefClient* chief, CheckpointEvaluation* evaluation)
     : options_(std::move(options)),
       run_(run),
       chief_(chief),
-      backend_(backend),
-      test_(test) {
+      evaluation_(evaluation) {
   const int64_t per_epoch = run_->state().steps_per_epoch();
   const TrainingConfig& config = run_->config();
   total_steps_ = config.steps() > 0 ? config.steps() : config.epochs() * per_epoch;
@@ -53,27 +47,13 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
       continue;
     }
     if (read->index.run_id() != run_->run_id()) continue;  // another run's
-    std::vector<WholeVariable>& variables = read->variables;
-    std::vector<Tensor> storage;
-    storage.reserve(variables.size());
-    worker::Weights weights;
-    for (const WholeVariable& v : variables) {
-      PSTRAIN_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(v.dtype, v.shape));
-      if (t.num_bytes() != v.data.size()) {
-        return absl::DataLossError(absl::StrCat(
-            ref.dir, ": variable '", v.name, "' holds ", v.data.size(),
-            " bytes, expected ", t.num_bytes()));
-      }
-      std::memcpy(t.raw_data(), v.data.data(), v.data.size());
-      storage.push_back(std::move(t));
-      weights[v.name] = &storage.back();
+    absl::StatusOr<Evaluation> evaluated = evaluation_->Evaluate(*read);
+    if (!evaluated.ok()) {
+      return absl::Status(
+          evaluated.status().code(),
+          absl::StrCat(ref.dir, ": ", evaluated.status().message()));
     }
-    const bool binary_metrics =
-        run_->config().loss().kind() == LossConfig::BINARY_CROSSENTROPY;
-    PSTRAIN_ASSIGN_OR_RETURN(
-        Evaluation eval,
-        EvaluateOnTestSet(backend_, *test_, weights, ref.step,
-                          options_.eval_batch, binary_metrics));
+    const Evaluation& eval = *evaluated;
     const double seconds =
         std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start));
     ReportMetricsRequest report;
@@ -81,7 +61,7 @@ absl::Status Evaluator::EvaluateNewCheckpoints() {
     report.set_loss(eval.loss);
     report.set_accuracy(eval.accuracy);
     if (eval.auc.has_value()) report.set_auc(*eval.auc);
-    report.set_examples_per_sec(test_->size() / seconds);
+    report.set_examples_per_sec(eval.examples / seconds);
     report.set_num_steps(1);
     report.set_evaluation(true);
     RetryOptions retry;

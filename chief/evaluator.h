@@ -3,8 +3,9 @@
 // lists it, so the chief leaves evaluation to it), it registers with the
 // chief, then evaluates on the test set every checkpoint of model_dir
 // written at an epoch's end (the chief writes one there for it), oldest
-// first, and reports each to the chief (ReportMetrics with evaluation set;
-// for binary cross-entropy, the AUC too).
+// first, as `evaluation` says (chief/checkpoint_evaluation.h: the in-memory
+// test set, or Criteo test files streamed), and reports each to the chief
+// (ReportMetrics with evaluation set; for binary cross-entropy, the AUC too).
 // It stops once the run is over and the final checkpoint is evaluated.
 //
 // model_dir must be the chief's (a shared volume on a cluster).
@@ -16,9 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "chief/checkpoint_evaluation.h"
 #include "chief/chief_client.h"
-#include "compute/backend.h"
-#include "data/dataset.h"
 
 namespace pstrain {
 namespace chief {
@@ -27,8 +27,6 @@ struct EvaluatorOptions {
   std::string model_dir;
   // How often model_dir is looked at.
   absl::Duration poll = absl::Milliseconds(200);
-  // Examples per evaluation batch.
-  int64_t eval_batch = 500;
   // How long to keep trying a chief that does not answer.
   absl::Duration chief_patience = absl::Minutes(5);
 };
@@ -38,8 +36,7 @@ class Evaluator {
   // The pointers must outlive the Evaluator. `chief` has registered; `run`
   // is its RegisterResponse.
   Evaluator(EvaluatorOptions options, const RegisterResponse* run,
-            ChiefClient* chief, worker::Backend* backend,
-            const data::Dataset* test);
+            ChiefClient* chief, CheckpointEvaluation* evaluation);
 
   // Evaluates until the run is over; an error names the checkpoint or the
   // call that failed.
@@ -52,8 +49,7 @@ class Evaluator {
   const EvaluatorOptions options_;
   const RegisterResponse* const run_;
   ChiefClient* const chief_;
-  worker::Backend* const backend_;
-  const data::Dataset* const test_;
+  CheckpointEvaluation* const evaluation_;
   int64_t total_steps_ = 0;
   int64_t last_step_ = 0;
 };

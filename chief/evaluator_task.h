@@ -34,6 +34,8 @@ struct EvaluatorTaskOptions {
   absl::Duration patience = absl::Minutes(5);
   // Evaluation threads; 0: one per core.
   int threads = 0;
+  // Examples per evaluation batch.
+  int64_t eval_batch = 500;
 };
 
 // Runs the evaluator task until the run ends: OK then; INVALID_ARGUMENT for

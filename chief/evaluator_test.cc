@@ -103,9 +103,11 @@ class EvaluatorTest : public ::testing::Test {
     EvaluatorOptions options;
     options.model_dir = model_dir_;
     options.poll = absl::Milliseconds(5);
-    options.eval_batch = 4;
     options.chief_patience = patience;
-    Evaluator evaluator(options, &run_, client_.get(), &backend_, &test_);
+    std::unique_ptr<CheckpointEvaluation> evaluation =
+        NewTestSetCheckpointEvaluation(&backend_, &test_, /*batch=*/4,
+                                       /*binary_metrics=*/false);
+    Evaluator evaluator(options, &run_, client_.get(), evaluation.get());
     return evaluator.Run();
   }
 

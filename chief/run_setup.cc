@@ -112,8 +112,7 @@ absl::Status SetUpModel(const RunSettings& s, RunSetup* run) {
 
 // --data_format=criteo: the files are listed and the training lines
 // counted; the data is streamed by the workers and the chief's evaluation.
-absl::Status SetUpCriteoData(const RunSettings& s, const ClusterSpec& cluster,
-                             RunSetup* run) {
+absl::Status SetUpCriteoData(const RunSettings& s, RunSetup* run) {
   absl::StatusOr<std::vector<std::string>> train_files =
       data::ListCriteoFiles(s.data_dir, "train");
   absl::StatusOr<std::vector<std::string>> test_files =
@@ -125,18 +124,6 @@ absl::Status SetUpCriteoData(const RunSettings& s, const ClusterSpec& cluster,
     }
   }
   PSTRAIN_RETURN_IF_ERROR(worker::CheckCriteoModel(run->spec).status());
-  // Both need the data in memory (an absent worker's batch picked at
-  // random, the evaluator's test set).
-  if (s.on_worker_failure == "continue") {
-    return absl::InvalidArgumentError(
-        "--on_worker_failure: continue is not supported with "
-        "--data_format=criteo (streamed data); use wait");
-  }
-  if (cluster.NumTasks(JOB_EVALUATOR) > 0) {
-    return absl::InvalidArgumentError(
-        "TF_CONFIG: an evaluator task is not supported with "
-        "--data_format=criteo yet: the chief evaluates");
-  }
   if (run->config.loss().kind() != LossConfig::BINARY_CROSSENTROPY) {
     return absl::InvalidArgumentError(
         "--data_format=criteo: the labels are clicks (0 or 1): the "
@@ -310,7 +297,7 @@ absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
                            ComputePlacement(run.spec.variables, placement));
 
   const bool criteo = s.data_format == "criteo";
-  PSTRAIN_RETURN_IF_ERROR(criteo ? SetUpCriteoData(s, cluster, &run)
+  PSTRAIN_RETURN_IF_ERROR(criteo ? SetUpCriteoData(s, &run)
                                  : SetUpData(s, &run));
   PSTRAIN_ASSIGN_OR_RETURN(
       run.length, data::ComputeRunLength(

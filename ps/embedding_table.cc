@@ -441,10 +441,17 @@ void EmbeddingTable::CopyRowLocked(int64_t id, int64_t index,
                                    float* out) const {
   if (index >= 0) {
     std::memcpy(out, Row(0, index), width_ * sizeof(float));
-  } else if (min_count_ > 1) {
-    std::fill(out, out + width_, 0.0f);
   } else {
-    FillRows(def_, id, 1, out);  // As RowIndex would create it.
+    FillAbsentRow(def_, id, out);
+  }
+}
+
+void EmbeddingTable::FillAbsentRow(const VariableDef& def, int64_t id,
+                                   float* out) {
+  if (def.lifecycle().min_count() > 1) {
+    std::fill(out, out + Width(def), 0.0f);
+  } else {
+    FillRows(def, id, 1, out);  // As RowIndex would create it.
   }
 }
 

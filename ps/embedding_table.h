@@ -148,6 +148,12 @@ class EmbeddingTable {
                                int64_t min_version, absl::Time deadline,
                                float* out, bool read_only = false)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // What Read gives for `id` of growing table `def` while it has no row
+  // (the `width` floats of `out`): zeros while admission holds ids back
+  // (def.lifecycle().min_count() > 1), else the row as it would be created
+  // (FillRows). Also what reading a checkpoint's rows gives for an id it
+  // does not hold (chief/checkpoint_rows.h).
+  static void FillAbsentRow(const VariableDef& def, int64_t id, float* out);
 
   // Async: applies row gradients `g` ([ids.size(), width], distinct checked
   // ids, sums over the batch) divided by batch_size. Returns the new version.

@@ -299,7 +299,7 @@ int Main() {
   if (!spec.ok()) return Fail(spec.status().message());
   const bool criteo = config.data_format() == "criteo";
   std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
-      int64_t, const data::RunLength&)>
+      int64_t, const data::RunLength&, int)>
       open_stream;
   if (criteo) {
     if (!criteo_files.ok()) {
@@ -321,9 +321,12 @@ int Main() {
       stream.row_elements += input.count;
     }
     stream.dtype = worker::ModelFeedDtype(*spec);
-    open_stream = [stream](int64_t first_step, const data::RunLength& length)
-        -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
+    open_stream =
+        [stream](
+            int64_t first_step, const data::RunLength& length,
+            int worker) -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
       worker::CriteoSourceOptions options = stream;
+      options.worker_index = worker;  // Its own share or an absent one's.
       options.first_step = first_step;
       options.steps_per_epoch = length.steps_per_epoch;
       options.total_steps = length.total_steps;

@@ -55,6 +55,13 @@ struct Trainer::CoveredBatch {
   std::vector<int64_t> indices;
   Tensor features;  // FeedDtype [batch, row elements]
   std::vector<int32_t> labels;
+  Tensor wide_ids;  // Streamed Criteo data: as data::Batch's; else empty.
+};
+
+// Streamed data: an absent worker's share, read from the step it is at.
+struct CoveredStream {
+  std::unique_ptr<data::BatchSource> source;
+  int64_t next_step = 0;
 };
 
 struct Trainer::Buffers {
@@ -72,6 +79,8 @@ struct Trainer::Buffers {
   Gradients covered_gradients;
   std::map<std::string, Tensor*> covered_push;
   std::vector<CoveredBatch> covered;
+  // Streamed data: each covered worker's stream, by worker.
+  std::map<int, CoveredStream> covered_streams;
 };
 
 void Trainer::SetGeneration(int64_t generation) {
@@ -247,7 +256,8 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       prefetch.first_epoch;
   std::unique_ptr<data::BatchSource> batches;
   if (options_.open_stream != nullptr) {
-    PSTRAIN_ASSIGN_OR_RETURN(batches, options_.open_stream(start, length));
+    PSTRAIN_ASSIGN_OR_RETURN(
+        batches, options_.open_stream(start, length, options_.worker_index));
   } else {
     PSTRAIN_ASSIGN_OR_RETURN(batches,
                              data::Prefetcher::Create(train_, plan, prefetch));
@@ -435,24 +445,10 @@ absl::Status Trainer::GatherCoveredBatches(int64_t step,
   buffers.covered.resize(covered.size());
   if (covered.empty()) return absl::OkStatus();
   if (options_.open_stream != nullptr) {
-    return absl::UnimplementedError(
-        absl::StrCat("step ", step,
-                     ": covering absent workers' batches needs the "
-                     "training data in memory, not streamed (--data_format)"));
+    PSTRAIN_RETURN_IF_ERROR(EnsureCoveredGradients(buffers));
+    return ReadCoveredBatches(covered, length, buffers);
   }
-  if (buffers.covered_gradients.empty()) {
-    const ModelSpec local =
-        WithLocalTables(*spec_, int64_t{config_->batch_size_per_worker()} *
-                                    options_.num_workers);
-    buffers.covered_storage.reserve(local.variables.size());
-    for (const VariableDef& def : local.variables) {
-      const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                       def.shape().dims().end());
-      PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
-      buffers.covered_storage.push_back(std::move(g));
-      buffers.covered_gradients[def.name()] = &buffers.covered_storage.back();
-    }
-  }
+  PSTRAIN_RETURN_IF_ERROR(EnsureCoveredGradients(buffers));
   const int64_t batch = config_->batch_size_per_worker();
   const int64_t per_example = train_->features.row_elements();
   for (size_t c = 0; c < covered.size(); ++c) {
@@ -488,6 +484,62 @@ absl::Status Trainer::GatherCoveredBatches(int64_t step,
   return absl::OkStatus();
 }
 
+absl::Status Trainer::EnsureCoveredGradients(Buffers& buffers) {
+  if (!buffers.covered_gradients.empty()) return absl::OkStatus();
+  const ModelSpec local = WithLocalTables(
+      *spec_, int64_t{config_->batch_size_per_worker()} * options_.num_workers);
+  buffers.covered_storage.reserve(local.variables.size());
+  for (const VariableDef& def : local.variables) {
+    const std::vector<int64_t> shape(def.shape().dims().begin(),
+                                     def.shape().dims().end());
+    PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
+    buffers.covered_storage.push_back(std::move(g));
+    buffers.covered_gradients[def.name()] = &buffers.covered_storage.back();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ReadCoveredBatches(
+    const std::vector<chief::BatchRef>& covered, const data::RunLength& length,
+    Buffers& buffers) {
+  for (size_t c = 0; c < covered.size(); ++c) {
+    const chief::BatchRef& ref = covered[c];
+    CoveredBatch& out = buffers.covered[c];
+    out.ref = ref;
+    // The absent worker's stream, opened where its batch of ref.step is
+    // (after a membership change or an owed batch of an earlier step):
+    // the batch is the one it would have trained, its lines exactly.
+    CoveredStream& stream = buffers.covered_streams[ref.worker];
+    if (stream.source == nullptr || stream.next_step != ref.step) {
+      stream.source.reset();
+      absl::StatusOr<std::unique_ptr<data::BatchSource>> opened =
+          options_.open_stream(ref.step, length, ref.worker);
+      if (!opened.ok()) {
+        return AtStep(ref.step,
+                      absl::StrCat("opening worker ", ref.worker, "'s data"),
+                      opened.status());
+      }
+      stream.source = *std::move(opened);
+      stream.next_step = ref.step;
+    }
+    absl::StatusOr<data::Batch*> batch = stream.source->Next();
+    if (!batch.ok()) {
+      return AtStep(ref.step,
+                    absl::StrCat("reading worker ", ref.worker, "'s data"),
+                    batch.status());
+    }
+    const data::Batch& in = **batch;
+    out.indices = in.indices;
+    out.features = in.features.Clone();
+    out.wide_ids = in.wide_ids.Clone();
+    const int32_t* labels = in.labels.data<int32_t>();
+    out.labels.assign(labels, labels + in.size());
+    stream.source->Release(*batch);
+    ++stream.next_step;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
                                  Buffers& buffers) {
   if (sparse_->empty()) return absl::OkStatus();
@@ -497,7 +549,9 @@ absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
       batch.wide_ids.num_elements() > 0 ? &batch.wide_ids : nullptr);
   for (CoveredBatch& covered : buffers.covered) {
     if (!touched.ok()) break;
-    touched = sparse_->TouchAndRemap(&covered.features, covered.indices);
+    touched = sparse_->TouchAndRemap(
+        &covered.features, covered.indices,
+        covered.wide_ids.num_elements() > 0 ? &covered.wide_ids : nullptr);
   }
   if (!touched.ok()) return AtStep(step, "reading the data", touched);
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;

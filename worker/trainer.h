@@ -44,6 +44,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "chief/chief_client.h"
+#include "chief/membership.h"
 #include "common/retry.h"
 #include "compute/backend.h"
 #include "data/batch_source.h"
@@ -95,12 +96,12 @@ struct TrainerOptions {
   // Trainer.
   WorkerMetrics* metrics = nullptr;
   // Training data streamed rather than held (--data_format=criteo): opens
-  // this worker's batches from `first_step` on (data/criteo_batch_source.h).
-  // When set, the Trainer's `train` may be null, stream_examples is the
-  // number of examples of an epoch, and absent workers' batches cannot be
-  // covered (UNIMPLEMENTED).
+  // the batches of worker `worker`'s share (this worker's, or an absent
+  // one's it covers) from `first_step` on (data/criteo_batch_source.h).
+  // When set, the Trainer's `train` may be null and stream_examples is the
+  // number of examples of an epoch.
   std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
-      int64_t first_step, const data::RunLength& length)>
+      int64_t first_step, const data::RunLength& length, int worker)>
       open_stream;
   int64_t stream_examples = 0;
   // Where the rows of embedding tables live: the ps tasks. Null in a
@@ -166,6 +167,12 @@ class Trainer {
   absl::Status WaitUntilMayStart(int64_t step);
   // Gathers into `buffers.covered` the batches of absent workers this
   // worker trains at `step` (chief/membership.h), as they would have.
+  // Sizes the covered batches' gradients on first use.
+  absl::Status EnsureCoveredGradients(Buffers& buffers);
+  // Streamed data: reads each of `covered` from its worker's stream.
+  absl::Status ReadCoveredBatches(const std::vector<chief::BatchRef>& covered,
+                                  const data::RunLength& length,
+                                  Buffers& buffers);
   absl::Status GatherCoveredBatches(int64_t step, const data::RunLength& length,
                                     Buffers& buffers);
   // Pulls the embedding rows the step's batch and covered batches touch.
