@@ -149,9 +149,8 @@ ABSL_FLAG(std::string, precision, "fp32",
           "bf16 and accumulate in float32 (CPUs with AVX-512 BF16 or AMX); "
           "weights, gradients and the loss stay float32");
 ABSL_FLAG(std::string, mesh, "",
-          "Tensor model parallelism: data:D,model:M (D x M = the workers; "
-          "the M workers of a group, consecutive task indexes, split the "
-          "model's variables and read the same batch); empty: data:N,model:1");
+          "Tensor parallelism: data:D,model:M (D x M workers; a group's M "
+          "workers split the variables, reading one batch); data:N,model:1");
 ABSL_FLAG(std::string, layout_map, "",
           "JSON file from variable-path regular expressions to a layout per "
           "dimension, as Keras's LayoutMap: {\"d1/kernel\": [null, "

@@ -1,10 +1,12 @@
 #include "collective/replica_checkpoint.h"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "chief/checkpoint_layout.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/safetensors.h"
 #include "common/atomic_file.h"
@@ -83,6 +85,18 @@ absl::Status ExportReplica(const LocalReplica& replica,
     variables.push_back(std::move(whole));
   }
   return chief::WriteSafetensors(path, variables);
+}
+
+absl::Status RestoreReplicaAt(const std::string& model_dir, int64_t step,
+                              LocalReplica* replica) {
+  const std::string dir = chief::CheckpointDir(model_dir, step);
+  std::error_code error;
+  if (step == 0 &&
+      !std::filesystem::exists(
+          absl::StrCat(dir, "/", chief::kCheckpointIndexFile), error)) {
+    return replica->Reinitialize();
+  }
+  return RestoreReplica(dir, replica);
 }
 
 }  // namespace worker

@@ -19,6 +19,7 @@
 #ifndef PSTRAIN_COLLECTIVE_REPLICA_CHECKPOINT_H_
 #define PSTRAIN_COLLECTIVE_REPLICA_CHECKPOINT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ absl::StatusOr<std::vector<SavedSlice>> SaveInitialReplica(
 // damaged checkpoint; FAILED_PRECONDITION naming an array the checkpoint
 // lacks or whose size differs (another model or optimizer).
 absl::Status RestoreReplica(const std::string& dir, LocalReplica* replica);
+
+// RestoreReplica of model_dir's checkpoint of `step`, except that a
+// model_dir without a checkpoint of step 0 (the chief writes one with the
+// initial values) gives the replica its initial values again from the run's
+// seed.
+absl::Status RestoreReplicaAt(const std::string& model_dir, int64_t step,
+                              LocalReplica* replica);
 
 // Writes the replica's variables (values, no slots) to `path` as
 // safetensors (chief/safetensors.h): what `chief --export_safetensors` writes

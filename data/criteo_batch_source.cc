@@ -188,5 +188,36 @@ void CriteoBatchSource::Release(data::Batch* batch) {
   if (batch != nullptr) free_.push_back(batch);
 }
 
+absl::StatusOr<CriteoSourceOptions> CriteoSourceOptionsFor(
+    const ModelSpec& spec, std::vector<std::string> files, int num_workers,
+    int64_t batch_size, data::BadLines bad_lines) {
+  PSTRAIN_ASSIGN_OR_RETURN(std::vector<CriteoInput> inputs,
+                           CheckCriteoModel(spec));
+  CriteoSourceOptions options;
+  options.files = std::move(files);
+  options.num_workers = num_workers;
+  options.batch_size = batch_size;
+  options.bad_lines = bad_lines;
+  for (const CriteoInput& input : inputs) options.row_elements += input.count;
+  options.inputs = std::move(inputs);
+  options.dtype = ModelFeedDtype(spec);
+  return options;
+}
+
+OpenCriteoStream CriteoStreamOpener(CriteoSourceOptions base) {
+  return [base = std::move(base)](
+             int64_t first_step, const data::RunLength& length,
+             int worker) -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
+    CriteoSourceOptions options = base;
+    options.worker_index = worker;  // its own share or an absent one's
+    options.first_step = first_step;
+    options.steps_per_epoch = length.steps_per_epoch;
+    options.total_steps = length.total_steps;
+    PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CriteoBatchSource> source,
+                             CriteoBatchSource::Open(std::move(options)));
+    return std::unique_ptr<data::BatchSource>(std::move(source));
+  };
+}
+
 }  // namespace worker
 }  // namespace pstrain

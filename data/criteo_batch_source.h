@@ -24,6 +24,7 @@
 #define PSTRAIN_DATA_CRITEO_BATCH_SOURCE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "data/batch_source.h"
 #include "data/criteo_prefetcher.h"
 #include "data/criteo_reader.h"
+#include "data/run_length.h"
 #include "model/model_spec.h"
 
 namespace pstrain {
@@ -102,6 +104,20 @@ class CriteoBatchSource : public data::BatchSource {
   std::vector<std::unique_ptr<data::Batch>> buffers_;
   std::vector<data::Batch*> free_;
 };
+
+// The options of a run's Criteo sources for `spec` (CheckCriteoModel's
+// errors): every field but the worker's index and the run's steps.
+absl::StatusOr<CriteoSourceOptions> CriteoSourceOptionsFor(
+    const ModelSpec& spec, std::vector<std::string> files, int num_workers,
+    int64_t batch_size, data::BadLines bad_lines);
+
+// What a worker's trainer opens a share of the files with
+// (TrainerOptions::open_stream): `worker`'s lines from `first_step` on, in a
+// run of `length`, with the rest of `base`.
+using OpenCriteoStream =
+    std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
+        int64_t first_step, const data::RunLength& length, int worker)>;
+OpenCriteoStream CriteoStreamOpener(CriteoSourceOptions base);
 
 }  // namespace worker
 }  // namespace pstrain

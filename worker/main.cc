@@ -17,8 +17,6 @@
 // into --model_dir (the chief's, shared) and every worker restores from
 // there (collective/replica_checkpoint.h).
 #include <cstdlib>
-#include <filesystem>
-#include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -52,15 +50,14 @@
 #include "data/criteo_batch_source.h"
 #include "data/criteo_files.h"
 #include "data/data_dir.h"
-#include "data/idx_reader.h"
 #include "data/model_input.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "model/dynamic_embeddings.h"
 #include "model/keras_model.h"
-#include "parallel/ring_group_collective.h"
-#include "parallel/tensor_parallel_backend.h"
+#include "parallel/model_parallel_worker.h"
 #include "parallel/tensor_parallel_setup.h"
 #include "ps/ps_client.h"
+#include "worker/nccl_id_relay.h"
 #include "worker/trainer.h"
 #include "worker/worker_metrics.h"
 
@@ -124,6 +121,15 @@ namespace {
 int Fail(absl::string_view message) {
   std::cerr << message << std::endl;
   return 2;
+}
+
+// Every worker's address ("host:port"), by task index.
+std::vector<std::string> WorkerAddresses(const ClusterSpec& cluster) {
+  std::vector<std::string> addresses;
+  for (int w : cluster.TaskIndices(JOB_WORKER)) {
+    addresses.push_back(cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
+  }
+  return addresses;
 }
 
 // --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
@@ -226,10 +232,7 @@ int Main() {
     grpc::EnableDefaultHealthCheckService(true);
     collective::RingParticipantOptions ring_options;
     ring_options.rank = index;
-    for (int w : tf_config->cluster.TaskIndices(JOB_WORKER)) {
-      ring_options.peers.push_back(
-          tf_config->cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
-    }
+    ring_options.peers = WorkerAddresses(tf_config->cluster);
     ring_options.timeout =
         absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
     ring_options.security = *security;
@@ -298,43 +301,20 @@ int Main() {
   absl::StatusOr<worker::ModelSpec> spec = worker::LoadRunModel(config);
   if (!spec.ok()) return Fail(spec.status().message());
   const bool criteo = config.data_format() == "criteo";
-  std::function<absl::StatusOr<std::unique_ptr<data::BatchSource>>(
-      int64_t, const data::RunLength&, int)>
-      open_stream;
+  worker::OpenCriteoStream open_stream;
   if (criteo) {
     if (!criteo_files.ok()) {
       return Fail(
           absl::StrCat("--data_dir: ", criteo_files.status().message()));
     }
-    absl::StatusOr<std::vector<worker::CriteoInput>> inputs =
-        worker::CheckCriteoModel(*spec);
-    if (!inputs.ok()) return Fail(inputs.status().message());
-    worker::CriteoSourceOptions stream;
-    stream.files = *criteo_files;
-    stream.num_workers = config.update().num_workers();
-    stream.worker_index = index;
-    stream.batch_size = config.batch_size_per_worker();
-    stream.bad_lines = config.skip_bad_lines() ? data::BadLines::kSkip
-                                               : data::BadLines::kRefuse;
-    stream.inputs = *inputs;
-    for (const worker::CriteoInput& input : *inputs) {
-      stream.row_elements += input.count;
-    }
-    stream.dtype = worker::ModelFeedDtype(*spec);
-    open_stream =
-        [stream](
-            int64_t first_step, const data::RunLength& length,
-            int worker) -> absl::StatusOr<std::unique_ptr<data::BatchSource>> {
-      worker::CriteoSourceOptions options = stream;
-      options.worker_index = worker;  // Its own share or an absent one's.
-      options.first_step = first_step;
-      options.steps_per_epoch = length.steps_per_epoch;
-      options.total_steps = length.total_steps;
-      PSTRAIN_ASSIGN_OR_RETURN(
-          std::unique_ptr<worker::CriteoBatchSource> source,
-          worker::CriteoBatchSource::Open(options));
-      return std::unique_ptr<data::BatchSource>(std::move(source));
-    };
+    absl::StatusOr<worker::CriteoSourceOptions> stream =
+        worker::CriteoSourceOptionsFor(
+            *spec, *criteo_files, config.update().num_workers(),
+            config.batch_size_per_worker(),
+            config.skip_bad_lines() ? data::BadLines::kSkip
+                                    : data::BadLines::kRefuse);
+    if (!stream.ok()) return Fail(stream.status().message());
+    open_stream = worker::CriteoStreamOpener(*std::move(stream));
   } else {
     if (criteo_files.ok()) {
       train = data::ReadDataDir(data_dir, data::Split::kTrain);
@@ -348,54 +328,44 @@ int Main() {
   }
   std::string device;
   // Tensor model parallelism (the chief's --mesh, --layout_map): a member of
-  // a model-parallel group computes on its slices and exchanges activations
-  // with its group over a gRPC ring at its TF_CONFIG address, whose server
-  // then answers the health check in place of the health server.
+  // a model-parallel group computes its slices, exchanging activations with
+  // its group over a gRPC ring at its TF_CONFIG address, whose server then
+  // answers the health check in place of the health server.
   absl::StatusOr<parallel::TensorParallelSetup> mesh =
       parallel::SetUpTensorParallel(*spec, config.mesh(), config.layout_map(),
                                     config.update().num_workers());
   if (!mesh.ok()) return Fail(mesh.status().message());
-  const parallel::MeshCoordinates at = mesh->mesh.CoordinatesOf(index);
-  std::unique_ptr<collective::RingParticipant> group_ring;
-  std::unique_ptr<parallel::GroupCollective> group;
-  absl::StatusOr<std::unique_ptr<worker::Backend>> backend;
   if (mesh->mesh.model > 1 && collective) {
     return Fail("--mesh: model-parallel groups run with ps tasks only");
   }
+  const parallel::MeshCoordinates at = mesh->mesh.CoordinatesOf(index);
+  parallel::ModelParallelWorker model_parallel;
+  absl::StatusOr<std::unique_ptr<worker::Backend>> backend;
   if (mesh->mesh.model > 1) {
     health->reset();
     grpc::EnableDefaultHealthCheckService(true);
-    collective::RingParticipantOptions group_options;
-    group_options.rank = at.model;
-    for (int w : mesh->mesh.GroupMembers(at.data)) {
-      group_options.peers.push_back(
-          tf_config->cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
-    }
-    group_options.timeout =
+    parallel::ModelParallelWorkerOptions member;
+    member.worker_index = index;
+    member.worker_addresses = WorkerAddresses(tf_config->cluster);
+    member.timeout =
         absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
-    group_options.security = *security;
-    absl::StatusOr<std::unique_ptr<collective::RingParticipant>> started =
-        collective::RingParticipant::Start(group_options);
+    member.security = *security;
+    member.member.run_seed = config.seed();
+    const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
+    member.member.loss = loss.kind;
+    member.member.loss_input = loss.input;
+    member.member.num_threads = absl::GetFlag(FLAGS_threads);
+    absl::StatusOr<parallel::ModelParallelWorker> started =
+        parallel::StartModelParallelWorker(*spec, *mesh, member);
     if (!started.ok()) {
-      LogError(absl::StrCat("worker ", index, ": model-parallel group ring: ",
+      LogError(absl::StrCat("worker ", index, ": model-parallel group: ",
                             started.status().message()));
       return 1;
     }
-    group_ring = *std::move(started);
-    group = std::make_unique<parallel::RingGroupCollective>(
-        group_ring->ring(), at.model, mesh->mesh.model);
-    parallel::TensorParallelMemberOptions member;
-    member.run_seed = config.seed();
-    const worker::BackendLoss loss = worker::ToBackendLoss(config.loss());
-    member.loss = loss.kind;
-    member.loss_input = loss.input;
-    member.num_threads = absl::GetFlag(FLAGS_threads);
-    backend = parallel::TensorParallelBackend::Create(
-        *spec, mesh->plans[at.model], group.get(), member);
-    device = absl::StrCat("CPU, member ", at.model, " of model-parallel group ",
-                          at.data);
-    LogInfo(absl::StrCat("worker ", index, ": ", device,
-                         " (--mesh=", config.mesh(), ")"));
+    model_parallel = *std::move(started);
+    backend = std::move(model_parallel.backend);
+    device = model_parallel.device;
+    LogInfo(absl::StrCat("worker ", index, ": computing on ", device));
   } else {
     // A growing table is computed on a mirror of the rows a step can touch.
     backend = MakeBackend(
@@ -447,27 +417,7 @@ int Main() {
                              : RING_DTYPE_FLOAT32;
     nccl_options.timeout =
         absl::Seconds(absl::GetFlag(FLAGS_allreduce_timeout_seconds));
-    nccl_options.publish = [&chief](int64_t generation,
-                                    const std::string& id) -> absl::Status {
-      PSTRAIN_ASSIGN_OR_RETURN(HeartbeatResponse beat,
-                               chief.PublishNcclId(generation, id));
-      if (beat.nccl_unique_id() != id) {
-        return absl::AbortedError(absl::StrCat(
-            "the chief, in generation ", beat.generation(),
-            ", did not take the NCCL id of generation ", generation));
-      }
-      return absl::OkStatus();
-    };
-    nccl_options.fetch =
-        [&chief](int64_t generation) -> absl::StatusOr<std::string> {
-      PSTRAIN_ASSIGN_OR_RETURN(HeartbeatResponse beat, chief.Heartbeat(-1));
-      if (beat.generation() != generation) {
-        return absl::AbortedError(
-            absl::StrCat("the chief went on to generation ", beat.generation(),
-                         " while this worker joined ", generation));
-      }
-      return beat.nccl_unique_id();
-    };
+    worker::RelayNcclIdsThroughChief(&chief, &nccl_options);
     absl::StatusOr<std::unique_ptr<collective::NcclRendezvous>> made =
         collective::NcclRendezvous::Create(nccl_options);
     if (!made.ok()) return Fail(made.status().message());
@@ -477,6 +427,8 @@ int Main() {
   } else if (collective && backend_choice == "nccl") {
     return Fail("--allreduce_backend=nccl: this worker computes on " + device);
   }
+  // Collective runs: what the replica sums with, joined at each generation.
+  collective::AllReducer* reducer = nullptr;
   if (collective) {
     // The chief refuses a worker whose choice differs from the others'.
     chief.SetAllReduce(nccl != nullptr ? "nccl" : "ring",
@@ -489,10 +441,6 @@ int Main() {
                             again.status().message()));
       return 1;
     }
-  }
-  // Collective runs: what the replica sums with, joined at each generation.
-  collective::AllReducer* reducer = nullptr;
-  if (collective) {
     worker::LocalReplicaOptions replica_options;
     replica_options.variables = spec->variables;
     replica_options.optimizer = config.optimizer();
@@ -587,16 +535,7 @@ int Main() {
                            step > 0 ? chief::CheckpointDir(model_dir, step)
                                     : std::string("the initial values"),
                            " (generation ", generation, ")"));
-      const std::string dir = chief::CheckpointDir(model_dir, step);
-      // The chief writes the checkpoint of step 0 (the initial values); a
-      // run whose model_dir has none goes back to the run's seed.
-      std::error_code error;
-      if (step == 0 &&
-          !std::filesystem::exists(
-              absl::StrCat(dir, "/", chief::kCheckpointIndexFile), error)) {
-        return replica->Reinitialize();
-      }
-      return worker::RestoreReplica(dir, replica.get());
+      return worker::RestoreReplicaAt(model_dir, step, replica.get());
     };
     // The all-reduce overlaps the backward (collective/local_replica.h);
     // without it, PushDense hands every bucket over after the backward.
