@@ -30,22 +30,6 @@ void Train(const std::string& name, int num_ps, int steps,
              "--model_dir=" + model_dir});
 }
 
-double LargestDifference(const Variables& a, const Variables& b) {
-  double largest = 0;
-  for (const auto& [name, values] : a) {
-    auto other = b.find(name);
-    if (other == b.end() || other->second.size() != values.size()) {
-      ADD_FAILURE() << name << " differs in shape or is missing";
-      return INFINITY;
-    }
-    for (size_t i = 0; i < values.size(); ++i) {
-      largest = std::max(largest,
-                         std::fabs(double{values[i]} - other->second[i]));
-    }
-  }
-  return largest;
-}
-
 // 30 steps with `first_ps` ps tasks, then to 50 with `then_ps`; against 50
 // with `then_ps` at once.
 void ExpectResumedEqualsUninterrupted(const std::string& name, int first_ps,

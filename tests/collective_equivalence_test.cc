@@ -61,24 +61,6 @@ Trained Train(const std::string& name, int num_ps, int workers, int batch,
   return trained;
 }
 
-// The largest difference between equally named variables; every name of
-// `a` must be in `b` with as many values.
-double LargestDifference(const Variables& a, const Variables& b) {
-  double largest = 0;
-  for (const auto& [name, values] : a) {
-    auto other = b.find(name);
-    EXPECT_NE(other, b.end()) << name;
-    if (other == b.end()) return INFINITY;
-    EXPECT_EQ(values.size(), other->second.size()) << name;
-    if (values.size() != other->second.size()) return INFINITY;
-    for (size_t i = 0; i < values.size(); ++i) {
-      largest =
-          std::max(largest, std::fabs(double{values[i]} - other->second[i]));
-    }
-  }
-  return largest;
-}
-
 void ExpectReplicasIdentical(const Trained& run) {
   ASSERT_FALSE(run.replicas.empty());
   for (size_t w = 0; w < run.replicas.size(); ++w) {

@@ -35,20 +35,6 @@ std::string Train(const std::string& model, int workers, int batch) {
   return ExportSafetensors(model_dir, name);
 }
 
-// The largest difference between equally named variables of two exports.
-double LargestDifference(
-    const std::map<std::string, std::vector<float>>& a,
-    const std::map<std::string, std::vector<float>>& b) {
-  double largest = 0;
-  for (const auto& [name, values] : a) {
-    const std::vector<float>& other = b.at(name);
-    for (size_t i = 0; i < values.size(); ++i) {
-      largest = std::max(largest, std::fabs(double{values[i]} - other[i]));
-    }
-  }
-  return largest;
-}
-
 void ExpectEquivalent(const std::string& model, size_t variables) {
   const auto two = ReadSafetensors(Train(model, 2, 32));
   const auto one = ReadSafetensors(Train(model, 1, 64));

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -123,6 +124,23 @@ std::map<std::string, std::vector<float>> ReadSafetensors(
     std::memcpy(values.data(), bytes.data() + data + begin, end - begin);
   }
   return tensors;
+}
+
+double LargestDifference(const std::map<std::string, std::vector<float>>& a,
+                         const std::map<std::string, std::vector<float>>& b) {
+  double largest = 0;
+  for (const auto& [name, values] : a) {
+    auto other = b.find(name);
+    if (other == b.end() || other->second.size() != values.size()) {
+      ADD_FAILURE() << name << " is missing or differs in size";
+      return INFINITY;
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      largest =
+          std::max(largest, std::fabs(double{values[i]} - other->second[i]));
+    }
+  }
+  return largest;
 }
 
 }  // namespace testing

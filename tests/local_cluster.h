@@ -71,6 +71,12 @@ std::string ExportSafetensors(const std::string& model_dir,
 std::map<std::string, std::vector<float>> ReadSafetensors(
     const std::string& path);
 
+// The largest difference between equally named tensors of `a` and `b`; a
+// name of `a` missing from `b`, or of another size there, fails the test
+// and gives infinity.
+double LargestDifference(const std::map<std::string, std::vector<float>>& a,
+                         const std::map<std::string, std::vector<float>>& b);
+
 }  // namespace testing
 }  // namespace pstrain
 

@@ -44,22 +44,6 @@ Variables Train(const std::string& name, int workers, int batch,
   return ReadSafetensors(ExportSafetensors(model_dir, name));
 }
 
-double LargestDifference(const Variables& a, const Variables& b) {
-  double largest = 0;
-  for (const auto& [name, values] : a) {
-    auto other = b.find(name);
-    EXPECT_NE(other, b.end()) << name;
-    if (other == b.end()) return INFINITY;
-    EXPECT_EQ(values.size(), other->second.size()) << name;
-    if (values.size() != other->second.size()) return INFINITY;
-    for (size_t i = 0; i < values.size(); ++i) {
-      largest =
-          std::max(largest, std::fabs(double{values[i]} - other->second[i]));
-    }
-  }
-  return largest;
-}
-
 TEST(TensorParallel, MeshRunsEqualDataParallelRunsOfTheSameGlobalBatch) {
   if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   const std::string layout = TempPath("layout.json");
