@@ -3,9 +3,10 @@
 # Alternates, --runs times: bench/train_throughput at 1 thread on an idle
 # host, then at --threads threads while a busy loop (one python3 process
 # spinning) holds a core, each as the binaries run by default (OpenMP
-# threads that spin briefly, then sleep: compute/cpu/openmp_wait_policy.h)
-# and, for comparison, with libgomp's own default spin (GOMP_SPINCOUNT=
-# 300000). Prints each run's JSON line, then medians [min, max] and each
+# threads that spin briefly, then sleep: compute/cpu/openmp_wait_policy.h;
+# and a tuner that times all the threads against one and trains on the
+# faster: compute/cpu/adaptive_threads_backend.h) and, for comparison, with
+# libgomp's own default spin (GOMP_SPINCOUNT=300000). Prints each run's JSON line, then medians [min, max] and each
 # busy figure's ratio to the idle 1-thread one (the target: >= 0.8). The
 # "idle" runs are only as idle as the machine: read the load average printed
 # first.

@@ -8,6 +8,7 @@
 #include "absl/strings/strip.h"
 #include "common/gpu_devices.h"
 #include "common/status_macros.h"
+#include "compute/cpu/adaptive_threads_backend.h"
 #include "compute/cpu/cpu_backend.h"
 #include "compute/loss_config.h"
 #ifdef PSTRAIN_WITH_CUDA
@@ -48,12 +49,16 @@ absl::StatusOr<DeviceBackend> OnCpu(const ModelSpec& spec,
   cpu.loss_input = options.loss_input;
   cpu.precision = options.precision;
   DeviceBackend made;
-  PSTRAIN_ASSIGN_OR_RETURN(made.backend, CreateCpuBackend(spec, cpu));
+  PSTRAIN_ASSIGN_OR_RETURN(made.backend,
+                           CreateAdaptiveThreadsBackend(spec, cpu));
   made.description = absl::StrCat(
       "CPU (oneDNN, ",
-      options.cpu_threads > 1    ? absl::StrCat(options.cpu_threads, " threads")
-      : options.cpu_threads == 1 ? std::string("1 thread")
-                                 : std::string("a thread per core"),
+      options.cpu_threads == 1
+          ? std::string("1 thread")
+          : absl::StrCat(options.cpu_threads > 1
+                             ? absl::StrCat(options.cpu_threads, " threads")
+                             : std::string("a thread per core"),
+                         " or 1, whichever is faster now"),
       options.precision == Precision::kBf16 ? ", bf16" : "",
       why.empty() ? "" : "; ", why, ")");
   return made;
