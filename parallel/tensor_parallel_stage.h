@@ -33,9 +33,9 @@
 #define PSTRAIN_PARALLEL_TENSOR_PARALLEL_STAGE_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"

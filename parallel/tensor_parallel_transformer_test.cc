@@ -34,7 +34,7 @@ using worker::ModelSpec;
 
 constexpr int64_t kSequence = 8;
 constexpr int32_t kVocabulary = 256;
-constexpr int kTransformerSteps = 20;
+constexpr int kTransformerSteps = kSteps;  // 50
 
 ModelSpec Transformer() {
   absl::StatusOr<ModelSpec> spec =
@@ -90,6 +90,7 @@ struct MemberRun {
   absl::Status status;
   TensorParallelPlan plan;
   std::vector<double> losses;                       // per step
+  double inference_loss = 0;  // Evaluate's, with steps == 0
   std::map<std::string, std::vector<float>> parts;  // weights, or gradients
 };
 
@@ -154,7 +155,14 @@ std::vector<MemberRun> RunMesh(const ModelSpec& spec, const TokenData& data,
           &gradient_map);
       if (!r.ok()) return fail(r.status());
       run.losses.push_back(r->loss_sum);
-      if (steps == 0) break;
+      if (steps == 0) {
+        absl::StatusOr<worker::StepResult> e = (*member)->Evaluate(
+            Input(data, at_step, at_data * group_batch, group_batch),
+            weight_map);
+        if (!e.ok()) return fail(e.status());
+        run.inference_loss = e->loss_sum;
+        break;
+      }
       for (auto& [name, g] : gradients) {
         if (d > 1) {
           absl::Status s = replicas->AllReduceSum(g.flat<float>());
@@ -239,6 +247,8 @@ TEST_F(TransformerEquivalence, LossAndEveryGradientEqualTheWholeModels) {
       ASSERT_TRUE(r.status.ok()) << r.status;
       EXPECT_NEAR(r.losses[0], whole->loss_sum,
                   1e-5 * std::fabs(whole->loss_sum));
+      EXPECT_NEAR(r.inference_loss, inference->loss_sum,
+                  1e-5 * std::fabs(inference->loss_sum));
     }
     const Variables gradients = Assemble(runs, m, 0, initial_);
     for (const auto& [name, g] : expected) {
@@ -292,6 +302,32 @@ TEST_F(TransformerEquivalence, TrainsToTheOneProcesssWeights) {
       EXPECT_NEAR(sum, losses[step], 1e-4 * std::fabs(losses[step]));
     }
   }
+}
+
+TEST_F(TransformerEquivalence, RefusesAnIdOutsideTheVocabulary) {
+  absl::StatusOr<LayoutMap> map = LayoutMap::Parse(Layout());
+  ASSERT_TRUE(map.ok()) << map.status();
+  absl::StatusOr<VariableSplits> splits = map->Resolve(spec_.variables, 1);
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  absl::StatusOr<TensorParallelPlan> plan =
+      PlanTensorParallel(spec_, *splits, 1, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  LocalGroup group(1);
+  std::unique_ptr<GroupCollective> one = group.Member(0);
+  absl::StatusOr<std::unique_ptr<TensorParallelMember>> member =
+      TensorParallelMember::Create(spec_, *plan, one.get(),
+                                   TensorParallelMemberOptions());
+  ASSERT_TRUE(member.ok()) << member.status();
+  TokenData data = data_;
+  data.ids[5] = kVocabulary + 44;
+  absl::StatusOr<worker::StepResult> r = (*member)->TrainStep(
+      Input(data, 0, 0, 4), vars_.weight_map, &vars_.gradient_map);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(
+                "layer 'embedding': id 300 is outside [0, 256)"),
+            std::string::npos)
+      << r.status();
 }
 
 }  // namespace
