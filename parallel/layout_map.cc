@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_util.h"
+#include "model/dynamic_embeddings.h"
 #include "nlohmann/json.hpp"
 #include "parallel/mesh.h"
 
@@ -150,7 +151,7 @@ absl::StatusOr<VariableSplits> LayoutMap::Resolve(
                          " dimensions, but it has rank ", rank));
       }
       if (rule->split_dim >= 0) {
-        if (def.sparse()) {
+        if (worker::IsGrowingTable(def)) {
           return absl::InvalidArgumentError(absl::StrCat(
               "layout_map: key '", rule->key, "' splits variable '", def.name(),
               "', a growing embedding table (sparse), which cannot be split"));

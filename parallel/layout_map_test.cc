@@ -121,6 +121,12 @@ TEST(LayoutMap, ResolveRefusesWhatTheVariableCannotTakeNamingIt) {
   EXPECT_NE(splits.status().message().find("'emb/embeddings', a growing"),
             absl::string_view::npos)
       << splits.status();
+  // A table of a fixed vocabulary (sparse, but not growing) splits by rows.
+  std::vector<VariableDef> fixed = {Variable("emb/embeddings", {16, 8})};
+  fixed[0].set_sparse(true);
+  absl::StatusOr<VariableSplits> rows = map->Resolve(fixed, 2);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->at("emb/embeddings").split_dim, 1);
 }
 
 TEST(LayoutMap, LoadReadsTheFileAndNamesItInErrors) {

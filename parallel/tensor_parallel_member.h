@@ -17,17 +17,26 @@
 // variable's whole gradient (the same on every member). The loss is
 // computed on the whole output, the same on every member.
 //
+// The member runs the CPU's layer-graph executor (compute/layer_graph.h)
+// over the member's model (member_model.h: the split layers' parts) with
+// TensorParallelStages (tensor_parallel_stage.h), which put the group's
+// collectives where the plan says: so any layer graph the CPU backend runs
+// (residual branches, LayerNormalization, pooling) runs here, with Dense
+// (on the last axis of any rank), MultiHeadAttention and Embedding split as
+// tensor_parallel_plan.h describes and every other layer replicated.
+//
 // Dropout on a split activation draws, for each element, the mask bit the
 // unsplit model draws there: its Philox element counter is the element's
-// place in the unsplit [global batch, width] activation,
-//   (example_offset + row) * width + member's first column + column,
+// place in the unsplit [global batch, ..., width] activation,
+//   (example_offset * rows per example + row) * width + member's first
+//   column + column,
 // keyed by the layer's global seed (compute/rng_tracker.h), as
-// compute/cpu/dropout.h draws it. So split == unsplit, dropout included.
+// compute/cpu/dropout.h draws it; Dropout on a replicated activation is the
+// CPU's. So split == unsplit, dropout included.
 //
-// This version runs chains of Flatten, Reshape, Dense, Dropout and
-// activation layers on the CPU (oneDNN's matmul for Dense) without
-// regularizers; Create refuses other models naming the layer. A member is
-// used by one thread.
+// This version runs models of one input (float32, or int32 ids for an
+// Embedding) without regularizers; Create refuses others naming the layer.
+// A member is used by one thread.
 #ifndef PSTRAIN_PARALLEL_TENSOR_PARALLEL_MEMBER_H_
 #define PSTRAIN_PARALLEL_TENSOR_PARALLEL_MEMBER_H_
 
@@ -37,15 +46,13 @@
 
 #include "absl/status/statusor.h"
 #include "compute/backend.h"
-#include "compute/cpu/activation.h"
-#include "compute/cpu/dense.h"
-#include "compute/cpu/dropout.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/losses.h"
 #include "compute/rng_tracker.h"
 #include "model/model_spec.h"
 #include "parallel/group_collective.h"
 #include "parallel/tensor_parallel_plan.h"
+#include "parallel/tensor_parallel_stage.h"
 
 namespace pstrain {
 namespace parallel {
@@ -89,61 +96,38 @@ class TensorParallelMember {
                                               const worker::Weights& weights);
 
  private:
-  // What one layer holds for the current batch size.
-  struct LayerState {
-    int64_t in_width = 0;   // the input as the layer reads it, per example
-    int64_t out_width = 0;  // its output as it leaves (a slice when split)
-    int64_t full_in = 0;    // the unsplit widths
-    int64_t full_out = 0;
-    std::unique_ptr<worker::cpu::DenseOp> dense;
-    std::unique_ptr<worker::cpu::ActivationOp> activation;  // not ReLU
-    std::unique_ptr<worker::cpu::DropoutOp> dropout;        // one row
-    std::vector<float> input;  // gathered or sliced input, [batch, in_width]
-    std::vector<float> pre;    // before the activation, [batch, out_width]
-    std::vector<float> out;    // [batch, out_width]
-    std::vector<uint8_t> mask;  // dropout's, [batch, out_width]
-    std::vector<float> dinput;  // gradient of `input`
-    std::vector<float> dpre;
-    std::vector<float> dout;  // gradient of the input as it arrived
-    uint64_t dropout_seed = 0;
-  };
-
   TensorParallelMember(const worker::ModelSpec& spec,
                        const TensorParallelPlan& plan, GroupCollective* group,
                        const TensorParallelMemberOptions& options);
 
   absl::Status Init();
+  // The graph for `batch` examples (made when the batch size changes).
   absl::Status Prepare(int64_t batch);
-  // The columns [begin, begin + width) of each row of a [batch, full]
-  // matrix into `slice`.
-  static void TakeColumns(const float* whole, int64_t batch, int64_t full,
-                          int64_t begin, int64_t width, float* slice);
-  // All-gather of each member's [batch, width] slice into [batch, M*width].
-  absl::Status GatherColumns(const float* slice, int64_t batch, int64_t width,
-                             float* whole);
   // Checks the weights (and gradients, unless null) are the member's parts,
-  // and points weights_ and biases_ at them.
+  // and points weight_ptrs_ (gradient_ptrs_) at them in the model's order.
   absl::Status ResolveVariables(const worker::Weights& weights,
                                 worker::Gradients* gradients);
-  absl::Status Forward(const worker::StepInput& input, bool training);
-  absl::Status Backward(const float* doutput, const worker::StepInput& input,
-                        worker::Gradients* gradients);
+  // Forward and the loss; with `training`, dropout on and the output's
+  // gradient handed to the graph for Backward.
+  absl::StatusOr<worker::StepResult> ForwardAndLoss(
+      const worker::StepInput& input, bool training);
 
-  const worker::ModelSpec spec_;
+  const worker::ModelSpec spec_;  // its final activation the loss's
   const TensorParallelPlan plan_;
   GroupCollective* const group_;
   const TensorParallelMemberOptions options_;
   worker::RngTracker rng_;
-  bool strip_final_activation_ = false;
-  bool output_is_logits_ = false;
+  const bool output_is_logits_;
+  worker::ModelSpec local_;  // the member's model (member_model.h)
   std::unique_ptr<worker::cpu::Engine> engine_;
   std::unique_ptr<worker::cpu::LabelLoss> loss_;
-  int64_t batch_ = 0;  // the batch size the states are made for
-  std::vector<LayerState> layers_;
-  std::vector<const float*> weights_;  // per layer: kernel, bias
-  std::vector<const float*> biases_;
-  std::vector<float> gather_scratch_;
-  std::vector<float> output_;   // the model's whole output
+  TensorParallelContext context_;
+  std::unique_ptr<TensorParallelGraph> graph_;
+  int64_t batch_ = 0;  // the batch size graph_ is made for
+  std::vector<const float*> weight_ptrs_;
+  std::vector<float*> gradient_ptrs_;
+  std::vector<float> scratch_;
+  std::vector<float> output_;   // the model's whole output, when gathered
   std::vector<float> doutput_;  // its gradient
 };
 

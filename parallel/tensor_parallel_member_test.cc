@@ -341,23 +341,42 @@ TEST_F(DeepChainEquivalence, Model4AndData2Model2) {
 }
 
 TEST(TensorParallelMember, RefusesModelsItDoesNotRun) {
-  absl::StatusOr<ModelSpec> cnn = worker::LoadModel("cnn", kSeed);
-  ASSERT_TRUE(cnn.ok()) << cnn.status();
+  // Two inputs: this version runs models of one.
+  absl::StatusOr<ModelSpec> two =
+      worker::LoadModel("examples/two_input.keras3.json", kSeed);
+  ASSERT_TRUE(two.ok()) << two.status();
   absl::StatusOr<LayoutMap> map = LayoutMap::Parse("{}");
   ASSERT_TRUE(map.ok());
-  absl::StatusOr<VariableSplits> splits = map->Resolve(cnn->variables, 1);
+  absl::StatusOr<VariableSplits> splits = map->Resolve(two->variables, 1);
   ASSERT_TRUE(splits.ok());
   absl::StatusOr<TensorParallelPlan> plan =
-      PlanTensorParallel(*cnn, *splits, 1, 0);
+      PlanTensorParallel(*two, *splits, 1, 0);
   ASSERT_TRUE(plan.ok()) << plan.status();
   LocalGroup group(1);
   std::unique_ptr<GroupCollective> member = group.Member(0);
   absl::StatusOr<std::unique_ptr<TensorParallelMember>> created =
-      TensorParallelMember::Create(*cnn, *plan, member.get(),
+      TensorParallelMember::Create(*two, *plan, member.get(),
                                    TensorParallelMemberOptions());
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(created.status().message().find("layer 'conv2d': is not a Flatten"), std::string::npos)
+  EXPECT_NE(created.status().message().find(
+                "the model has 2 inputs; this version runs models of one"),
+            std::string::npos)
+      << created.status();
+  // A regularizer, named with its layer.
+  ModelSpec mlp = SeedMlp();
+  mlp.layers[1].kernel_regularizer.l2 = 0.01f;
+  absl::StatusOr<VariableSplits> mlp_splits = map->Resolve(mlp.variables, 1);
+  ASSERT_TRUE(mlp_splits.ok());
+  absl::StatusOr<TensorParallelPlan> mlp_plan =
+      PlanTensorParallel(mlp, *mlp_splits, 1, 0);
+  ASSERT_TRUE(mlp_plan.ok()) << mlp_plan.status();
+  created = TensorParallelMember::Create(mlp, *mlp_plan, member.get(),
+                                         TensorParallelMemberOptions());
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.status().message().find(absl::StrCat(
+                "layer '", mlp.layers[1].name, "': has a regularizer")),
+            std::string::npos)
       << created.status();
 }
 

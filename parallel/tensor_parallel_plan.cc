@@ -38,33 +38,6 @@ int SplitDim(const VariableSplits& splits, const std::string& name) {
   return it == splits.end() ? -1 : it->second.split_dim;
 }
 
-// Refuses a model that is not a chain: one input, each layer reading the
-// one before it, the last layer the one output.
-absl::Status CheckChain(const ModelSpec& spec) {
-  if (spec.inputs.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor parallel: the model has ", spec.inputs.size(),
-        " inputs; this version splits a chain of layers with one input"));
-  }
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    const worker::TensorRef previous{/*model_input=*/i == 0,
-                                     /*index=*/i == 0 ? 0 : int(i) - 1};
-    if (layer.inputs.size() != 1 || !(layer.inputs[0] == previous)) {
-      return LayerError(layer,
-                        "does not read the layer before it; this version "
-                        "splits a chain of layers");
-    }
-  }
-  if (spec.outputs.size() != 1 ||
-      spec.outputs[0] != static_cast<int>(spec.layers.size()) - 1) {
-    return absl::InvalidArgumentError(
-        "tensor parallel: the model's output is not its last layer; this "
-        "version splits a chain of layers");
-  }
-  return absl::OkStatus();
-}
-
 // The form of Dense `layer`, from its variables' splits.
 absl::StatusOr<ParallelForm> DenseForm(const LayerSpec& layer,
                                        const VariableSplits& splits) {
@@ -80,13 +53,6 @@ absl::StatusOr<ParallelForm> DenseForm(const LayerSpec& layer,
                                             "output dimension with it"));
     }
     return ParallelForm::kReplicated;
-  }
-  if (layer.input_shape.size() != 1) {
-    return LayerError(
-        layer, absl::StrCat("kernel '", kernel, "' is split, but the Dense ",
-                            "reads an input of rank ", layer.input_shape.size(),
-                            " per example; this version splits Dense layers on "
-                            "rank-1 inputs"));
   }
   if (layer.shares >= 0) {
     return LayerError(layer, absl::StrCat("kernel '", kernel,
@@ -129,6 +95,44 @@ int64_t Elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// The form of MultiHeadAttention `layer`: head-parallel when every kernel
+// and bias is split by heads (query/key/value kernels [d, heads, dim] on 1,
+// their biases [heads, dim] on 0, the output kernel [heads, dim, d] on 0)
+// and the output bias is replicated; replicated when nothing is split.
+absl::StatusOr<ParallelForm> AttentionForm(const LayerSpec& layer,
+                                           const VariableSplits& splits) {
+  bool any = false;
+  for (const std::string& name : layer.variables) {
+    any = any || SplitDim(splits, name) >= 0;
+  }
+  if (!any) return ParallelForm::kReplicated;
+  const std::string prefix = layer.name + "/";
+  for (const std::string& name : layer.variables) {
+    const std::string part = name.substr(prefix.size());
+    int want = -1;
+    if (part == "query/kernel" || part == "key/kernel" ||
+        part == "value/kernel") {
+      want = 1;
+    } else if (part == "query/bias" || part == "key/bias" ||
+               part == "value/bias" || part == "attention_output/kernel") {
+      want = 0;
+    }
+    const int dim = SplitDim(splits, name);
+    if (dim == want) continue;
+    return LayerError(
+        layer,
+        absl::StrCat(
+            "variable '", name, "' is ",
+            dim < 0 ? std::string("replicated")
+                    : absl::StrCat("split on dimension ", dim),
+            ", but MultiHeadAttention splits by heads: query/key/value "
+            "kernels as [null, \"model\", null], their biases as [\"model\", "
+            "null], the output kernel as [\"model\", null, null], the output "
+            "bias replicated"));
+  }
+  return ParallelForm::kHeadParallel;
+}
+
 }  // namespace
 
 const char* ParallelFormName(ParallelForm form) {
@@ -139,6 +143,10 @@ const char* ParallelFormName(ParallelForm form) {
       return "column-parallel";
     case ParallelForm::kRowParallel:
       return "row-parallel";
+    case ParallelForm::kHeadParallel:
+      return "head-parallel";
+    case ParallelForm::kVocabParallel:
+      return "vocab-parallel";
   }
   return "unknown";
 }
@@ -156,7 +164,6 @@ absl::StatusOr<TensorParallelPlan> PlanTensorParallel(
   TensorParallelPlan plan;
   plan.model_size = model_size;
   plan.member = member;
-  bool any_split = false;
   for (const VariableDef& def : spec.variables) {
     auto it = splits.find(def.name());
     if (it == splits.end()) {
@@ -168,7 +175,6 @@ absl::StatusOr<TensorParallelPlan> PlanTensorParallel(
     var.local_shape = var.shape;
     var.split_dim = it->second.split_dim;
     if (var.split()) {
-      any_split = true;
       const int64_t part = var.shape[var.split_dim] / model_size;
       var.begin = part * member;
       var.end = var.begin + part;
@@ -176,81 +182,139 @@ absl::StatusOr<TensorParallelPlan> PlanTensorParallel(
     }
     plan.variables.emplace(def.name(), std::move(var));
   }
-  if (any_split) {
-    absl::Status chain = CheckChain(spec);
-    if (!chain.ok()) return chain;
-  }
 
-  bool split = false;       // the activation flowing into the next layer
-  bool trainable_before = false;
-  int64_t split_width = 0;  // the whole width of a split activation
+  // Per layer: its output is split (on its last axis), and it or a layer
+  // before it on a path to it has variables.
+  std::vector<bool> split(spec.layers.size(), false);
+  std::vector<bool> trainable(spec.layers.size(), false);
   plan.layers.resize(spec.layers.size());
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& layer = spec.layers[i];
     ParallelLayer& p = plan.layers[i];
-    p.needs_input_gradient = trainable_before;
-    if (layer.kind == LayerKind::kDense) {
-      absl::StatusOr<ParallelForm> form = DenseForm(layer, splits);
-      if (!form.ok()) return form.status();
-      p.form = *form;
-    } else {
+    int split_inputs = 0;
+    for (const worker::TensorRef& ref : layer.inputs) {
+      if (ref.model_input) continue;
+      p.needs_input_gradient = p.needs_input_gradient || trainable[ref.index];
+      if (split[ref.index]) ++split_inputs;
+    }
+    const bool input_split = split_inputs > 0;
+    if (input_split && layer.inputs.size() > 1) {
+      return LayerError(layer,
+                        "reads a split activation among several inputs; "
+                        "this version gathers only a single input");
+    }
+    if (layer.shares >= 0) {
       for (const std::string& name : layer.variables) {
         if (SplitDim(splits, name) >= 0) {
-          return LayerError(layer,
-                            absl::StrCat("variable '", name,
-                                         "' is split, but this version "
-                                         "splits only Dense layers"));
+          return LayerError(layer, absl::StrCat("variable '", name,
+                                                "' is split, but the layer is "
+                                                "shared (called twice)"));
         }
       }
     }
-    p.input_split = split;
+    switch (layer.kind) {
+      case LayerKind::kDense: {
+        absl::StatusOr<ParallelForm> form = DenseForm(layer, splits);
+        if (!form.ok()) return form.status();
+        p.form = *form;
+        break;
+      }
+      case LayerKind::kMultiHeadAttention: {
+        absl::StatusOr<ParallelForm> form = AttentionForm(layer, splits);
+        if (!form.ok()) return form.status();
+        p.form = *form;
+        break;
+      }
+      case LayerKind::kEmbedding: {
+        const int dim = SplitDim(splits, layer.variables[0]);
+        if (dim == 1) {
+          return LayerError(
+              layer, absl::StrCat("embeddings '", layer.variables[0],
+                                  "' are split on their output dimension; "
+                                  "this version splits an Embedding by "
+                                  "vocabulary, as [\"model\", null]"));
+        }
+        if (dim == 0) p.form = ParallelForm::kVocabParallel;
+        break;
+      }
+      default:
+        for (const std::string& name : layer.variables) {
+          if (SplitDim(splits, name) >= 0) {
+            return LayerError(layer,
+                              absl::StrCat("variable '", name,
+                                           "' is split, but this version "
+                                           "splits only Dense, "
+                                           "MultiHeadAttention and Embedding "
+                                           "layers"));
+          }
+        }
+        break;
+    }
+    p.input_split = input_split;
+    const int64_t in_width =
+        layer.input_shape.empty() ? 1 : layer.input_shape.back();
+    const int64_t in_rows = Elements(layer.input_shape) / in_width;
     switch (p.form) {
       case ParallelForm::kColumnParallel:
-        p.gather_input = split;
+        p.gather_input = input_split;
         p.output_split = true;
-        p.reduce_input_gradient = trainable_before;
-        split_width = layer.units;
+        p.reduce_input_gradient = p.needs_input_gradient;
         break;
       case ParallelForm::kRowParallel:
-        p.slice_input = !split;
+        p.slice_input = !input_split;
         p.reduce_output = true;
-        p.output_split = false;
+        break;
+      case ParallelForm::kHeadParallel:
+        p.reduce_output = true;
+        p.reduce_input_gradient = p.needs_input_gradient;
+        break;
+      case ParallelForm::kVocabParallel:
+        p.reduce_output = true;
         break;
       case ParallelForm::kReplicated:
-        if (split && Elementwise(layer)) {
+        if (!input_split) break;
+        if (Elementwise(layer)) {
           p.output_split = true;
+        } else if (layer.kind == LayerKind::kFlatten ||
+                   layer.kind == LayerKind::kReshape) {
+          if (layer.input_shape.size() != 1 || layer.output_shape.size() != 1) {
+            return LayerError(layer,
+                              "reshapes a split activation of rank above 1, "
+                              "which this version does not run");
+          }
+          p.output_split = true;  // The identity on a vector.
         } else {
-          p.gather_input = split;
+          p.gather_input = true;
         }
         break;
     }
     // Communication per step, in floats per example.
-    const int64_t in_width = split ? split_width : 0;
+    const int64_t out_elements = Elements(layer.output_shape);
     if (p.gather_input) {
       ++plan.forward_collectives;
-      plan.floats_per_example += in_width;
+      plan.floats_per_example += in_rows * in_width;
     }
     if (p.reduce_output) {
       ++plan.forward_collectives;
-      plan.floats_per_example += layer.units;
+      plan.floats_per_example += out_elements;
     }
     if (p.reduce_input_gradient) {
-      ++plan.backward_collectives;
-      plan.floats_per_example += layer.input_shape.empty()
-                                     ? 0
-                                     : Elements(layer.input_shape);
+      for (const auto& shape : layer.input_shapes) {
+        ++plan.backward_collectives;
+        plan.floats_per_example += Elements(shape);
+      }
     }
     if (p.slice_input && p.needs_input_gradient) {
       ++plan.backward_collectives;
-      plan.floats_per_example += Elements(layer.input_shape);
+      plan.floats_per_example += in_rows * in_width;
     }
-    split = p.output_split;
-    if (!layer.variables.empty()) trainable_before = true;
+    split[i] = p.output_split;
+    trainable[i] = p.needs_input_gradient || !layer.variables.empty();
   }
-  if (split) {
+  if (spec.outputs.size() == 1 && split[spec.outputs[0]]) {
     plan.gather_output = true;
     ++plan.forward_collectives;
-    plan.floats_per_example += split_width;
+    plan.floats_per_example += Elements(spec.output_shape);
   }
   return plan;
 }

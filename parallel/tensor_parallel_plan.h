@@ -24,9 +24,30 @@
 //       PlanTensorParallel(spec, splits, mesh.model, at.model));
 //   plan.layers[i].form, plan.variables.at("d1/kernel").begin ...
 //
-// This version splits Dense layers on a rank-1 input in a chain of layers
-// (each reads the one before it); a layout that splits anything else is
-// refused before the run, naming the layer or variable and why.
+//   head-parallel MHA      MultiHeadAttention with query/key/value kernels
+//                          [d, heads, dim] split on `heads` (their biases
+//                          [heads, dim] on `heads`) and the output kernel
+//                          [heads, dim, d] on `heads`: the member computes
+//                          its heads, an all-reduce sums the output
+//                          projection's partial outputs and the (replicated)
+//                          output bias is added once.
+//   vocab-parallel         Embedding with embeddings [vocab, dim] split on
+//   Embedding              `vocab` (Paddle's VocabParallelEmbedding): the
+//                          member looks up the ids in its rows, zeros for
+//                          the others, and an all-reduce sums the rows.
+//
+// The model is a layer graph (residual branches included). Dense acts on
+// the last axis of an input of any rank, so a split activation is split on
+// its last axis. Layers other than these are replicated; a replicated layer
+// with one input that reads a split activation gathers it first.
+//
+// A layout this version cannot execute is refused before the run, naming
+// the layer or variable and why: a split variable of another layer kind, a
+// shared (twice-called) split layer, a split the layer's form does not
+// allow (e.g. an Embedding split on its output dimension, one attention
+// kernel split but not the others), a softmax applied to a split output, a
+// layer of several inputs reading a split activation, or a Flatten/Reshape
+// of a split activation of rank above 1.
 #ifndef PSTRAIN_PARALLEL_TENSOR_PARALLEL_PLAN_H_
 #define PSTRAIN_PARALLEL_TENSOR_PARALLEL_PLAN_H_
 
@@ -42,9 +63,16 @@
 namespace pstrain {
 namespace parallel {
 
-enum class ParallelForm { kReplicated, kColumnParallel, kRowParallel };
+enum class ParallelForm {
+  kReplicated,
+  kColumnParallel,
+  kRowParallel,
+  kHeadParallel,   // MultiHeadAttention split by heads
+  kVocabParallel,  // Embedding split by vocabulary (rows)
+};
 
-// "replicated", "column-parallel", "row-parallel".
+// "replicated", "column-parallel", "row-parallel", "head-parallel",
+// "vocab-parallel".
 const char* ParallelFormName(ParallelForm form);
 
 // What one layer of the model does on a member.
@@ -61,12 +89,14 @@ struct ParallelLayer {
   bool slice_input = false;
   // Its output is the member's column slice.
   bool output_split = false;
-  // Row-parallel: an all-reduce sums the partial outputs (before the bias).
+  // Row-, head- and vocab-parallel: an all-reduce sums the partial outputs
+  // (before the bias, which is added once).
   bool reduce_output = false;
-  // Column-parallel whose input gradient is needed: an all-reduce sums the
-  // members' partial dx.
+  // Column- or head-parallel whose input gradient is needed: an all-reduce
+  // sums the members' partial dx (of each input).
   bool reduce_input_gradient = false;
-  // Some earlier layer has variables, so dx is computed.
+  // Some layer before it (on a path to it) has variables, so dx is
+  // computed.
   bool needs_input_gradient = false;
 };
 
@@ -99,11 +129,13 @@ struct TensorParallelPlan {
 // The plan of member `member` (in [0, model_size)) for `spec` with the
 // layout map's `splits` (LayoutMap::Resolve with the same model_size).
 // INVALID_ARGUMENT naming the layer or variable for what this version cannot
-// split: a split variable of a layer other than Dense, a shared Dense, a
-// Dense on an input of rank above 1, a bias split differently from its
-// kernel's output, a kernel split on its input with a split bias, a
-// softmax applied to a split output, or a model that is not a chain when
-// anything is split.
+// split (see the list above): a split variable of a layer other than Dense,
+// MultiHeadAttention or Embedding, a shared split layer, a bias split
+// differently from its kernel's output, a kernel split on its input with a
+// split bias, attention variables not all split by heads (the output bias
+// replicated), an Embedding split on its output dimension, a softmax
+// applied to a split output, a layer of several inputs reading a split
+// activation, or a Flatten/Reshape of a split activation of rank above 1.
 absl::StatusOr<TensorParallelPlan> PlanTensorParallel(
     const worker::ModelSpec& spec, const VariableSplits& splits,
     int model_size, int member);

@@ -187,21 +187,106 @@ TEST(TensorParallelPlan, RefusesWhatItCannotSplitNamingLayerAndReason) {
   conv.layers[0].kind = LayerKind::kConv2D;
   ExpectRefused(conv, R"({"d1/kernel": [null, "model"]})", 2,
                 "layer 'd1': variable 'd1/kernel' is split, but this version "
-                "splits only Dense layers");
+                "splits only Dense, MultiHeadAttention and Embedding layers");
 
-  ModelSpec rank3 = DenseChain({8, 6});
-  rank3.layers[0].input_shape = {2, 4};
-  ExpectRefused(rank3, R"({"d1/kernel": ["model", null]})", 2,
-                "reads an input of rank 2 per example");
+  // d2 adds d1's split output to itself: a layer of two inputs.
+  ModelSpec merge = DenseChain({8, 6, 6, 2});
+  merge.layers[1].kind = LayerKind::kMerge;
+  merge.layers[1].inputs = {{false, 0}, {false, 0}};
+  merge.layers[1].input_shapes = {{6}, {6}};
+  merge.layers[1].variables.clear();
+  ExpectRefused(merge,
+                R"({"d1/kernel": [null, "model"], "d1/bias": ["model"]})", 2,
+                "layer 'd2': reads a split activation among several "
+                "inputs");
 
+  // A Flatten of a split [2, 4] activation.
+  ModelSpec flatten = DenseChain({8, 8, 4});
+  flatten.layers[0].input_shape = {2, 8};
+  flatten.layers[0].input_shapes = {{2, 8}};
+  flatten.layers[0].output_shape = {2, 8};
+  flatten.layers[1].kind = LayerKind::kFlatten;
+  flatten.layers[1].input_shape = {2, 8};
+  flatten.layers[1].input_shapes = {{2, 8}};
+  flatten.layers[1].output_shape = {16};
+  flatten.layers[1].variables.clear();
+  ExpectRefused(flatten,
+                R"({"d1/kernel": [null, "model"], "d1/bias": ["model"]})", 2,
+                "layer 'd2': reshapes a split activation of rank above 1");
+
+  // A branch (d3 reads d1, as a residual would) is planned.
   ModelSpec branch = DenseChain({8, 6, 4, 2});
   branch.layers[2].inputs[0].index = 0;  // d3 reads d1, not d2
-  ExpectRefused(branch, R"({"d1/kernel": ["model", null]})", 2,
-                "layer 'd3': does not read the layer before it");
+  branch.layers[2].input_shape = {6};
+  branch.layers[2].input_shapes = {{6}};
+  absl::StatusOr<TensorParallelPlan> branched =
+      Plan(branch, R"({"d1/kernel": ["model", null]})", 2, 0);
+  ASSERT_TRUE(branched.ok()) << branched.status();
+  EXPECT_TRUE(branched->layers[0].slice_input);
   // Nothing split: any graph is planned as replicated.
   absl::StatusOr<TensorParallelPlan> replicated = Plan(branch, "{}", 2, 0);
   ASSERT_TRUE(replicated.ok()) << replicated.status();
   EXPECT_EQ(replicated->forward_collectives, 0);
+}
+
+ModelSpec Transformer() {
+  absl::StatusOr<ModelSpec> spec =
+      worker::LoadModel("examples/transformer_tp.keras3.json", 1);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : ModelSpec();
+}
+
+constexpr char kTransformerLayout[] = R"({
+  "embedding/embeddings": ["model", null],
+  "attention/(query|key|value)/kernel": [null, "model", null],
+  "attention/(query|key|value)/bias": ["model", null],
+  "attention/attention_output/kernel": ["model", null, null],
+  "ffn_hidden/kernel": [null, "model"], "ffn_hidden/bias": ["model"],
+  "ffn_output/kernel": ["model", null]})";
+
+TEST(TensorParallelPlan, TransformerSplitsEmbeddingAttentionAndMlp) {
+  const ModelSpec spec = Transformer();
+  absl::StatusOr<TensorParallelPlan> plan =
+      Plan(spec, kTransformerLayout, 2, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto layer = [&](const std::string& name) {
+    return plan->layers[LayerIndex(spec, name)];
+  };
+  EXPECT_EQ(layer("embedding").form, ParallelForm::kVocabParallel);
+  EXPECT_TRUE(layer("embedding").reduce_output);
+  EXPECT_EQ(layer("attention").form, ParallelForm::kHeadParallel);
+  EXPECT_TRUE(layer("attention").reduce_output);
+  EXPECT_TRUE(layer("attention").reduce_input_gradient);
+  EXPECT_FALSE(layer("attention_dropout").output_split);  // after the sum
+  EXPECT_EQ(layer("ffn_hidden").form, ParallelForm::kColumnParallel);
+  EXPECT_FALSE(layer("ffn_hidden").gather_input);
+  EXPECT_TRUE(layer("ffn_dropout").output_split);
+  EXPECT_EQ(layer("ffn_output").form, ParallelForm::kRowParallel);
+  EXPECT_FALSE(layer("ffn_output").slice_input);  // no exchange in between
+  EXPECT_EQ(layer("attention_norm").form, ParallelForm::kReplicated);
+  EXPECT_FALSE(plan->gather_output);
+  // Forward: the embedding's, the attention's and the MLP's all-reduces.
+  EXPECT_EQ(plan->forward_collectives, 3);
+  const MemberVariable& table = plan->variables.at("embedding/embeddings");
+  EXPECT_EQ(table.begin, 128);
+  EXPECT_EQ(table.end, 256);
+  EXPECT_EQ(plan->variables.at("attention/query/kernel").local_shape,
+            (std::vector<int64_t>{32, 2, 8}));
+  EXPECT_EQ(plan->variables.at("attention/attention_output/kernel").local_shape,
+            (std::vector<int64_t>{2, 8, 32}));
+  EXPECT_FALSE(plan->variables.at("attention/attention_output/bias").split());
+}
+
+TEST(TensorParallelPlan, RefusesAttentionAndEmbeddingSplitsItCannotRun) {
+  const ModelSpec spec = Transformer();
+  ExpectRefused(spec, R"({"attention/query/kernel": [null, "model", null]})", 2,
+                "layer 'attention': variable 'attention/query/bias' is "
+                "replicated, but MultiHeadAttention splits by heads");
+  ExpectRefused(spec, R"({"attention/.*/kernel": [null, null, "model"]})", 2,
+                "variable 'attention/query/kernel' is split on dimension 2");
+  ExpectRefused(spec, R"({"embedding/embeddings": [null, "model"]})", 2,
+                "layer 'embedding': embeddings 'embedding/embeddings' are "
+                "split on their output dimension");
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ TEST(TensorParallelSetup, RefusesBeforeTheRunNamingWhatIsWrong) {
                 "dimension (column-parallel), so bias 'd2/bias' must be split");
   // A model the members cannot run yet, even with nothing split.
   ExpectRefused(Load("cnn"), "model:2", "", 2,
-                "is not a Flatten, Reshape, Dense, Dropout or activation");
+                "layer 'conv2d': has a regularizer");
 }
 
 }  // namespace

@@ -5,11 +5,17 @@
 // same global batch train: data:1,model:2 (2 workers) what 1 worker trains,
 // data:2,model:2 (4 workers) what 2 workers train. SGD, 50 steps, dropout
 // included; the final checkpoints are compared through
-// `chief --export_safetensors`. Processes on 127.0.0.1, ports picked at run
-// time.
+// `chief --export_safetensors`. The same for the Transformer encoder
+// examples/transformer_tp.keras3.json with its layout map (embedding split
+// by vocabulary, attention by heads, the MLP column- then row-parallel,
+// dropout after the attention and in the MLP) on token ids from a CSV.
+// Processes on 127.0.0.1, ports picked at run time.
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -68,6 +74,66 @@ TEST(TensorParallel, MeshRunsEqualDataParallelRunsOfTheSameGlobalBatch) {
   EXPECT_LE(groups2_vs_two, 1e-5);
   // The comparison can tell runs apart: the global batches 48 and 96 train
   // to visibly different values.
+  EXPECT_GT(LargestDifference(one, two), 1e-3);
+}
+
+// `n` lines of 8 token ids in [0, 256) and a label in [0, 10) that is a
+// function of them.
+std::string TokenCsv(int n, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> id(0, 255);
+  std::string csv;
+  for (int i = 0; i < n; ++i) {
+    int sum = 0;
+    for (int t = 0; t < 8; ++t) {
+      const int token = id(random);
+      sum += token;
+      absl::StrAppend(&csv, token, ",");
+    }
+    absl::StrAppend(&csv, sum % 10, "\n");
+  }
+  return csv;
+}
+
+TEST(TensorParallel, TransformerMeshRunsEqualDataParallelRuns) {
+  const std::string data_dir = TempPath("tokens");
+  ASSERT_EQ(mkdir(data_dir.c_str(), 0755), 0);
+  ASSERT_TRUE(WriteFile(data_dir + "/train.csv", TokenCsv(4096, 1)));
+  ASSERT_TRUE(WriteFile(data_dir + "/test.csv", TokenCsv(256, 2)));
+  const std::string layout = RunfilePath("examples/transformer_tp.layout.json");
+  auto train = [&](const std::string& name, int workers,
+                   std::vector<std::string> mesh) {
+    const std::string model_dir = TempPath(name + "-model");
+    std::vector<std::string> chief_flags = {
+        "--model=" + RunfilePath("examples/transformer_tp.keras3.json"),
+        "--data_dir=" + data_dir,
+        "--optimizer=sgd",
+        "--learning_rate=0.05",
+        "--steps=50",
+        "--batch_size=16",
+        "--threads=1",
+        "--model_dir=" + model_dir};
+    chief_flags.insert(chief_flags.end(), mesh.begin(), mesh.end());
+    LocalCluster(/*num_ps=*/1, workers)
+        .Run(name, chief_flags, {"--data_dir=" + data_dir, "--threads=1"});
+    return ReadSafetensors(ExportSafetensors(model_dir, name));
+  };
+  const Variables one = train("tf-dp-1", 1, {});
+  const Variables model2 = train(
+      "tf-tp-1x2", 2, {"--mesh=data:1,model:2", "--layout_map=" + layout});
+  const Variables two = train("tf-dp-2", 2, {});
+  const Variables groups2 = train(
+      "tf-tp-2x2", 4, {"--mesh=data:2,model:2", "--layout_map=" + layout});
+  ASSERT_EQ(one.size(), 19u);  // every variable of the model
+  ASSERT_EQ(model2.size(), one.size());
+  const double model2_vs_one = LargestDifference(one, model2);
+  const double groups2_vs_two = LargestDifference(two, groups2);
+  std::printf(
+      "transformer: largest difference: data:1,model:2 vs 1 worker %g; "
+      "data:2,model:2 vs 2 workers %g\n",
+      model2_vs_one, groups2_vs_two);
+  EXPECT_LE(model2_vs_one, 1e-5);
+  EXPECT_LE(groups2_vs_two, 1e-5);
   EXPECT_GT(LargestDifference(one, two), 1e-3);
 }
 
