@@ -127,10 +127,12 @@ absl::Status Trainer::Run() {
   const ModelSpec local = WithLocalTables(*spec_, batch_rows);
   Buffers buffers;
   buffers.storage.reserve(2 * local.variables.size());
+  PSTRAIN_RETURN_IF_ERROR(ps_->HoldParts(options_.parts));
+  int64_t held_bytes = 0;
   for (const VariableDef& def : local.variables) {
-    const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                     def.shape().dims().end());
+    const std::vector<int64_t> shape = ps::HeldShape(def, options_.parts);
     PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
+    held_bytes += 2 * w.num_bytes();
     PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
     const bool sparse = sparse_->Holds(def.name());
     buffers.storage.push_back(std::move(w));
@@ -141,6 +143,8 @@ absl::Status Trainer::Run() {
     buffers.gradients[def.name()] = &buffers.storage.back();
     if (!sparse) buffers.push[def.name()] = &buffers.storage.back();
   }
+  LogInfo(absl::StrCat("worker ", options_.worker_index, ": holds ", held_bytes,
+                       " bytes of weights and gradients"));
 
   // Heartbeats that carry no step: the chief hears from this worker while
   // a step waits for its peers, and a restarted chief gets it back even
@@ -490,9 +494,8 @@ absl::Status Trainer::EnsureCoveredGradients(Buffers& buffers) {
       *spec_, int64_t{config_->batch_size_per_worker()} * options_.num_workers);
   buffers.covered_storage.reserve(local.variables.size());
   for (const VariableDef& def : local.variables) {
-    const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                     def.shape().dims().end());
-    PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
+    PSTRAIN_ASSIGN_OR_RETURN(
+        Tensor g, Tensor::Create(DT_FLOAT, ps::HeldShape(def, options_.parts)));
     buffers.covered_storage.push_back(std::move(g));
     buffers.covered_gradients[def.name()] = &buffers.covered_storage.back();
   }
