@@ -8,6 +8,7 @@
 #include "chief/membership.h"
 #include "common/process.h"
 #include "common/status_macros.h"
+#include "parallel/mesh.h"
 
 namespace pstrain {
 namespace chief {
@@ -27,6 +28,18 @@ absl::Status CheckStepInRun(absl::string_view what, int64_t step,
 
 }  // namespace
 
+namespace {
+
+// M of the run's --mesh (the chief checked it before the run: 1 if it does
+// not parse).
+int ModelSize(const TrainingConfig& config) {
+  absl::StatusOr<parallel::Mesh> mesh =
+      parallel::ParseMesh(config.mesh(), config.update().num_workers());
+  return mesh.ok() ? mesh->model : 1;
+}
+
+}  // namespace
+
 RunState::RunState(std::string run_id, TrainingConfig config,
                    Placement placement, ClusterSpec cluster,
                    int64_t steps_per_epoch, int64_t total_steps,
@@ -37,7 +50,8 @@ RunState::RunState(std::string run_id, TrainingConfig config,
       cluster_(std::move(cluster)),
       steps_per_epoch_(steps_per_epoch),
       total_steps_(total_steps),
-      collective_(collective) {
+      collective_(collective),
+      model_size_(ModelSize(config_)) {
   for (int index : cluster_.TaskIndices(JOB_WORKER)) {
     worker_steps_[index] = 0;
     finished_[index] = false;
@@ -235,8 +249,11 @@ absl::StatusOr<ReportMetricsResponse> RunState::ReportMetrics(
   PSTRAIN_RETURN_IF_ERROR(CheckRunId(request.header()));
   // NaN fails "> 0" too; a rate so small that the busy time is infinite
   // would make every later throughput 0.
-  const double examples =
-      request.num_steps() * static_cast<double>(config_.batch_size_per_worker());
+  // The M members of a model-parallel group train the same batch: each
+  // counts its M-th of it.
+  const double examples = request.num_steps() *
+                          static_cast<double>(config_.batch_size_per_worker()) /
+                          model_size_;
   if (!(request.examples_per_sec() > 0) || request.num_steps() <= 0 ||
       !std::isfinite(examples / request.examples_per_sec())) {
     return absl::InvalidArgumentError(absl::StrCat(

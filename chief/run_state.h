@@ -207,6 +207,9 @@ class RunState {
   const int64_t steps_per_epoch_;
   const int64_t total_steps_;
   const bool collective_;
+  // M of the mesh: the members of a model-parallel group each report their
+  // group's batch, counted as its M-th.
+  const int model_size_;
 
   mutable absl::Mutex mu_;
   RunPhase phase_ ABSL_GUARDED_BY(mu_) = PHASE_WAITING_FOR_TASKS;

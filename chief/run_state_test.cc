@@ -354,6 +354,29 @@ TEST(RunState, ProgressWeighsTheWorkersTrainingAucsByTheirExamples) {
                    (4 * 0.75 + 2 * 0.6) / 6);
 }
 
+TEST(RunState, AModelParallelGroupsExamplesCountOnce) {
+  absl::StatusOr<TfConfig> tf = ParseTfConfig(
+      R"({"cluster": {"chief": ["h:1"], "ps": ["h:2"],
+          "worker": ["h:3", "h:4"]}, "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  TrainingConfig config;
+  config.set_batch_size_per_worker(8);
+  config.set_mesh("data:1,model:2");
+  config.mutable_update()->set_num_workers(2);
+  RunState state("run-1", config, Placement(), tf->cluster,
+                 /*steps_per_epoch=*/10, /*total_steps=*/100);
+  JoinAll(state);
+  // Both members of the one group trained the same 4 batches of 8, at 100
+  // examples/s each.
+  ASSERT_TRUE(state.ReportMetrics(Report(0, 4, 4, 1.0, 0.5)).ok());
+  ASSERT_TRUE(state.ReportMetrics(Report(1, 4, 4, 1.0, 0.5)).ok());
+  const Progress progress = state.TakeProgress();
+  EXPECT_EQ(progress.examples, 4 * 8);
+  EXPECT_DOUBLE_EQ(progress.loss_sum / progress.examples, 1.0);
+  // The group's 32 examples in its 0.32 busy seconds: 100 examples/s.
+  EXPECT_DOUBLE_EQ(progress.busy_seconds, 0.32);
+}
+
 }  // namespace
 }  // namespace chief
 }  // namespace pstrain

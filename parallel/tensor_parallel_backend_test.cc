@@ -1,8 +1,10 @@
 // TensorParallelBackend against a simulated ps: data:2,model:2 members of
-// the seed 000 MLP pull whole weights, push whole gradients, and the "ps"
-// divides the step's summed pushes by their summed batch sizes, as ps
-// tasks in sync mode do. After 50 steps the weights equal the CPU backend's
-// in one process with the global batch.
+// the seed 000 MLP pull their parts of the split variables (and the
+// replicated ones whole), push gradients of the same shapes, and the "ps"
+// divides each element's summed pushes by the summed batch sizes of the
+// pushes that covered it, as ps tasks in sync mode do (ps/dense_variable.h).
+// After 50 steps the weights equal the CPU backend's in one process with
+// the global batch.
 #include "parallel/tensor_parallel_backend.h"
 
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "parallel/equivalence_test_util.h"
 #include "parallel/local_group_collective.h"
 #include "parallel/tensor_parallel_setup.h"
+#include "parallel/variable_slice.h"
 
 namespace pstrain {
 namespace parallel {
@@ -58,13 +61,34 @@ TEST(TensorParallelBackend, GroupsPushingToASyncPsTrainWhatOneProcessTrains) {
   worker::cpu::ModelVariables ps =
       worker::cpu::MakeVariables(spec, worker::cpu::Init::kKeras, 3);
   ASSERT_EQ(Snapshot(spec, ps.weights), reference.initial);
-  // Each worker's pushed gradients.
-  std::vector<worker::cpu::ModelVariables> pushes;
+  // Each worker's pulled weights and pushed gradients, in its shapes.
+  std::vector<std::vector<Tensor>> pulled(kWorkers), pushed(kWorkers);
+  std::vector<worker::Weights> weight_maps(kWorkers);
+  std::vector<worker::Gradients> gradient_maps(kWorkers);
   for (int task = 0; task < kWorkers; ++task) {
-    pushes.push_back(worker::cpu::MakeVariables(spec, worker::cpu::Init::kKeras));
+    const TensorParallelPlan& plan =
+        setup->plans[mesh.CoordinatesOf(task).model];
+    pulled[task].reserve(spec.variables.size());
+    pushed[task].reserve(spec.variables.size());
+    for (const VariableDef& def : spec.variables) {
+      const MemberVariable& var = plan.variables.at(def.name());
+      pulled[task].push_back(*Tensor::Create(DT_FLOAT, var.local_shape));
+      pushed[task].push_back(*Tensor::Create(DT_FLOAT, var.local_shape));
+      weight_maps[task][def.name()] = &pulled[task].back();
+      gradient_maps[task][def.name()] = &pushed[task].back();
+    }
   }
   const int group_batch = kGlobalBatch / mesh.data;
   for (int step = 0; step < kSteps; ++step) {
+    for (int task = 0; task < kWorkers; ++task) {
+      const TensorParallelPlan& plan =
+          setup->plans[mesh.CoordinatesOf(task).model];
+      for (size_t v = 0; v < spec.variables.size(); ++v) {
+        CopySliceOut(ps.weights[v].data<float>(),
+                     plan.variables.at(spec.variables[v].name()),
+                     pulled[task][v].data<float>());
+      }
+    }
     std::vector<absl::StatusOr<worker::StepResult>> results(
         kWorkers, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
@@ -79,8 +103,8 @@ TEST(TensorParallelBackend, GroupsPushingToASyncPsTrainWhatOneProcessTrains) {
         in.batch = group_batch;
         in.step = step;
         in.example_offset = int64_t{at.data} * group_batch;
-        results[task] = backends[task]->TrainStep(in, ps.weight_map,
-                                                  &pushes[task].gradient_map);
+        results[task] = backends[task]->TrainStep(in, weight_maps[task],
+                                                  &gradient_maps[task]);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -97,19 +121,32 @@ TEST(TensorParallelBackend, GroupsPushingToASyncPsTrainWhatOneProcessTrains) {
                 1e-5)
         << "step " << step;
     for (size_t v = 0; v < ps.weights.size(); ++v) {
-      float* w = ps.weights[v].data<float>();
-      for (int64_t i = 0; i < ps.weights[v].num_elements(); ++i) {
-        float sum = 0;
-        for (int task = 0; task < kWorkers; ++task) {
-          sum += pushes[task].gradients[v].data<float>()[i];
+      const int64_t n = ps.weights[v].num_elements();
+      std::vector<float> sum(n, 0.0f);
+      std::vector<int64_t> covering(n, 0);
+      for (int task = 0; task < kWorkers; ++task) {
+        const MemberVariable& var =
+            setup->plans[mesh.CoordinatesOf(task).model].variables.at(
+                spec.variables[v].name());
+        std::vector<float> whole(n, 0.0f), covered(n, 0.0f);
+        CopySliceIn(pushed[task][v].data<float>(), var, whole.data());
+        std::vector<float> ones(var.local_elements(), 1.0f);
+        CopySliceIn(ones.data(), var, covered.data());
+        for (int64_t i = 0; i < n; ++i) {
+          sum[i] += whole[i];
+          covering[i] += covered[i] > 0 ? group_batch : 0;
         }
-        w[i] -= kLearningRate * sum / examples;
+      }
+      float* w = ps.weights[v].data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_GT(covering[i], 0);
+        w[i] -= kLearningRate * sum[i] / covering[i];
       }
     }
   }
   const double difference =
       LargestDifference(Snapshot(spec, ps.weights), reference.trained);
-  std::cout << "data:2,model:2 through the ps convention: largest difference "
+  std::cout << "data:2,model:2 pushing parts: largest difference "
                "from one process "
             << difference << "\n";
   EXPECT_LT(difference, 1e-5);
@@ -140,6 +177,19 @@ TEST(TensorParallelBackend, EvaluateMatchesTheCpuBackendWithDropoutOff) {
   ASSERT_TRUE(expected.ok()) << expected.status();
 
   LocalGroup group(2);
+  std::vector<std::vector<Tensor>> parts(2);
+  std::vector<worker::Weights> part_maps(2);
+  for (int m = 0; m < 2; ++m) {
+    parts[m].reserve(spec.variables.size());
+    for (size_t v = 0; v < spec.variables.size(); ++v) {
+      const MemberVariable& var =
+          setup->plans[m].variables.at(spec.variables[v].name());
+      parts[m].push_back(*Tensor::Create(DT_FLOAT, var.local_shape));
+      CopySliceOut(vars.weights[v].data<float>(), var,
+                   parts[m].back().data<float>());
+      part_maps[m][spec.variables[v].name()] = &parts[m].back();
+    }
+  }
   TensorParallelMemberOptions options;
   options.run_seed = kSeed;
   options.loss = Loss().kind;
@@ -157,7 +207,7 @@ TEST(TensorParallelBackend, EvaluateMatchesTheCpuBackendWithDropoutOff) {
         group.Cancel(backend.status());
         return;
       }
-      got[m] = (*backend)->Evaluate(in, vars.weight_map);
+      got[m] = (*backend)->Evaluate(in, part_maps[m]);
     });
   }
   for (std::thread& t : threads) t.join();

@@ -38,5 +38,15 @@ absl::StatusOr<TensorParallelSetup> SetUpTensorParallel(
   return setup;
 }
 
+std::map<std::string, ps::DensePart> MemberParts(
+    const TensorParallelPlan& plan) {
+  std::map<std::string, ps::DensePart> parts;
+  for (const auto& [name, var] : plan.variables) {
+    if (var.split())
+      parts[name] = ps::DensePart{var.split_dim, var.begin, var.end};
+  }
+  return parts;
+}
+
 }  // namespace parallel
 }  // namespace pstrain

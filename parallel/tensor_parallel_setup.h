@@ -9,6 +9,7 @@
 //       SetUpTensorParallel(spec, "data:2,model:2", layout_json, 4));
 //   setup.plans[at.model] ...              // what member at.model runs
 //   setup.member_parameters[at.model] ...  // and the floats it holds
+//   trainer_options.parts = MemberParts(setup.plans[at.model]);
 //
 // Without a layout map every variable is replicated; with model:1 the run is
 // today's data-parallel run.
@@ -16,6 +17,8 @@
 #define PSTRAIN_PARALLEL_TENSOR_PARALLEL_SETUP_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,6 +27,7 @@
 #include "parallel/layout_map.h"
 #include "parallel/mesh.h"
 #include "parallel/tensor_parallel_plan.h"
+#include "ps/dense_part.h"
 
 namespace pstrain {
 namespace parallel {
@@ -45,6 +49,12 @@ struct TensorParallelSetup {
 absl::StatusOr<TensorParallelSetup> SetUpTensorParallel(
     const worker::ModelSpec& spec, absl::string_view mesh,
     absl::string_view layout_map_json, int num_workers);
+
+// The parts of the split variables that the member of `plan` holds, pulls
+// and pushes (ps::VariableStore::HoldParts), by name; none when nothing is
+// split.
+std::map<std::string, ps::DensePart> MemberParts(
+    const TensorParallelPlan& plan);
 
 }  // namespace parallel
 }  // namespace pstrain

@@ -1,7 +1,9 @@
 // Copies between a whole variable and a member's part of it
 // (tensor_parallel_plan.h's MemberVariable: the range [begin, end) of
-// dimension split_dim, or the whole): how a member's slice is cut from the
-// values the ps or a checkpoint holds, and put back.
+// dimension split_dim, or the whole), in the worker's process: what tests
+// that stand in for the ps (or hold the whole model) use to cut a member's
+// part out and put it back. In a run the ps serves and applies the parts
+// itself (ps/dense_part.h).
 //
 //   std::vector<float> part(var.local_elements());
 //   CopySliceOut(whole.data<float>(), var, part.data());

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,18 +25,21 @@
 #include "absl/types/span.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps/dense_part.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
 namespace ps {
 
 // Rows [row_begin, row_end) of a dense variable of shape `shape`, as bytes:
-// what one ps task holds of it.
+// what one ps task holds of it. With `part`, of the part (ps/dense_part.h):
+// `shape` is the part's and the rows the part's rows on that task's piece.
 struct DensePiece {
   std::string name;
   TensorShapeProto shape;
   int64_t row_begin = 0;
   int64_t row_end = 0;
+  std::optional<DensePart> part;
   // The piece's data (rows row_begin..row_end of the full tensor).
   char* data = nullptr;
   int64_t size = 0;

@@ -114,6 +114,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
   std::fill(sum_.begin(), sum_.end(), 0.0f);
+  ClearCoverageLocked();
   step_.Reset();
 }
 
@@ -205,7 +206,7 @@ int64_t DenseVariable::ApplyAsync(int64_t batch_size,
 
 DenseVariable::Accumulated DenseVariable::AccumulateSync(
     int64_t version, absl::Span<const Chunk> chunks,
-    const Contribution& contribution) {
+    const Contribution& contribution, const DensePart* part) {
   absl::MutexLock sum_lock(&sum_mu_);
   if (version != this->version()) return Accumulated::kDropped;
   switch (step_.Take(contribution)) {
@@ -217,10 +218,39 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
       return Accumulated::kDropped;
   }
   if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
-  for (const Chunk& chunk : chunks) {
-    float* sum = sum_.data() + chunk.offset / 4;
-    const int64_t n = NumFloats(chunk);
-    for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
+  if (part == nullptr) {
+    whole_batch_ += contribution.batch_size;
+    for (const Chunk& chunk : chunks) {
+      float* sum = sum_.data() + chunk.offset / 4;
+      const int64_t n = NumFloats(chunk);
+      for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
+    }
+  } else {
+    const PartRows rows = PartRowsOnPiece(*part, def_, row_begin_, row_end_);
+    for (const Chunk& chunk : chunks) {
+      const int64_t first = chunk.offset / 4;
+      const int64_t n = NumFloats(chunk);
+      for (int64_t i = 0; i < n; ++i) {
+        sum_[PieceIndex(*part, def_, row_begin_, rows, first + i)] +=
+            FloatAt(chunk, i);
+      }
+    }
+    if (!parts_in_step_) {
+      parts_in_step_ = true;
+      row_batch_.assign(row_end_ - row_begin_, 0);
+      column_batch_.assign(def_.shape().dims(def_.shape().dims_size() - 1), 0);
+    }
+    if (part->dim == 0) {
+      // The part's rows on the piece, as piece rows.
+      const int64_t first_row = part->begin + rows.begin - row_begin_;
+      for (int64_t r = rows.begin; r < rows.end; ++r) {
+        row_batch_[first_row + r - rows.begin] += contribution.batch_size;
+      }
+    } else {
+      for (int64_t c = part->begin; c < part->end; ++c) {
+        column_batch_[c] += contribution.batch_size;
+      }
+    }
   }
   if (step_.complete()) CompleteStepLocked();
   return Accumulated::kAdded;
@@ -241,7 +271,9 @@ void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
 void DenseVariable::CompleteStepLocked() {
   // g = sum / global batch, applied once.
   const bool skip_update = step_.skip_update();
-  if (!skip_update && step_.batch_sum() > 0) {
+  if (!skip_update && parts_in_step_) {
+    DivideByCoverageLocked();
+  } else if (!skip_update && step_.batch_sum() > 0) {
     const float inverse_batch = 1.0f / static_cast<float>(step_.batch_sum());
     for (float& v : sum_) v *= inverse_batch;
   }
@@ -251,7 +283,30 @@ void DenseVariable::CompleteStepLocked() {
     ++version_;
   }
   std::fill(sum_.begin(), sum_.end(), 0.0f);
+  ClearCoverageLocked();
   step_.Next();
+}
+
+void DenseVariable::DivideByCoverageLocked() {
+  const int64_t rows = row_end_ - row_begin_;
+  if (rows == 0 || sum_.empty()) return;
+  const int64_t row_elements = static_cast<int64_t>(sum_.size()) / rows;
+  const int64_t columns = static_cast<int64_t>(column_batch_.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(sum_.size()); ++i) {
+    // (A rank-1 variable's parts are of dimension 0: its column_batch_
+    // stays zero.)
+    const int64_t divisor = whole_batch_ + row_batch_[i / row_elements] +
+                            column_batch_[i % columns];
+    // An element no contribution covered has a zero sum: it stays zero.
+    if (divisor > 0) sum_[i] *= 1.0f / static_cast<float>(divisor);
+  }
+}
+
+void DenseVariable::ClearCoverageLocked() {
+  parts_in_step_ = false;
+  whole_batch_ = 0;
+  row_batch_.clear();
+  column_batch_.clear();
 }
 
 }  // namespace ps

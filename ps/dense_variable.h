@@ -2,8 +2,14 @@
 // of the full variable, the optimizer's slots for them, its version (updates
 // applied), and in sync mode the running sum of the current step's gradients.
 //
-// Gradients arrive as chunks: byte ranges of the piece's row-major data,
+// Gradients arrive as chunks: byte ranges of the piece's row-major data (or,
+// for a push of a part, of the part's rows on the piece: ps/dense_part.h),
 // pointing into the received messages, so nothing is reassembled before use.
+// In a sync step each element's sum is divided by the summed batch sizes of
+// the contributions that covered it: a whole push covers every element, a
+// part's push its rows or columns (a tensor-parallel group's M members each
+// push their part, so an element of a split variable has one contribution
+// per data-parallel group, while the step completes on every worker's).
 // The caller (Shard) validates every chunk first; the methods here only
 // apply.
 //
@@ -26,6 +32,7 @@
 #include "absl/types/span.h"
 #include "common/tensor.h"
 #include "proto/training.pb.h"
+#include "ps/dense_part.h"
 #include "ps/optimizer.h"
 #include "ps/sync_step.h"
 
@@ -121,10 +128,13 @@ class DenseVariable {
   // contribution (SetWorkers) divides the sum by the step's summed batch
   // sizes and applies it once (not at all if a contribution set
   // skip_update). Says whether the gradient was added, had been counted
-  // before, or was dropped (late, or from an absent worker).
+  // before, or was dropped (late, or from an absent worker). With `part`,
+  // the chunks are of the part's rows on this piece (PartRowsOnPiece), the
+  // contribution covering only those elements; the caller checked them.
   enum class Accumulated { kAdded, kCountedBefore, kDropped };
   Accumulated AccumulateSync(int64_t version, absl::Span<const Chunk> chunks,
-                             const Contribution& contribution)
+                             const Contribution& contribution,
+                             const DensePart* part = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
   // Wakes every Read waiting for a version: they return ABORTED saying
   // `why` (the ps is shutting down).
@@ -145,10 +155,14 @@ class DenseVariable {
   void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value, to be updated in place: first copied if a pull holds it.
   absl::Span<float> MutableValueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sync: applies the step's sum divided by its global batch, once, and
-  // starts the next step.
+  // Sync: applies the step's sum divided by its global batch (element by
+  // element when parts were pushed), once, and starts the next step.
   void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Divides sum_ element by element by the batch sizes that covered it.
+  void DivideByCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
+  // Forgets the step's coverage (the step was applied or dropped).
+  void ClearCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
 
   const VariableDef def_;
   const int64_t row_begin_;
@@ -171,6 +185,13 @@ class DenseVariable {
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
+  // The step's coverage once a part was pushed to it: the batch sizes of its
+  // whole contributions, and of its parts' by piece row (dim 0) and by index
+  // of the last dimension; an element's divisor is whole + row + column.
+  bool parts_in_step_ ABSL_GUARDED_BY(sum_mu_) = false;
+  int64_t whole_batch_ ABSL_GUARDED_BY(sum_mu_) = 0;
+  std::vector<int64_t> row_batch_ ABSL_GUARDED_BY(sum_mu_);
+  std::vector<int64_t> column_batch_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

@@ -23,6 +23,19 @@ void DescribePiece(const DensePiece& piece, TensorProto* t) {
   }
 }
 
+// Names each piece's part in `parts`.
+void AddParts(absl::Span<const DensePiece> pieces,
+              google::protobuf::RepeatedPtrField<VariablePart>* parts) {
+  for (const DensePiece& piece : pieces) {
+    if (!piece.part.has_value()) continue;
+    VariablePart* p = parts->Add();
+    p->set_name(piece.name);
+    p->set_dim(piece.part->dim);
+    p->set_begin(piece.part->begin);
+    p->set_end(piece.part->end);
+  }
+}
+
 }  // namespace
 
 PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
@@ -117,6 +130,8 @@ std::unique_ptr<DenseCall> PsClient::StartPush(
   auto borrowed = std::make_unique<BorrowedContent>();
   std::vector<grpc::ByteBuffer> messages;
   PushDenseRequest header = first;
+  header.clear_parts();
+  AddParts(gradients, header.mutable_parts());
   std::vector<NamedTensor> described;  // the message's chunks, sans content
   std::vector<GradientChunk> chunks;   // and their content
   int64_t room = options_.max_chunk_bytes;
@@ -124,6 +139,7 @@ std::unique_ptr<DenseCall> PsClient::StartPush(
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].gradient = &described[i];
     messages.push_back(EncodePushDenseRequest(header, chunks, borrowed.get()));
     header.clear_header();
+    header.clear_parts();
     described.clear();
     chunks.clear();
     room = options_.max_chunk_bytes;
@@ -156,6 +172,7 @@ PullDenseRequest PsClient::NewPull(int64_t min_version,
   request.set_min_version(min_version);
   request.set_max_chunk_bytes(options_.max_chunk_bytes);
   for (const DensePiece& piece : values) request.add_names(piece.name);
+  AddParts(values, request.mutable_parts());
   return request;
 }
 

@@ -5,7 +5,8 @@
 // sender, request id), splits dense tensors into chunks of at most
 // max_chunk_bytes, and reassembles pulled chunks straight into the caller's
 // buffers. PsClusterClient routes whole variables to every ps task through
-// the run's Placement, in parallel: dense pushes and pulls from the calling
+// the run's Placement (or, for a tensor-parallel member, its part of a split
+// variable: HoldParts), in parallel: dense pushes and pulls from the calling
 // thread, driving one call per ps task (gRPC's async API); sparse ones and
 // the rest on a thread per ps task.
 //
@@ -199,8 +200,14 @@ class PsClusterClient : public VariableStore {
   // those holding variables (the step the cluster collects).
   absl::StatusOr<int64_t> SetWorkers(int replicas, absl::Span<const int> absent);
 
+  // Checks `parts` against the run's variables (VariableStore::HoldParts):
+  // from now on those are pulled and pushed as parts, each ps task sending
+  // and receiving the part's rows on its piece.
+  absl::Status HoldParts(
+      const std::map<std::string, DensePart>& parts) override;
   // Pushes full-size gradient sums (by variable name; each float32 of the
-  // variable's shape) to the ps tasks holding them, in parallel.
+  // variable's shape, or of its part's) to the ps tasks holding them, in
+  // parallel.
   absl::Status PushDense(
       int64_t version, int64_t batch_size,
       const std::map<std::string, Tensor*>& gradients) override;
@@ -277,6 +284,8 @@ class PsClusterClient : public VariableStore {
   std::vector<std::unique_ptr<PsClient>> clients_;
   const Placement placement_;
   const std::map<std::string, VariableDef> defs_;
+  // The variables held as parts (HoldParts).
+  std::map<std::string, DensePart> parts_;
   ThreadPool pool_;
 };
 

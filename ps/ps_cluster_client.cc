@@ -100,6 +100,25 @@ absl::Status PsClusterClient::CreateVariables(const OptimizerConfig& optimizer,
   });
 }
 
+absl::Status PsClusterClient::HoldParts(
+    const std::map<std::string, DensePart>& parts) {
+  for (const auto& [name, part] : parts) {
+    auto def = defs_.find(name);
+    if (def == defs_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable '", name, "': not a variable of the run"));
+    }
+    VariablePart p;
+    p.set_name(name);
+    p.set_dim(part.dim);
+    p.set_begin(part.begin);
+    p.set_end(part.end);
+    PSTRAIN_RETURN_IF_ERROR(CheckPart(p, def->second).status());
+  }
+  parts_ = parts;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
     const std::map<std::string, Tensor*>& tensors) const {
   std::vector<std::vector<DensePiece>> pieces(clients_.size());
@@ -108,24 +127,39 @@ absl::StatusOr<std::vector<std::vector<DensePiece>>> PsClusterClient::Pieces(
     if (it == tensors.end()) continue;
     const VariableDef& def = defs_.at(p.name());
     Tensor* t = it->second;
-    const std::vector<int64_t> dims(def.shape().dims().begin(),
-                                    def.shape().dims().end());
+    auto part = parts_.find(p.name());
+    const std::vector<int64_t> dims =
+        part == parts_.end() ? std::vector<int64_t>(def.shape().dims().begin(),
+                                                    def.shape().dims().end())
+                             : PartShape(def, part->second);
     if (t->dtype() != DT_FLOAT || t->shape() != dims) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("variable '", p.name(), "': tensor is ",
-                       DataTypeName(t->dtype()), " ", ShapeString(t->shape()),
-                       ", expected float32 ", ShapeString(dims)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable '", p.name(), "': tensor is ", DataTypeName(t->dtype()),
+          " ", ShapeString(t->shape()), ", expected float32 ",
+          ShapeString(dims), part == parts_.end() ? "" : " (its part)"));
     }
+    TensorShapeProto shape;
+    for (int64_t d : dims) shape.add_dims(d);
     const int64_t row_bytes = t->row_elements() * 4;
     for (const VariablePlacement::Slice& s : p.slices()) {
       DensePiece piece;
       piece.name = p.name();
-      piece.shape = def.shape();
+      piece.shape = shape;
       piece.row_begin = s.row_begin();
       piece.row_end = s.row_end();
+      if (part != parts_.end()) {
+        // The part's rows on the piece: for a part of rows, those of
+        // [begin, end) the piece holds (maybe none, still sent: the push
+        // counts for the piece's sync step); for columns, all of them.
+        const PartRows rows =
+            PartRowsOnPiece(part->second, def, s.row_begin(), s.row_end());
+        piece.part = part->second;
+        piece.row_begin = rows.begin;
+        piece.row_end = rows.end;
+      }
       piece.data =
-          static_cast<char*>(t->raw_data()) + s.row_begin() * row_bytes;
-      piece.size = (s.row_end() - s.row_begin()) * row_bytes;
+          static_cast<char*>(t->raw_data()) + piece.row_begin * row_bytes;
+      piece.size = (piece.row_end - piece.row_begin) * row_bytes;
       pieces[s.ps_task()].push_back(std::move(piece));
     }
   }

@@ -470,9 +470,9 @@ grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {
   PullReply reply(chunk);
   PsMetrics* metrics = options_.metrics;
   const absl::Status status = shard_->PullDense(
-      request,
-      [&reply, metrics](const DenseVariable& v, const ValueView& value) {
-        reply.Add(PullHeader(v), value);
+      request, [&reply, metrics](const DenseVariable& v, const DensePart* part,
+                                 const ValueView& value) {
+        reply.Add(PullHeader(v, part), value);
         if (metrics != nullptr) metrics->CountPull(v.name());
       });
   if (status.ok()) *replies = reply.Finish();

@@ -8,11 +8,19 @@
 namespace pstrain {
 namespace ps {
 
-NamedTensor PullHeader(const DenseVariable& v) {
+NamedTensor PullHeader(const DenseVariable& v, const DensePart* part) {
   NamedTensor header;
   header.set_name(v.name());
   TensorProto* t = header.mutable_tensor();
   t->set_dtype(DT_FLOAT);
+  if (part != nullptr) {
+    for (int64_t d : PartShape(v.def(), *part)) t->mutable_shape()->add_dims(d);
+    const PartRows rows =
+        PartRowsOnPiece(*part, v.def(), v.row_begin(), v.row_end());
+    t->mutable_slice()->set_begin(rows.begin);
+    t->mutable_slice()->set_end(rows.end);
+    return header;
+  }
   *t->mutable_shape() = v.def().shape();
   if (v.def().shape().dims_size() > 0) {
     t->mutable_slice()->set_begin(v.row_begin());

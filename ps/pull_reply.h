@@ -8,8 +8,9 @@
 //
 //   PullReply reply(max_chunk_bytes);
 //   shard->PullDense(request, [&](const DenseVariable& v,
+//                                 const DensePart* part,
 //                                 const ValueView& value) {
-//     reply.Add(PullHeader(v), value);
+//     reply.Add(PullHeader(v, part), value);
 //   });
 //   std::vector<grpc::ByteBuffer> messages = reply.Finish();
 #ifndef PSTRAIN_PS_PULL_REPLY_H_
@@ -20,15 +21,16 @@
 
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
-#include "ps/dense_variable.h"
 #include "proto/tensor.pb.h"
+#include "ps/dense_part.h"
+#include "ps/dense_variable.h"
 
 namespace pstrain {
 namespace ps {
 
 // What each chunk of `v` says of it: its name, dtype, shape and the rows
-// this shard holds.
-NamedTensor PullHeader(const DenseVariable& v);
+// this shard holds; with `part`, the part's shape and its rows on the piece.
+NamedTensor PullHeader(const DenseVariable& v, const DensePart* part = nullptr);
 
 class PullReply {
  public:

@@ -309,12 +309,41 @@ absl::Status Shard::CreateVariables(const CreateVariablesRequest& request,
 absl::Status Shard::PullDense(
     const PullDenseRequest& request,
     const std::function<void(const DenseVariable&, const ValueView&)>& emit) {
+  return PullDense(request,
+                   [&emit](const DenseVariable& v, const DensePart*,
+                           const ValueView& value) { emit(v, value); });
+}
+
+absl::StatusOr<std::map<std::string, DensePart>> Shard::CheckParts(
+    const Run& run,
+    const google::protobuf::RepeatedPtrField<VariablePart>& parts) const {
+  std::map<std::string, DensePart> checked;
+  for (const VariablePart& p : parts) {
+    auto it = run.dense.find(p.name());
+    if (it == run.dense.end()) {
+      return VariableError(
+          p.name(), run.tables.count(p.name()) > 0
+                        ? "is an embedding table: it is read and written by "
+                          "id, not by a part"
+                        : absl::StrCat("not held by ps ", options_.ps_task));
+    }
+    PSTRAIN_ASSIGN_OR_RETURN(DensePart part, CheckPart(p, it->second->def()));
+    if (!checked.emplace(p.name(), part).second) {
+      return VariableError(p.name(), "two parts of it in one request");
+    }
+  }
+  return checked;
+}
+
+absl::Status Shard::PullDense(const PullDenseRequest& request,
+                              const PullEmit& emit) {
   PSTRAIN_ASSIGN_OR_RETURN(const Run* run, CheckRun(request.header()));
   PSTRAIN_RETURN_IF_ERROR(CheckGeneration(request.header()));
   if (request.min_version() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "min_version ", request.min_version(), " is negative"));
   }
+  PSTRAIN_ASSIGN_OR_RETURN(const auto parts, CheckParts(*run, request.parts()));
   std::vector<const DenseVariable*> variables;
   if (request.names().empty()) {
     for (const auto& [name, v] : run->dense) variables.push_back(v.get());
@@ -334,12 +363,42 @@ absl::Status Shard::PullDense(
     // A name given twice is served once.
     variables.erase(std::unique(variables.begin(), variables.end()),
                     variables.end());
+    for (const auto& [name, part] : parts) {
+      if (std::find(request.names().begin(), request.names().end(), name) ==
+          request.names().end()) {
+        return VariableError(name, "a part of it, but it is not pulled");
+      }
+    }
   }
   const absl::Time deadline = absl::Now() + run->step_timeout;
   for (const DenseVariable* v : variables) {
-    absl::StatusOr<int64_t> version =
-        v->Read(request.min_version(), deadline, run->replicas_to_aggregate.load(),
-                [&emit, v](const ValueView& value) { emit(*v, value); });
+    auto p = parts.find(v->name());
+    const DensePart* part = p == parts.end() ? nullptr : &p->second;
+    absl::StatusOr<int64_t> version = v->Read(
+        request.min_version(), deadline, run->replicas_to_aggregate.load(),
+        [&emit, v, part](const ValueView& value) {
+          if (part == nullptr) return emit(*v, nullptr, value);
+          // The part's rows on the piece: a range of the value's bytes
+          // (rows), or gathered (columns).
+          const PartRows rows =
+              PartRowsOnPiece(*part, v->def(), v->row_begin(), v->row_end());
+          ValueView view = value;
+          view.size = rows.elements * 4;
+          if (part->dim == 0) {
+            if (rows.elements > 0) {
+              view.data +=
+                  PieceIndex(*part, v->def(), v->row_begin(), rows, 0) * 4;
+            }
+          } else {
+            auto gathered = std::make_shared<std::vector<float>>(rows.elements);
+            CopyPartOut(*part, v->def(), v->row_begin(), rows,
+                        reinterpret_cast<const float*>(value.data),
+                        gathered->data());
+            view.data = reinterpret_cast<const char*>(gathered->data());
+            view.owner = std::move(gathered);
+          }
+          emit(*v, part, view);
+        });
     if (!version.ok()) return version.status();
   }
   return absl::OkStatus();

@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "common/update_config.h"
 #include "proto/ps_service.pb.h"
+#include "ps/dense_part.h"
 #include "ps/dense_variable.h"
 #include "ps/dense_view.h"
 #include "ps/embedding_table.h"
@@ -85,7 +86,16 @@ class Shard {
   // not block, and must copy the bytes unless it keeps value.owner
   // (DenseVariable::Read). Sync pulls wait for their step up to the step
   // timeout (then DEADLINE_EXCEEDED naming the variable and the missing
-  // gradients).
+  // gradients). For a variable of request.parts, `part` is set and the
+  // value is the part's rows on this piece (ps/dense_part.h), else `part`
+  // is null and the value the piece. A malformed part, or one of a
+  // variable not pulled, is INVALID_ARGUMENT naming the variable.
+  using PullEmit =
+      std::function<void(const DenseVariable& variable, const DensePart* part,
+                         const ValueView& value)>;
+  absl::Status PullDense(const PullDenseRequest& request, const PullEmit& emit)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The same, for a caller that needs no part (tests).
   absl::Status PullDense(
       const PullDenseRequest& request,
       const std::function<void(const DenseVariable& variable,
@@ -95,7 +105,8 @@ class Shard {
   // Applies one worker's push: the messages of one PushDense stream, whose
   // first message carries the header, version and batch size. The gradients
   // are sums over the worker's batch, in chunks covering each pushed
-  // variable's piece exactly once.
+  // variable's piece exactly once (or, for a variable of the first
+  // message's parts, the part's rows on the piece: sync mode only).
   absl::StatusOr<PushDenseResponse> PushDense(
       absl::Span<const PushDenseView* const> messages)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -195,6 +206,14 @@ class Shard {
     int64_t dense_bytes = 0;  // of the dense pieces' values
     std::map<std::string, std::unique_ptr<EmbeddingTable>> tables;
   };
+
+  // The parts a request names, by variable, each checked (CheckPart):
+  // INVALID_ARGUMENT naming the variable for a malformed one, one of an
+  // embedding table or of a variable this task does not hold, or two parts
+  // of one variable.
+  absl::StatusOr<std::map<std::string, DensePart>> CheckParts(
+      const Run& run,
+      const google::protobuf::RepeatedPtrField<VariablePart>& parts) const;
 
   // The embedding table `name` of `run`: INVALID_ARGUMENT if this task
   // holds none of that name.

@@ -211,7 +211,18 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
   }
 
   // Check every gradient chunk before touching anything.
+  absl::StatusOr<std::map<std::string, DensePart>> parts =
+      CheckParts(*run, first.parts());
+  if (!parts.ok()) return Refuse(parts.status());
+  if (!parts->empty() && run->update.mode() != UpdateConfig::SYNC) {
+    return Refuse(VariableError(
+        parts->begin()->first,
+        "a push of a part needs sync mode (an async update would apply it "
+        "to the part alone, out of step with the rest)"));
+  }
   std::map<DenseVariable*, std::vector<Chunk>> pushed;
+  // The part pushed of each variable that has one.
+  std::map<DenseVariable*, const DensePart*> part_of;
   size_t num_pieces = 0;
   for (const PushDenseView* message : messages) {
     num_pieces += message->pieces.size();
@@ -236,35 +247,66 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
             name, absl::StrCat("gradient dtype ", DataTypeName(t.dtype()),
                                ", expected float32")));
       }
-      if (ShapeDims(t.shape()) != ShapeDims(v->def().shape())) {
+      // What this piece receives: the piece, or the part's rows on it.
+      auto p = parts->find(name);
+      const DensePart* part = p == parts->end() ? nullptr : &p->second;
+      std::vector<int64_t> shape = ShapeDims(v->def().shape());
+      int64_t held_begin = v->row_begin(), held_end = v->row_end();
+      int64_t bytes = v->num_bytes();
+      if (part != nullptr) {
+        part_of[v] = part;
+        shape = PartShape(v->def(), *part);
+        const PartRows rows =
+            PartRowsOnPiece(*part, v->def(), v->row_begin(), v->row_end());
+        held_begin = rows.begin;
+        held_end = rows.end;
+        bytes = rows.elements * 4;
+      }
+      if (ShapeDims(t.shape()) != shape) {
         return Refuse(VariableError(
-            name, absl::StrCat("gradient shape ", ShapeString(ShapeDims(t.shape())),
-                               " does not match the variable's ",
-                               ShapeString(ShapeDims(v->def().shape())))));
+            name,
+            absl::StrCat("gradient shape ", ShapeString(ShapeDims(t.shape())),
+                         " does not match the ",
+                         part != nullptr ? "part's " : "variable's ",
+                         ShapeString(shape))));
       }
       const int64_t rows = t.shape().dims_size() == 0 ? 1 : t.shape().dims(0);
       const int64_t begin = t.has_slice() ? t.slice().begin() : 0;
       const int64_t end = t.has_slice() ? t.slice().end() : rows;
-      if (begin != v->row_begin() || end != v->row_end()) {
+      if (begin != held_begin || end != held_end) {
         return Refuse(VariableError(
             name, absl::StrCat("gradient rows [", begin, ", ", end, ") but ps ",
-                               options_.ps_task, " holds rows [",
-                               v->row_begin(), ", ", v->row_end(), ")")));
+                               options_.ps_task, " holds rows [", held_begin,
+                               ", ", held_end, ")",
+                               part != nullptr ? " of the part" : "")));
       }
       const int64_t offset = t.content_offset();
       const int64_t size = message->ContentSize(i);
       if (offset < 0 || offset % 4 != 0 || size % 4 != 0 ||
-          offset > v->num_bytes() - size) {
+          offset > bytes - size) {
         return Refuse(VariableError(
             name, absl::StrCat("gradient chunk of ", size, " bytes at offset ",
-                               offset, " does not fit its ", v->num_bytes(),
+                               offset, " does not fit its ", bytes,
                                " bytes in whole floats")));
       }
       AddWholeFloats(offset, message->Content(i), &pushed[v], &stitched);
     }
   }
+  for (const auto& [name, part] : *parts) {
+    auto it = run->dense.find(name);
+    if (pushed.count(it->second.get()) == 0) {
+      return Refuse(VariableError(name, "a part of it, but no gradient"));
+    }
+  }
   bool skip_update = false;
   for (auto& [v, chunks] : pushed) {
+    auto p = part_of.find(v);
+    const int64_t bytes = p == part_of.end()
+                              ? v->num_bytes()
+                              : PartRowsOnPiece(*p->second, v->def(),
+                                                v->row_begin(), v->row_end())
+                                        .elements *
+                                    4;
     std::sort(chunks.begin(), chunks.end(),
               [](const Chunk& a, const Chunk& b) { return a.offset < b.offset; });
     int64_t covered = 0;
@@ -277,10 +319,10 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
       }
       covered += chunk.data.size();
     }
-    if (covered != v->num_bytes()) {
+    if (covered != bytes) {
       return Refuse(VariableError(
           v->name(), absl::StrCat("gradient chunks cover ", covered, " of its ",
-                                  v->num_bytes(), " bytes")));
+                                  bytes, " bytes")));
     }
     PSTRAIN_RETURN_IF_ERROR(
         CheckPushVersion(*run, v->name(), version, v->version()));
@@ -304,8 +346,10 @@ absl::StatusOr<PushDenseResponse> Shard::PushDense(
     const Contribution contribution =
         SyncContribution(first.header(), worker, batch_size, skip_update);
     for (auto& [v, chunks] : pushed) {
+      auto p = part_of.find(v);
       const DenseVariable::Accumulated result =
-          v->AccumulateSync(version, chunks, contribution);
+          v->AccumulateSync(version, chunks, contribution,
+                            p == part_of.end() ? nullptr : p->second);
       applied &= result != DenseVariable::Accumulated::kDropped;
       added |= result == DenseVariable::Accumulated::kAdded;
     }

@@ -3,7 +3,8 @@
 // it: the ps tasks (ps::PsClusterClient, parameter-server runs) and the
 // worker's own replica of the whole model, kept in step with the other
 // workers' by an all-reduce (collective/local_replica.h, collective runs). A
-// fake can stand in for either in a test of the step loop.
+// fake can stand in for either in a test of the step loop. A tensor-parallel
+// member holds only its parts of split variables (HoldParts).
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(int64_t version, store->PullDense(step, values));
 //   ... compute `gradients` of `examples` examples ...
@@ -20,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/tensor.h"
+#include "ps/dense_part.h"
 
 namespace pstrain {
 namespace ps {
@@ -39,6 +41,18 @@ class VariableStore {
   // of min_version or later. Returns the lowest version read.
   virtual absl::StatusOr<int64_t> PullDense(
       int64_t min_version, const std::map<std::string, Tensor*>& values) = 0;
+
+  // From now on the variables of `parts` are pulled and pushed as those
+  // parts only (ps/dense_part.h: a tensor-parallel member's share of a
+  // split variable), in tensors of the part's shape. INVALID_ARGUMENT
+  // naming the variable for an unknown one or a malformed part;
+  // UNIMPLEMENTED for a store that holds whole variables only.
+  virtual absl::Status HoldParts(
+      const std::map<std::string, DensePart>& parts) {
+    if (parts.empty()) return absl::OkStatus();
+    return absl::UnimplementedError(
+        "this variable store pulls and pushes whole variables only");
+  }
 
   // The run's recovery generation, carried by every later call.
   virtual void set_generation(int64_t generation) = 0;

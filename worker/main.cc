@@ -375,7 +375,6 @@ int Main() {
   }
   if (!backend.ok()) return Fail(backend.status().message());
   AddProcessMetrics(&metrics, "worker", device);
-
   std::vector<std::unique_ptr<ps::PsClient>> clients;
   for (const std::string& address : run->ps_addresses()) {
     ps::PsClientOptions options;
@@ -495,6 +494,7 @@ int Main() {
   options.num_workers = config.update().num_workers();
   options.data_shard = at.data;
   options.data_shards = mesh->mesh.data;
+  options.parts = parallel::MemberParts(mesh->plans[at.model]);
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   options.placement = run->placement();

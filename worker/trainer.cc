@@ -18,6 +18,7 @@
 #include "data/shard_plan.h"
 #include "model/dynamic_embeddings.h"
 #include "ps/staleness.h"
+#include "worker/trainer_buffers.h"
 
 namespace pstrain {
 namespace worker {
@@ -49,39 +50,6 @@ Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
       backend_(backend),
       ps_(variables),
       chief_(chief) {}
-
-struct Trainer::CoveredBatch {
-  chief::BatchRef ref;
-  std::vector<int64_t> indices;
-  Tensor features;  // FeedDtype [batch, row elements]
-  std::vector<int32_t> labels;
-  Tensor wide_ids;  // Streamed Criteo data: as data::Batch's; else empty.
-};
-
-// Streamed data: an absent worker's share, read from the step it is at.
-struct CoveredStream {
-  std::unique_ptr<data::BatchSource> source;
-  int64_t next_step = 0;
-};
-
-struct Trainer::Buffers {
-  std::vector<Tensor> storage;
-  Weights weights;
-  Gradients gradients;
-  // What is pulled and pushed whole: the dense variables.
-  std::map<std::string, Tensor*> pull;
-  std::map<std::string, Tensor*> push;
-  // Worker-local mirrors of the embedding tables, by name.
-  std::map<std::string, Tensor*> mirrors;
-  // For the batches of absent workers: their gradients (and, of those, the
-  // dense variables', pushed whole) and examples.
-  std::vector<Tensor> covered_storage;
-  Gradients covered_gradients;
-  std::map<std::string, Tensor*> covered_push;
-  std::vector<CoveredBatch> covered;
-  // Streamed data: each covered worker's stream, by worker.
-  std::map<int, CoveredStream> covered_streams;
-};
 
 void Trainer::SetGeneration(int64_t generation) {
   generation_ = generation;
@@ -127,10 +95,12 @@ absl::Status Trainer::Run() {
   const ModelSpec local = WithLocalTables(*spec_, batch_rows);
   Buffers buffers;
   buffers.storage.reserve(2 * local.variables.size());
+  PSTRAIN_RETURN_IF_ERROR(ps_->HoldParts(options_.parts));
+  int64_t held_bytes = 0;
   for (const VariableDef& def : local.variables) {
-    const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                     def.shape().dims().end());
+    const std::vector<int64_t> shape = ps::HeldShape(def, options_.parts);
     PSTRAIN_ASSIGN_OR_RETURN(Tensor w, Tensor::Create(DT_FLOAT, shape));
+    held_bytes += 2 * w.num_bytes();
     PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
     const bool sparse = sparse_->Holds(def.name());
     buffers.storage.push_back(std::move(w));
@@ -141,6 +111,8 @@ absl::Status Trainer::Run() {
     buffers.gradients[def.name()] = &buffers.storage.back();
     if (!sparse) buffers.push[def.name()] = &buffers.storage.back();
   }
+  LogInfo(absl::StrCat("worker ", options_.worker_index, ": holds ", held_bytes,
+                       " bytes of weights and gradients"));
 
   // Heartbeats that carry no step: the chief hears from this worker while
   // a step waits for its peers, and a restarted chief gets it back even
@@ -437,109 +409,6 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::GatherCoveredBatches(int64_t step,
-                                           const data::RunLength& length,
-                                           Buffers& buffers) {
-  const std::vector<chief::BatchRef> covered = chief::CoveredBatches(
-      membership_, options_.worker_index, step, options_.num_workers);
-  buffers.covered.resize(covered.size());
-  if (covered.empty()) return absl::OkStatus();
-  if (options_.open_stream != nullptr) {
-    PSTRAIN_RETURN_IF_ERROR(EnsureCoveredGradients(buffers));
-    return ReadCoveredBatches(covered, length, buffers);
-  }
-  PSTRAIN_RETURN_IF_ERROR(EnsureCoveredGradients(buffers));
-  const int64_t batch = config_->batch_size_per_worker();
-  const int64_t per_example = train_->features.row_elements();
-  for (size_t c = 0; c < covered.size(); ++c) {
-    const chief::BatchRef& ref = covered[c];
-    CoveredBatch& out = buffers.covered[c];
-    out.ref = ref;
-    if (out.features.num_elements() != batch * per_example) {
-      PSTRAIN_ASSIGN_OR_RETURN(
-          out.features,
-          Tensor::Create(data::FeedDtype(*train_), {batch, per_example}));
-    }
-    auto plan = plans_.find(ref.worker);
-    if (plan == plans_.end()) {
-      PSTRAIN_ASSIGN_OR_RETURN(
-          data::ShardPlan created,
-          data::ShardPlan::Create(
-              train_->size(), data::RunShardOptions(
-                                  *config_, options_.num_workers, ref.worker)));
-      plan = plans_.emplace(ref.worker, std::move(created)).first;
-    }
-    // The absent worker's batch of that step, exactly as it would have
-    // trained it: its examples, its dropout masks.
-    const std::vector<int64_t> order =
-        plan->second.WorkerOrder(ref.step / length.steps_per_epoch);
-    const int64_t begin = (ref.step % length.steps_per_epoch) * batch;
-    out.indices.assign(order.begin() + begin, order.begin() + begin + batch);
-    data::GatherExamples(*train_, out.indices, out.features.raw_data());
-    out.labels.resize(batch);
-    for (int64_t i = 0; i < batch; ++i) {
-      out.labels[i] = train_->labels[out.indices[i]];
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::EnsureCoveredGradients(Buffers& buffers) {
-  if (!buffers.covered_gradients.empty()) return absl::OkStatus();
-  const ModelSpec local = WithLocalTables(
-      *spec_, int64_t{config_->batch_size_per_worker()} * options_.num_workers);
-  buffers.covered_storage.reserve(local.variables.size());
-  for (const VariableDef& def : local.variables) {
-    const std::vector<int64_t> shape(def.shape().dims().begin(),
-                                     def.shape().dims().end());
-    PSTRAIN_ASSIGN_OR_RETURN(Tensor g, Tensor::Create(DT_FLOAT, shape));
-    buffers.covered_storage.push_back(std::move(g));
-    buffers.covered_gradients[def.name()] = &buffers.covered_storage.back();
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::ReadCoveredBatches(
-    const std::vector<chief::BatchRef>& covered, const data::RunLength& length,
-    Buffers& buffers) {
-  for (size_t c = 0; c < covered.size(); ++c) {
-    const chief::BatchRef& ref = covered[c];
-    CoveredBatch& out = buffers.covered[c];
-    out.ref = ref;
-    // The absent worker's stream, opened where its batch of ref.step is
-    // (after a membership change or an owed batch of an earlier step):
-    // the batch is the one it would have trained, its lines exactly.
-    CoveredStream& stream = buffers.covered_streams[ref.worker];
-    if (stream.source == nullptr || stream.next_step != ref.step) {
-      stream.source.reset();
-      absl::StatusOr<std::unique_ptr<data::BatchSource>> opened =
-          options_.open_stream(ref.step, length, ref.worker);
-      if (!opened.ok()) {
-        return AtStep(ref.step,
-                      absl::StrCat("opening worker ", ref.worker, "'s data"),
-                      opened.status());
-      }
-      stream.source = *std::move(opened);
-      stream.next_step = ref.step;
-    }
-    absl::StatusOr<data::Batch*> batch = stream.source->Next();
-    if (!batch.ok()) {
-      return AtStep(ref.step,
-                    absl::StrCat("reading worker ", ref.worker, "'s data"),
-                    batch.status());
-    }
-    const data::Batch& in = **batch;
-    out.indices = in.indices;
-    out.features = in.features.Clone();
-    out.wide_ids = in.wide_ids.Clone();
-    const int32_t* labels = in.labels.data<int32_t>();
-    out.labels.assign(labels, labels + in.size());
-    stream.source->Release(*batch);
-    ++stream.next_step;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
                                  Buffers& buffers) {
   if (sparse_->empty()) return absl::OkStatus();
@@ -558,61 +427,6 @@ absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
   absl::Status pulled = sparse_->Pull(sync ? step : 0, buffers.mirrors);
   if (!pulled.ok()) return AtStep(step, "pulling embedding rows", pulled);
   return absl::OkStatus();
-}
-
-bool Trainer::IsOwed(int64_t batch_step, int64_t step) const {
-  return config_->update().mode() == UpdateConfig::SYNC && batch_step < step;
-}
-
-absl::StatusOr<int64_t> Trainer::TrainCoveredBatches(int64_t step,
-                                                     Buffers& buffers,
-                                                     StepResult* result) {
-  int64_t merged_examples = 0;
-  for (const CoveredBatch& covered : buffers.covered) {
-    const chief::BatchRef& ref = covered.ref;
-    const std::string which =
-        absl::StrCat("worker ", ref.worker, "'s batch of step ", ref.step);
-    StepInput input;
-    input.features = covered.features.raw_data();
-    input.labels = covered.labels.data();
-    input.batch = static_cast<int64_t>(covered.indices.size());
-    input.step = ref.step;
-    input.example_offset = ref.worker * input.batch;
-    absl::StatusOr<StepResult> extra = backend_->TrainStep(
-        input, buffers.weights, &buffers.covered_gradients);
-    if (!extra.ok()) {
-      return AtStep(step, absl::StrCat("computing ", which), extra.status());
-    }
-    result->examples += extra->examples;
-    result->correct += extra->correct;
-    result->loss_sum += extra->loss_sum;
-    if (IsOwed(ref.step, step)) {
-      if (buffers.covered_push.empty()) {
-        for (const auto& [name, g] : buffers.push) {
-          buffers.covered_push[name] = buffers.covered_gradients.at(name);
-        }
-      }
-      ps_->set_step(step, {ref.step * options_.num_workers + ref.worker},
-                    /*owed=*/true);
-      absl::Status pushed =
-          sparse_->Push(step, extra->examples, buffers.covered_gradients);
-      if (pushed.ok()) {
-        pushed = ps_->PushDense(step, extra->examples, buffers.covered_push);
-      }
-      if (!pushed.ok()) {
-        return AtStep(step, absl::StrCat("pushing ", which), pushed);
-      }
-      continue;
-    }
-    for (const auto& [name, sum] : buffers.gradients) {
-      float* out = sum->flat<float>().data();
-      const float* add =
-          buffers.covered_gradients.at(name)->flat<float>().data();
-      for (int64_t i = 0; i < sum->num_elements(); ++i) out[i] += add[i];
-    }
-    merged_examples += extra->examples;
-  }
-  return merged_examples;
 }
 
 }  // namespace worker

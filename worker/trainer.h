@@ -3,11 +3,12 @@
 // Each step: take the next batch of this worker's shard of the data, pull the
 // variables from the ps tasks (in sync mode, as of this step), compute the
 // gradients with the Backend, push them. Dense variables are pulled and
-// pushed whole; an embedding table (a model starting with a Keras
-// Embedding) only in the rows the step's ids touch (worker/sparse_tables.h). Every few steps it reports loss,
-// accuracy and throughput to the chief; at the end it tells the chief it has
-// finished. The model, placement and run settings come from the chief
-// (RegisterResponse).
+// pushed whole (a tensor-parallel member's split ones as its part:
+// TrainerOptions::parts); an embedding table (a model starting with a Keras
+// Embedding) only in the rows the step's ids touch (worker/sparse_tables.h).
+// Every few steps it reports loss, accuracy and throughput to the chief; at the
+// end it tells the chief it has finished. The model, placement and run settings
+// come from the chief (RegisterResponse).
 //
 // Before computing each step (after pulling its variables) the worker
 // heartbeats the chief with the number of steps it has completed; when the
@@ -69,6 +70,10 @@ struct TrainerOptions {
   // members read their group's (parallel/mesh.h: data index of D groups).
   int data_shard = -1;
   int data_shards = -1;
+  // A tensor-parallel member's parts of the split variables: it holds,
+  // pulls and pushes only those (ps::VariableStore::HoldParts), and its
+  // backend computes on them.
+  std::map<std::string, ps::DensePart> parts;
   // Report metrics to the chief every this many steps, and at each epoch's
   // end (so that no report straddles two epochs).
   int report_every_steps = 20;
