@@ -20,13 +20,24 @@
 // group are equal (M * D * B): both come out as the mean over the global
 // batch. The loss it reports (the group's, on every member) is the group's.
 //
+// An embedding table split by vocabulary is the exception: the trainer
+// pulls and pushes its touched rows by id into a whole-sized mirror
+// (MemberParts leaves it out), so the backend cuts the member's rows out of
+// the mirror and writes M times its rows' gradient, zeros elsewhere, into
+// the whole-sized gradient: the ps divides a table's rows by the batch
+// sizes of all D * M workers' pushes, which the M members' pushes per group
+// then sum to the group's.
+//
 // Used by one thread, as a Backend.
 #ifndef PSTRAIN_PARALLEL_TENSOR_PARALLEL_BACKEND_H_
 #define PSTRAIN_PARALLEL_TENSOR_PARALLEL_BACKEND_H_
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "common/tensor.h"
 #include "compute/backend.h"
 #include "model/model_spec.h"
 #include "parallel/group_collective.h"
@@ -53,9 +64,17 @@ class TensorParallelBackend : public worker::Backend {
       const worker::StepInput& input, const worker::Weights& weights) override;
 
  private:
-  explicit TensorParallelBackend(std::unique_ptr<TensorParallelMember> member);
+  TensorParallelBackend(std::unique_ptr<TensorParallelMember> member,
+                        const worker::ModelSpec& spec);
+
+  // The member's view of `weights`: the cut tables' parts in place of their
+  // mirrors (cut out of them first).
+  absl::StatusOr<worker::Weights> CutTables(const worker::Weights& weights);
 
   std::unique_ptr<TensorParallelMember> member_;
+  // Split embedding tables: the member's rows and their gradient.
+  std::map<std::string, Tensor> table_parts_;
+  std::map<std::string, Tensor> table_part_gradients_;
 };
 
 }  // namespace parallel

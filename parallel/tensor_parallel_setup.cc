@@ -39,11 +39,13 @@ absl::StatusOr<TensorParallelSetup> SetUpTensorParallel(
 }
 
 std::map<std::string, ps::DensePart> MemberParts(
-    const TensorParallelPlan& plan) {
+    const worker::ModelSpec& spec, const TensorParallelPlan& plan) {
   std::map<std::string, ps::DensePart> parts;
-  for (const auto& [name, var] : plan.variables) {
-    if (var.split())
-      parts[name] = ps::DensePart{var.split_dim, var.begin, var.end};
+  for (const VariableDef& def : spec.variables) {
+    const MemberVariable& var = plan.variables.at(def.name());
+    if (var.split() && !def.sparse()) {
+      parts[def.name()] = ps::DensePart{var.split_dim, var.begin, var.end};
+    }
   }
   return parts;
 }

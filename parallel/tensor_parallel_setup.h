@@ -9,7 +9,7 @@
 //       SetUpTensorParallel(spec, "data:2,model:2", layout_json, 4));
 //   setup.plans[at.model] ...              // what member at.model runs
 //   setup.member_parameters[at.model] ...  // and the floats it holds
-//   trainer_options.parts = MemberParts(setup.plans[at.model]);
+//   trainer_options.parts = MemberParts(spec, setup.plans[at.model]);
 //
 // Without a layout map every variable is replicated; with model:1 the run is
 // today's data-parallel run.
@@ -50,11 +50,13 @@ absl::StatusOr<TensorParallelSetup> SetUpTensorParallel(
     const worker::ModelSpec& spec, absl::string_view mesh,
     absl::string_view layout_map_json, int num_workers);
 
-// The parts of the split variables that the member of `plan` holds, pulls
-// and pushes (ps::VariableStore::HoldParts), by name; none when nothing is
-// split.
+// The parts of the split dense variables that the member of `plan` holds,
+// pulls and pushes (ps::VariableStore::HoldParts), by name; none when nothing
+// is split. An embedding table split by vocabulary is not among them: the
+// worker pulls and pushes its touched rows by id (worker/sparse_tables.h)
+// into a whole-sized mirror, which TensorParallelBackend cuts.
 std::map<std::string, ps::DensePart> MemberParts(
-    const TensorParallelPlan& plan);
+    const worker::ModelSpec& spec, const TensorParallelPlan& plan);
 
 }  // namespace parallel
 }  // namespace pstrain

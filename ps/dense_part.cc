@@ -9,11 +9,15 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-int64_t RowElements(const VariableDef& def) {
+// The elements of one index of dimension `from` - 1 (product of the later
+// dimensions): RowElements is that of dimension 0.
+int64_t InnerElements(const VariableDef& def, int from) {
   int64_t n = 1;
-  for (int i = 1; i < def.shape().dims_size(); ++i) n *= def.shape().dims(i);
+  for (int i = from; i < def.shape().dims_size(); ++i) n *= def.shape().dims(i);
   return n;
 }
+
+int64_t RowElements(const VariableDef& def) { return InnerElements(def, 1); }
 
 }  // namespace
 
@@ -28,10 +32,11 @@ absl::StatusOr<DensePart> CheckPart(const VariablePart& part,
   if (rank == 0) {
     return VariableError(part.name(), "is a scalar: it has no part");
   }
-  if (part.dim() != 0 && part.dim() != rank - 1) {
-    return VariableError(part.name(),
-                         absl::StrCat("a part cuts dimension 0 or ", rank - 1,
-                                      " (the last), not ", part.dim()));
+  if (part.dim() < 0 || part.dim() >= rank) {
+    return VariableError(
+        part.name(),
+        absl::StrCat("a part cuts one of its ", rank, " dimensions (0 to ",
+                     rank - 1, "), not ", part.dim()));
   }
   const int64_t size = def.shape().dims(part.dim());
   if (part.begin() < 0 || part.begin() >= part.end() || part.end() > size) {
@@ -70,8 +75,8 @@ PartRows PartRowsOnPiece(const DensePart& part, const VariableDef& def,
   } else {
     rows.begin = row_begin;
     rows.end = row_end;
-    const int64_t last = def.shape().dims(part.dim);
-    row_elements = row_elements / last * (part.end - part.begin);
+    row_elements =
+        row_elements / def.shape().dims(part.dim) * (part.end - part.begin);
   }
   rows.elements = (rows.end - rows.begin) * row_elements;
   return rows;
@@ -82,9 +87,12 @@ int64_t PieceIndex(const DensePart& part, const VariableDef& def,
   if (part.dim == 0) {
     return (part.begin + rows.begin - row_begin) * RowElements(def) + k;
   }
-  const int64_t width = part.end - part.begin;
-  const int64_t last = def.shape().dims(part.dim);
-  return k / width * last + part.begin + k % width;
+  // Per index of the dimensions before part.dim, the part is `width`
+  // contiguous elements of every `stride`.
+  const int64_t inner = InnerElements(def, part.dim + 1);
+  const int64_t width = (part.end - part.begin) * inner;
+  const int64_t stride = def.shape().dims(part.dim) * inner;
+  return k / width * stride + part.begin * inner + k % width;
 }
 
 void CopyPartOut(const DensePart& part, const VariableDef& def,
@@ -96,10 +104,11 @@ void CopyPartOut(const DensePart& part, const VariableDef& def,
     std::copy(from, from + rows.elements, out);
     return;
   }
-  const int64_t width = part.end - part.begin;
-  const int64_t last = def.shape().dims(part.dim);
+  const int64_t inner = InnerElements(def, part.dim + 1);
+  const int64_t width = (part.end - part.begin) * inner;
+  const int64_t stride = def.shape().dims(part.dim) * inner;
   for (int64_t k = 0, outer = 0; k < rows.elements; k += width, ++outer) {
-    const float* from = piece + outer * last + part.begin;
+    const float* from = piece + outer * stride + part.begin * inner;
     std::copy(from, from + width, out + k);
   }
 }

@@ -1,8 +1,9 @@
 // The part of a dense variable a request names (VariablePart in
-// proto/ps_service.proto): the range [begin, end) of dimension `dim`, which
-// is 0 (rows) or the last one (columns). A tensor-parallel member pulls and
-// pushes only its part of a split variable (parallel/tensor_parallel_plan.h's
-// MemberVariable), so that it never holds the whole.
+// proto/ps_service.proto): the range [begin, end) of dimension `dim` (0:
+// rows; any other: a range of columns, or of attention heads, in every row). A
+// tensor-parallel member pulls and pushes only its part of a split variable
+// (parallel/tensor_parallel_plan.h's MemberVariable), so that it never holds
+// the whole.
 //
 // On the wire a part travels as a tensor of the part's shape, of which each
 // ps task sends or receives the rows its piece holds (PartRowsOnPiece); the
@@ -37,8 +38,8 @@ struct DensePart {
 };
 
 // `part` of `def`, checked: INVALID_ARGUMENT naming the variable for a
-// scalar, an embedding table (sparse: read and written by id), a dim other
-// than 0 and the last, or a range outside [0, dims[dim]) or empty.
+// scalar, an embedding table (sparse: read and written by id), a dim out of
+// the variable's rank, or a range outside [0, dims[dim]) or empty.
 absl::StatusOr<DensePart> CheckPart(const VariablePart& part,
                                     const VariableDef& def);
 

@@ -237,18 +237,20 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
     }
     if (!parts_in_step_) {
       parts_in_step_ = true;
-      row_batch_.assign(row_end_ - row_begin_, 0);
-      column_batch_.assign(def_.shape().dims(def_.shape().dims_size() - 1), 0);
+      dim_batch_.assign(def_.shape().dims_size(), {});
     }
+    std::vector<int64_t>& batch = dim_batch_[part->dim];
     if (part->dim == 0) {
       // The part's rows on the piece, as piece rows.
+      batch.resize(row_end_ - row_begin_, 0);
       const int64_t first_row = part->begin + rows.begin - row_begin_;
       for (int64_t r = rows.begin; r < rows.end; ++r) {
-        row_batch_[first_row + r - rows.begin] += contribution.batch_size;
+        batch[first_row + r - rows.begin] += contribution.batch_size;
       }
     } else {
+      batch.resize(def_.shape().dims(part->dim), 0);
       for (int64_t c = part->begin; c < part->end; ++c) {
-        column_batch_[c] += contribution.batch_size;
+        batch[c] += contribution.batch_size;
       }
     }
   }
@@ -290,13 +292,21 @@ void DenseVariable::CompleteStepLocked() {
 void DenseVariable::DivideByCoverageLocked() {
   const int64_t rows = row_end_ - row_begin_;
   if (rows == 0 || sum_.empty()) return;
-  const int64_t row_elements = static_cast<int64_t>(sum_.size()) / rows;
-  const int64_t columns = static_cast<int64_t>(column_batch_.size());
+  // Element i's index of dimension d is i / inner[d] % dims[d] (the piece's
+  // row for d = 0).
+  const int rank = static_cast<int>(dim_batch_.size());
+  std::vector<int64_t> inner(rank, 1), size(rank, rows);
+  for (int d = rank - 2; d >= 0; --d) {
+    inner[d] = inner[d + 1] * def_.shape().dims(d + 1);
+  }
+  for (int d = 1; d < rank; ++d) size[d] = def_.shape().dims(d);
   for (int64_t i = 0; i < static_cast<int64_t>(sum_.size()); ++i) {
-    // (A rank-1 variable's parts are of dimension 0: its column_batch_
-    // stays zero.)
-    const int64_t divisor = whole_batch_ + row_batch_[i / row_elements] +
-                            column_batch_[i % columns];
+    int64_t divisor = whole_batch_;
+    for (int d = 0; d < rank; ++d) {
+      if (!dim_batch_[d].empty()) {
+        divisor += dim_batch_[d][i / inner[d] % size[d]];
+      }
+    }
     // An element no contribution covered has a zero sum: it stays zero.
     if (divisor > 0) sum_[i] *= 1.0f / static_cast<float>(divisor);
   }
@@ -305,8 +315,7 @@ void DenseVariable::DivideByCoverageLocked() {
 void DenseVariable::ClearCoverageLocked() {
   parts_in_step_ = false;
   whole_batch_ = 0;
-  row_batch_.clear();
-  column_batch_.clear();
+  dim_batch_.clear();
 }
 
 }  // namespace ps

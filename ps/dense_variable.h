@@ -186,12 +186,12 @@ class DenseVariable {
   std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
   // The step's coverage once a part was pushed to it: the batch sizes of its
-  // whole contributions, and of its parts' by piece row (dim 0) and by index
-  // of the last dimension; an element's divisor is whole + row + column.
+  // whole contributions, and of its parts' per dimension d by index of d
+  // (piece rows for d = 0; empty for a dimension no part cut); an element's
+  // divisor is whole_batch_ plus, for each d, dim_batch_[d] at its index.
   bool parts_in_step_ ABSL_GUARDED_BY(sum_mu_) = false;
   int64_t whole_batch_ ABSL_GUARDED_BY(sum_mu_) = 0;
-  std::vector<int64_t> row_batch_ ABSL_GUARDED_BY(sum_mu_);
-  std::vector<int64_t> column_batch_ ABSL_GUARDED_BY(sum_mu_);
+  std::vector<std::vector<int64_t>> dim_batch_ ABSL_GUARDED_BY(sum_mu_);
 };
 
 }  // namespace ps

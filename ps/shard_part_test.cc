@@ -268,7 +268,7 @@ TEST_F(ShardPartTest, RefusesMalformedPushParts) {
   };
   ExpectRefused(push(Part("k", 1, 3, 5), {4, 2}, 2, 4), "outside its size 4");
   ExpectRefused(push(Part("k", 2, 0, 2), {4, 2}, 2, 4),
-                "cuts dimension 0 or 1");
+                "cuts one of its 2 dimensions (0 to 1), not 2");
   ExpectRefused(push(Part("k", 1, 2, 2), {4, 0}, 2, 0), "is empty");
   // The gradient is not of the part's shape, or not its rows here.
   ExpectRefused(push(Part("k", 1, 0, 2), {4, 4}, 2, 8), "part's [4, 2]");
@@ -324,6 +324,25 @@ TEST(DensePart, MapsAPartOntoAPiece) {
   EXPECT_EQ(PieceIndex(part_rows, def, 2, on, 5), 5);
   EXPECT_EQ(HeldShape(def, {{"k", columns}}), (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(HeldShape(def, {}), (std::vector<int64_t>{4, 4}));
+}
+
+TEST(DensePart, MapsAPartOfAMiddleDimensionOntoAPiece) {
+  // An attention kernel [d_model 2, heads 3, key_dim 2] split by heads:
+  // heads [1, 3) are elements 2..5 of each row of 6.
+  VariableDef def;
+  def.set_name("query/kernel");
+  for (int d : {2, 3, 2}) def.mutable_shape()->add_dims(d);
+  const DensePart heads{1, 1, 3};
+  const PartRows rows = PartRowsOnPiece(heads, def, 0, 2);
+  EXPECT_EQ(rows.elements, 8);
+  EXPECT_EQ(PieceIndex(heads, def, 0, rows, 0), 2);
+  EXPECT_EQ(PieceIndex(heads, def, 0, rows, 5), 6 + 2 + 1);
+  std::vector<float> piece(12), out(8);
+  for (int i = 0; i < 12; ++i) piece[i] = i;
+  CopyPartOut(heads, def, 0, rows, piece.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5, 8, 9, 10, 11}));
+  EXPECT_EQ(HeldShape(def, {{"query/kernel", heads}}),
+            (std::vector<int64_t>{2, 2, 2}));
 }
 
 }  // namespace

@@ -494,7 +494,7 @@ int Main() {
   options.num_workers = config.update().num_workers();
   options.data_shard = at.data;
   options.data_shards = mesh->mesh.data;
-  options.parts = parallel::MemberParts(mesh->plans[at.model]);
+  options.parts = parallel::MemberParts(*spec, mesh->plans[at.model]);
   options.report_every_steps = absl::GetFlag(FLAGS_report_every_steps);
   options.push_delay = absl::Milliseconds(absl::GetFlag(FLAGS_push_delay_ms));
   options.placement = run->placement();
