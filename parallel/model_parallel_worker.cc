@@ -32,8 +32,9 @@ absl::StatusOr<ModelParallelWorker> StartModelParallelWorker(
   ModelParallelWorker member;
   PSTRAIN_ASSIGN_OR_RETURN(member.ring,
                            collective::RingParticipant::Start(std::move(ring)));
-  member.group = std::make_unique<RingGroupCollective>(member.ring->ring(),
-                                                       at.model, mesh.model);
+  member.group = std::make_unique<RingGroupCollective>(
+      member.ring->ring(), at.model, mesh.model, /*first_id=*/1,
+      options.group_bytes_sent, options.group_bytes_received);
   PSTRAIN_ASSIGN_OR_RETURN(
       member.backend,
       TensorParallelBackend::Create(spec, setup.plans[at.model],

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "collective/ring_participant.h"
 #include "common/grpc_security.h"
+#include "common/metrics.h"
 #include "compute/backend.h"
 #include "model/model_spec.h"
 #include "parallel/group_collective.h"
@@ -40,6 +41,9 @@ struct ModelParallelWorkerOptions {
   absl::Duration timeout = absl::Seconds(30);
   GrpcSecurity security;
   TensorParallelMemberOptions member;
+  // Where the group's traffic is counted (RingGroupCollective), or null.
+  Counter* group_bytes_sent = nullptr;
+  Counter* group_bytes_received = nullptr;
 };
 
 // Destroyed in reverse order: the backend before the group it uses, the

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collective/ring_participant.h"
+#include "common/metrics.h"
 #include "gtest/gtest.h"
 #include "tests/subprocess.h"
 
@@ -79,6 +80,72 @@ TEST(RingGroupCollective, AllGatherRefusesAWrongSizedResult) {
                               absl::MakeSpan(fits))
                   .ok());
   EXPECT_EQ(fits, (std::vector<float>{1, 2, 3}));
+}
+
+// What the ring moves, counted per member: 3 members, so each all-reduce is
+// 4 steps of one segment sent and one received. 6 floats cut into segments
+// of 2: each member sends 4 * 2 floats (32 bytes) and receives as many; an
+// all-gather of pieces of 2 floats is an all-reduce of 6 (32 bytes more).
+// 7 floats cut into 3, 2, 2: the members send 2 * (3 - 1) * 7 floats in
+// all, and what one sends its right neighbour receives.
+TEST(RingGroupCollective, CountsThePayloadBytesTheRingMoves) {
+  constexpr int kSize = 3;
+  auto ring = StartRing(kSize);
+  ASSERT_EQ(ring.size(), size_t{kSize});
+  Counter sent[kSize], received[kSize];
+  std::vector<int64_t> after_even(kSize), sent_total(kSize),
+      received_total(kSize);
+  std::vector<absl::Status> errors(kSize);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kSize; ++r) {
+    threads.emplace_back([&, r] {
+      RingGroupCollective group(ring[r]->ring(), r, kSize, /*first_id=*/1,
+                                &sent[r], &received[r]);
+      std::vector<float> six(6, 1.0f);
+      errors[r] = group.AllReduceSum(absl::MakeSpan(six));
+      if (!errors[r].ok()) return;
+      std::vector<float> piece = {1, 2}, all(6);
+      errors[r] = group.AllGather(piece, absl::MakeSpan(all));
+      if (!errors[r].ok()) return;
+      EXPECT_EQ(group.bytes_sent(), group.bytes_received()) << r;
+      after_even[r] = group.bytes_sent();
+      std::vector<float> seven(7, 1.0f);
+      errors[r] = group.AllReduceSum(absl::MakeSpan(seven));
+      sent_total[r] = group.bytes_sent();
+      received_total[r] = group.bytes_received();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int64_t uneven_sent = 0, uneven_received = 0;
+  for (int r = 0; r < kSize; ++r) {
+    ASSERT_TRUE(errors[r].ok()) << errors[r];
+    EXPECT_EQ(after_even[r], 2 * 4 * 2 * 4) << r;
+    EXPECT_EQ(sent[r].Value(), sent_total[r]) << r;
+    EXPECT_EQ(received[r].Value(), received_total[r]) << r;
+    uneven_sent += sent_total[r] - after_even[r];
+    uneven_received += received_total[r] - after_even[r];
+  }
+  EXPECT_EQ(uneven_sent, 2 * (kSize - 1) * 7 * 4);
+  EXPECT_EQ(uneven_received, uneven_sent);
+  // Member r receives what member r - 1 sends.
+  for (int r = 0; r < kSize; ++r) {
+    const int left = (r + kSize - 1) % kSize;
+    EXPECT_EQ(received_total[r] - after_even[r],
+              sent_total[left] - after_even[left])
+        << r;
+  }
+}
+
+TEST(RingGroupCollective, AGroupOfOneMovesNothing) {
+  auto ring = StartRing(1);
+  ASSERT_EQ(ring.size(), 1u);
+  Counter sent, received;
+  RingGroupCollective group(ring[0]->ring(), 0, 1, 1, &sent, &received);
+  std::vector<float> values(100, 1.0f);
+  ASSERT_TRUE(group.AllReduceSum(absl::MakeSpan(values)).ok());
+  EXPECT_EQ(group.bytes_sent(), 0);
+  EXPECT_EQ(sent.Value(), 0);
+  EXPECT_EQ(received.Value(), 0);
 }
 
 }  // namespace

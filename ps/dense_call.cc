@@ -143,11 +143,12 @@ class PullCall : public DenseCall {
            const grpc::internal::RpcMethod& method,
            const PullDenseRequest& request, absl::Span<const DensePiece> values,
            absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-           absl::StatusOr<int64_t>* result)
+           absl::StatusOr<int64_t>* result, Counter* received_bytes)
       : values_(values),
         min_version_(request.min_version()),
         view_(view),
-        result_(result) {
+        result_(result),
+        received_bytes_(received_bytes) {
     for (const DensePiece& piece : values) by_name_[piece.name] = &piece;
     context_.set_deadline(absl::ToChronoTime(deadline));
     reader_.reset(
@@ -181,6 +182,9 @@ class PullCall : public DenseCall {
 
   // Copies the chunks of the message read into the pieces.
   void Take() {
+    if (received_bytes_ != nullptr && buffer_.Valid()) {
+      received_bytes_->Increment(buffer_.Length());
+    }
     if (!problem_.ok()) return;  // drain, then report
     slices_.clear();
     // An empty message may arrive as no buffer at all.
@@ -221,6 +225,7 @@ class PullCall : public DenseCall {
   const int64_t min_version_;
   PullDenseView* const view_;
   absl::StatusOr<int64_t>* const result_;
+  Counter* const received_bytes_;
   std::map<std::string, const DensePiece*> by_name_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientAsyncReader<grpc::ByteBuffer>> reader_;
@@ -268,9 +273,9 @@ std::unique_ptr<DenseCall> StartPullCall(
     grpc::ChannelInterface* channel, const grpc::internal::RpcMethod& method,
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
     absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-    absl::StatusOr<int64_t>* result) {
+    absl::StatusOr<int64_t>* result, Counter* received_bytes) {
   return std::make_unique<PullCall>(channel, method, request, values, deadline,
-                                    view, cq, result);
+                                    view, cq, result, received_bytes);
 }
 
 }  // namespace ps

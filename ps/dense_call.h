@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps/dense_part.h"
@@ -89,12 +90,13 @@ std::unique_ptr<DenseCall> StartPushCall(
 // must outlive the call). *result: the lowest version read (min_version if
 // no chunk came), the call's error, or INTERNAL if the ps sent something
 // that does not fit the pieces (unknown name, wrong size, one variable's
-// chunks from two versions).
+// chunks from two versions). `received_bytes` (null: none) counts the
+// reply messages' serialized bytes as they arrive.
 std::unique_ptr<DenseCall> StartPullCall(
     grpc::ChannelInterface* channel, const grpc::internal::RpcMethod& method,
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
     absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-    absl::StatusOr<int64_t>* result);
+    absl::StatusOr<int64_t>* result, Counter* received_bytes = nullptr);
 
 }  // namespace ps
 }  // namespace pstrain

@@ -36,6 +36,10 @@ void AddParts(absl::Span<const DensePiece> pieces,
   }
 }
 
+void Count(Counter* counter, int64_t bytes) {
+  if (counter != nullptr) counter->Increment(bytes);
+}
+
 }  // namespace
 
 PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
@@ -160,6 +164,9 @@ std::unique_ptr<DenseCall> PsClient::StartPush(
   }
   header.set_last(true);
   flush();
+  for (const grpc::ByteBuffer& message : messages) {
+    Count(options_.bytes_sent, message.Length());
+  }
   return StartPushCall(channel_.get(), push_unary_method_, push_method_,
                        std::move(borrowed), std::move(messages),
                        absl::Now() + options_.timeout, cq, result);
@@ -197,8 +204,10 @@ absl::StatusOr<int64_t> PsClient::PullDense(
 std::unique_ptr<DenseCall> PsClient::StartPull(
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
     grpc::CompletionQueue* cq, absl::StatusOr<int64_t>* result) {
+  Count(options_.bytes_sent, request.ByteSizeLong());
   return StartPullCall(channel_.get(), pull_method_, request, values,
-                       absl::Now() + options_.timeout, &pull_view_, cq, result);
+                       absl::Now() + options_.timeout, &pull_view_, cq, result,
+                       options_.bytes_received);
 }
 
 absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
@@ -213,6 +222,8 @@ absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
   PullSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::PullSparse, request, &response));
+  Count(options_.bytes_sent, request.ByteSizeLong());
+  Count(options_.bytes_received, response.ByteSizeLong());
   return response;
 }
 
@@ -234,6 +245,8 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
   PushSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::PushSparse, request, &response));
+  Count(options_.bytes_sent, request.ByteSizeLong());
+  Count(options_.bytes_received, response.ByteSizeLong());
   return response;
 }
 

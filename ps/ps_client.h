@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/metrics.h"
 #include "common/retry.h"
 #include "common/tensor.h"
 #include "common/thread_pool.h"
@@ -52,6 +53,13 @@ struct PsClientOptions {
   // moment) are tried again within this; a retried push keeps its request
   // id, so the ps applies it once.
   RetryOptions retry;
+  // When set (and outliving the client): the serialized bytes of the
+  // messages of dense and sparse pushes and pulls that the client sends,
+  // and those it receives (a dense call's at every attempt, a sparse call's
+  // once it succeeds), except a dense push's short reply; gRPC's framing is
+  // not counted. What a worker moves per step (its Prometheus metrics).
+  Counter* bytes_sent = nullptr;
+  Counter* bytes_received = nullptr;
 };
 
 class PsClient {

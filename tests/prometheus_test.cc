@@ -158,6 +158,14 @@ TEST(Prometheus, ScrapesEveryTaskOfARunningCluster) {
                   "pstrain_worker_step_phase_seconds_count{phase=\"push\"} > 0")
                 .size(),
             2u);
+  // Both workers counted what their pulls and pushes moved, each way; with
+  // no model-parallel group, nothing moved within one.
+  EXPECT_EQ(
+      Query(prometheus_port, "pstrain_worker_ps_bytes_total > 4000").size(),
+      4u);
+  EXPECT_EQ(
+      Query(prometheus_port, "pstrain_worker_group_bytes_total == 0").size(),
+      4u);
   EXPECT_EQ(Query(prometheus_port, "pstrain_ps_variables > 0").size(), 1u);
   EXPECT_EQ(Query(prometheus_port, "pstrain_chief_task_alive == 1").size(), 3u);
   EXPECT_EQ(Query(prometheus_port, "pstrain_build_info").size(), 4u);

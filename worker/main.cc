@@ -355,6 +355,8 @@ int Main() {
     member.member.loss = loss.kind;
     member.member.loss_input = loss.input;
     member.member.num_threads = absl::GetFlag(FLAGS_threads);
+    member.group_bytes_sent = worker_metrics.group_bytes_sent;
+    member.group_bytes_received = worker_metrics.group_bytes_received;
     absl::StatusOr<parallel::ModelParallelWorker> started =
         parallel::StartModelParallelWorker(*spec, *mesh, member);
     if (!started.ok()) {
@@ -380,11 +382,7 @@ int Main() {
     ps::PsClientOptions options;
     options.run_id = run->run_id();
     options.sender = tf_config->task;
-    if (*metrics_server != nullptr) {
-      options.retry.on_retry = [c = worker_metrics.ps_retries] {
-        c->Increment();
-      };
-    }
+    if (*metrics_server != nullptr) worker_metrics.CountPsCalls(&options);
     clients.push_back(std::make_unique<ps::PsClient>(
         CreatePstrainChannel(address, *security), options));
   }

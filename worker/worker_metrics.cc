@@ -48,6 +48,27 @@ WorkerMetrics::WorkerMetrics(MetricsRegistry* registry) {
                                 "unavailable (within the client's retry "
                                 "loop).")
                    ->Get();
+  CounterFamily* ps_bytes = registry->AddCounter(
+      "pstrain_worker_ps_bytes_total",
+      "Bytes of the serialized messages of this worker's pushes and pulls "
+      "to and from the ps tasks (without gRPC's framing).",
+      {"direction"});
+  ps_bytes_sent = ps_bytes->Get({"sent"});
+  ps_bytes_received = ps_bytes->Get({"received"});
+  CounterFamily* group_bytes = registry->AddCounter(
+      "pstrain_worker_group_bytes_total",
+      "Bytes of activations and gradients this worker sent to and received "
+      "from the other members of its model-parallel group (the payload of "
+      "the ring's chunks).",
+      {"direction"});
+  group_bytes_sent = group_bytes->Get({"sent"});
+  group_bytes_received = group_bytes->Get({"received"});
+}
+
+void WorkerMetrics::CountPsCalls(ps::PsClientOptions* options) const {
+  options->retry.on_retry = [c = ps_retries] { c->Increment(); };
+  options->bytes_sent = ps_bytes_sent;
+  options->bytes_received = ps_bytes_received;
 }
 
 }  // namespace worker
