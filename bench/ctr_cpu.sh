@@ -73,7 +73,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[2], "*"))):
         total[i] += v
 rate = summary["images_per_sec"]
 n = rate * summary["wall_seconds"]  # training examples of the run
-print("load average %s -> %s; %.0f examples/s; test AUC %.4f, log loss %.4f"
+print("load average %s -> %s; %.0f examples/s; test AUC %.6f, log loss %.6f"
       % (sys.argv[3], sys.argv[4], rate, summary["test_auc"], summary["test_logloss"]))
 scale = 1e6 / n
 print("%.0f training examples in %.1f s; per 1 M of them:" % (n, summary["wall_seconds"]))
