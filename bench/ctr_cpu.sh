@@ -8,7 +8,9 @@
 # million training examples, beside the run's examples/s, test AUC and the
 # load average. On 2 cores the wall time is at least the total CPU seconds
 # over 2: CPU seconds are what a speed-up must cut when the machine is busy
-# and examples/s are noise.
+# and examples/s are noise. They too rise with the load (caches shared with
+# other jobs: one build gave 44.7 to 56.4 s at load averages 8 to 12), less
+# than examples/s fall: compare two builds alternately, run by run.
 #
 #   bench/ctr_cpu.sh --bin_dir DIR --data_dir DIR [--runs 1] [--epochs 1]
 #
