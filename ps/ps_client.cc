@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "ps/sparse_call.h"
 #include "ps/tensor_encoding.h"
 
 namespace pstrain {
@@ -213,12 +214,23 @@ std::unique_ptr<DenseCall> PsClient::StartPull(
 absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
     const std::string& name, absl::Span<const int64_t> ids, int64_t min_version,
     bool read_only) {
+  return PullSparse(NewPullSparse(name, ids, min_version, read_only));
+}
+
+PullSparseRequest PsClient::NewPullSparse(const std::string& name,
+                                          absl::Span<const int64_t> ids,
+                                          int64_t min_version, bool read_only) {
   PullSparseRequest request;
   FillHeader(request.mutable_header());
   request.set_name(name);
   request.mutable_ids()->Add(ids.begin(), ids.end());
   request.set_min_version(min_version);
   request.set_read_only(read_only);
+  return request;
+}
+
+absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
+    const PullSparseRequest& request) {
   PullSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::PullSparse, request, &response));
@@ -227,10 +239,25 @@ absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
   return response;
 }
 
+std::unique_ptr<DenseCall> PsClient::StartPullSparse(
+    const PullSparseRequest& request, grpc::CompletionQueue* cq,
+    absl::StatusOr<PullSparseResponse>* result) {
+  return StartPullSparseCall(stub_.get(), request,
+                             absl::Now() + options_.timeout, cq, result);
+}
+
 absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
     const std::string& name, absl::Span<const int64_t> ids,
     absl::Span<const float> rows, int64_t width, int64_t version,
     int64_t batch_size) {
+  return PushSparse(NewPushSparse(name, ids, rows, width, version, batch_size));
+}
+
+PushSparseRequest PsClient::NewPushSparse(const std::string& name,
+                                          absl::Span<const int64_t> ids,
+                                          absl::Span<const float> rows,
+                                          int64_t width, int64_t version,
+                                          int64_t batch_size) {
   PushSparseRequest request;
   FillPushHeader(request.mutable_header());
   request.set_name(name);
@@ -242,12 +269,24 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
   g->set_content(rows.data(), rows.size() * sizeof(float));
   request.set_version(version);
   request.set_batch_size(batch_size);
+  return request;
+}
+
+absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
+    const PushSparseRequest& request) {
   PushSparseResponse response;
   PSTRAIN_RETURN_IF_ERROR(
       Call(&ParameterServer::Stub::PushSparse, request, &response));
   Count(options_.bytes_sent, request.ByteSizeLong());
   Count(options_.bytes_received, response.ByteSizeLong());
   return response;
+}
+
+std::unique_ptr<DenseCall> PsClient::StartPushSparse(
+    const PushSparseRequest& request, grpc::CompletionQueue* cq,
+    absl::StatusOr<PushSparseResponse>* result) {
+  return StartPushSparseCall(stub_.get(), request,
+                             absl::Now() + options_.timeout, cq, result);
 }
 
 absl::StatusOr<SaveResponse> PsClient::Save(const std::string& directory,

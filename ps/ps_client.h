@@ -111,12 +111,39 @@ class PsClient {
                                                 absl::Span<const int64_t> ids,
                                                 int64_t min_version,
                                                 bool read_only = false);
+  // The same, from its request (NewPullSparse).
+  absl::StatusOr<PullSparseResponse> PullSparse(
+      const PullSparseRequest& request);
+  PullSparseRequest NewPullSparse(const std::string& name,
+                                  absl::Span<const int64_t> ids,
+                                  int64_t min_version, bool read_only = false);
 
   // Row gradient sums `rows` ([ids.size(), width] floats) for `ids`.
   absl::StatusOr<PushSparseResponse> PushSparse(
       const std::string& name, absl::Span<const int64_t> ids,
       absl::Span<const float> rows, int64_t width, int64_t version,
       int64_t batch_size);
+  // The same, from its request (NewPushSparse): tried again with the same
+  // request id.
+  absl::StatusOr<PushSparseResponse> PushSparse(
+      const PushSparseRequest& request);
+  // A sparse push's request (a new request id); `rows` are copied into it.
+  PushSparseRequest NewPushSparse(const std::string& name,
+                                  absl::Span<const int64_t> ids,
+                                  absl::Span<const float> rows, int64_t width,
+                                  int64_t version, int64_t batch_size);
+
+  // One attempt of a sparse pull or push, started on `cq` (which must
+  // outlive it) and driven by RunCalls (ps/sparse_call.h); its outcome goes
+  // to *result. SparseTables drives one per ps task and table from one
+  // thread, and tries those whose ps was unavailable again with PullSparse
+  // or PushSparse of the same request.
+  std::unique_ptr<DenseCall> StartPullSparse(
+      const PullSparseRequest& request, grpc::CompletionQueue* cq,
+      absl::StatusOr<PullSparseResponse>* result);
+  std::unique_ptr<DenseCall> StartPushSparse(
+      const PushSparseRequest& request, grpc::CompletionQueue* cq,
+      absl::StatusOr<PushSparseResponse>* result);
 
   absl::StatusOr<ShardStatus> GetShardStatus();
   // One GetShardStatus attempt within `timeout`, not retried: whether the

@@ -114,6 +114,9 @@ struct PsService::Method {
   // large_push_bytes.
   Where (*where)(const Messages& requests, int64_t large_push_bytes);
   grpc::Status (PsService::*serve)(const Messages& requests, Replies* replies);
+  // For a pull that `where` sends to the pull pool: whether it is served
+  // at once all the same (null: never).
+  bool (PsService::*ready)(const Messages& requests) = nullptr;
 };
 
 const PsService::Method PsService::kMethods[] = {
@@ -123,7 +126,7 @@ const PsService::Method PsService::kMethods[] = {
      &PsService::PullDense},
     {"PushDense", true, false, PushWhere, &PsService::PushDense},
     {"PullSparse", false, false, PullWhere<PullSparseRequest>,
-     &PsService::Sparse<&Shard::PullSparse, false>},
+     &PsService::Sparse<&Shard::PullSparse, false>, &PsService::SparseReady},
     {"PushSparse", false, false, Fixed<Where::kServiceThread>,
      &PsService::Sparse<&Shard::PushSparse, true>},
     {"Save", false, true, Fixed<Where::kWorkPool>, &PsService::Save},
@@ -264,8 +267,14 @@ class PsService::Call {
       Answer(service_->CheckHealth(requests_, &reply_));
       return;
     }
-    const Where where =
+    Where where =
         method_->where(requests_, service_->options_.large_push_bytes);
+    // A pull whose step is complete waits for nothing: handing it to a
+    // pool thread would cost two context switches.
+    if (where == Where::kPullPool && method_->ready != nullptr &&
+        (service_->*method_->ready)(requests_)) {
+      where = Where::kServiceThread;
+    }
     if (where == Where::kServiceThread) {
       Answer((service_->*method_->serve)(requests_, &reply_));
       return;
@@ -456,6 +465,12 @@ grpc::Status PsService::Sparse(const Messages& requests, Replies* replies) {
                        metrics->CountPull(request.name());
                      }
                    });
+}
+
+bool PsService::SparseReady(const Messages& requests) {
+  PullSparseRequest request;
+  return ParseOne(requests, &request) &&
+         shard_->SparseReady(request.name(), request.min_version());
 }
 
 grpc::Status PsService::PullDense(const Messages& requests, Replies* replies) {

@@ -19,7 +19,9 @@
 // Save and Restore (file I/O) have the other (work_threads), whose calls
 // wait for nothing but locks and disks. The others, most pushes and the
 // pulls of async runs among them, are served on the service thread: they
-// wait only on the variables' locks.
+// wait only on the variables' locks. So is a sparse pull whose step is
+// complete when it arrives (the usual case: a worker pulls its rows after
+// its dense variables): a pool thread would cost two context switches.
 //
 // CreateVariables, Save, Restore and SetWorkers are the chief's alone: with
 // a chief token (GrpcSecurity::chief_token) they need it, with mutual TLS a
@@ -126,6 +128,8 @@ class PsService {
   // Unary, counting the table's pulls or pushes (with metrics).
   template <auto kMethod, bool kPush>
   grpc::Status Sparse(const Messages& requests, Replies* replies);
+  // Whether a sparse pull's table reached the version it waits for.
+  bool SparseReady(const Messages& requests);
   grpc::Status PullDense(const Messages& requests, Replies* replies);
   grpc::Status PushDense(const Messages& requests, Replies* replies);
   grpc::Status Save(const Messages& requests, Replies* replies);

@@ -342,6 +342,78 @@ TEST(PsServicePools, WaitingPullsDoNotHoldBackThePushesTheyWaitFor) {
   }
 }
 
+// A sync sparse pull whose step is complete when it arrives waits for
+// nothing: it is answered at once, not queued behind pulls that wait (here
+// a dense pull holding the one pull thread until its step completes).
+TEST(PsServicePools, SparsePullsOfACompleteStepAreNotQueuedBehindWaitingOnes) {
+  Shard shard{ShardOptions{}};
+  PsServiceOptions service_options;
+  service_options.pull_threads = 1;
+  PsService service(&shard, service_options);
+  int port = 0;
+  ASSERT_TRUE(service.Start("127.0.0.1:0", &port).ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto client = [&](int worker, absl::Duration timeout) {
+    PsClientOptions options;
+    options.run_id = "run";
+    options.sender.set_job(JOB_WORKER);
+    options.sender.set_index(worker);
+    options.timeout = timeout;
+    return std::make_unique<PsClient>(CreatePstrainChannel(address), options);
+  };
+  CreateVariablesRequest create = CreateW(UpdateConfig::SYNC, 2);
+  create.mutable_update()->set_step_timeout_ms(60000);
+  ShardVariable* table = create.add_variables();
+  table->mutable_def()->set_name("emb");
+  table->mutable_def()->set_dtype(DT_FLOAT);
+  table->mutable_def()->set_sparse(true);
+  table->mutable_def()->mutable_shape()->add_dims(4);
+  table->mutable_def()->mutable_shape()->add_dims(2);
+  table->mutable_def()->mutable_initializer()->mutable_zeros();
+  table->mutable_placement()->set_name("emb");
+  table->mutable_placement()->set_partitioning(VariablePlacement::WHOLE);
+  table->mutable_placement()->add_slices()->set_row_end(4);
+  CreateVariablesResponse created;
+  ASSERT_TRUE(
+      client(0, absl::Seconds(60))->CreateVariables(create, &created).ok());
+  std::unique_ptr<PsClient> workers[2] = {client(0, absl::Seconds(60)),
+                                          client(1, absl::Seconds(60))};
+  // Step 0 of the table, from both workers: it is at version 1.
+  const std::vector<int64_t> ids = {1, 3};
+  const std::vector<float> rows = {1, 1, 1, 1};
+  for (auto& worker : workers) {
+    worker->set_step(0, {});
+    absl::StatusOr<PushSparseResponse> pushed =
+        worker->PushSparse("emb", ids, rows, 2, 0, 1);
+    ASSERT_TRUE(pushed.ok()) << pushed.status();
+  }
+  // A dense pull of step 1 waits on the one pull thread: "w" has no push.
+  float waited[2] = {};
+  absl::StatusOr<int64_t> dense;
+  std::thread waiting(
+      [&] { dense = workers[0]->PullDense(1, {PieceOfW(waited)}); });
+  absl::SleepFor(absl::Milliseconds(300));
+  // Queued behind it, this pull would wait out its deadline.
+  absl::StatusOr<PullSparseResponse> pulled =
+      client(1, absl::Seconds(5))->PullSparse("emb", ids, 1);
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->version(), 1);
+  ASSERT_EQ(pulled->ids_size(), 2);
+  const float* values =
+      reinterpret_cast<const float*>(pulled->values().content().data());
+  // The mean gradient 1 of both workers, once, by plain SGD: 0 - 0.1.
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(values[i], -0.1f) << i;
+  // The dense step completes, and the waiting pull with it.
+  for (auto& worker : workers) {
+    float g[2] = {1, 1};
+    ASSERT_TRUE(worker->PushDense(0, 1, {PieceOfW(g)}).ok());
+  }
+  waiting.join();
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_EQ(*dense, 1);
+  service.Stop();
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain

@@ -458,6 +458,19 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
   return absl::OkStatus();
 }
 
+bool Shard::SparseReady(const std::string& name, int64_t min_version) const {
+  const EmbeddingTable* table = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (run_ == nullptr) return false;
+    auto it = run_->tables.find(name);
+    if (it == run_->tables.end()) return false;
+    table = it->second.get();
+  }
+  // As PullSparse uses the run's tables, outside the lock.
+  return table->version() >= min_version;
+}
+
 void Shard::InterruptPulls(const std::string& why) {
   const Run* run = nullptr;
   {

@@ -120,6 +120,11 @@ class Shard {
   absl::Status PullSparse(const PullSparseRequest& request,
                           PullSparseResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether PullSparse of table `name` after `min_version` would answer
+  // without waiting for a step: the table is there and reached it. (False
+  // when it is not: the pull's own checks answer then.)
+  bool SparseReady(const std::string& name, int64_t min_version) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Row gradients of an embedding table; rows of duplicate ids are summed,
   // and only the touched rows are updated. Checked like PushDense, and as

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "common/placement.h"
 #include "common/status_macros.h"
 #include "data/model_input.h"
@@ -88,16 +87,7 @@ absl::StatusOr<std::unique_ptr<SparseTables>> SparseTables::Create(
 
 SparseTables::SparseTables(ps::PsClusterClient* ps, bool sync,
                            std::vector<Table> tables)
-    : ps_(ps), sync_(sync), tables_(std::move(tables)) {
-  std::set<int> tasks;
-  for (const Table& table : tables_) {
-    tasks.insert(table.tasks.begin(), table.tasks.end());
-  }
-  tasks_.assign(tasks.begin(), tasks.end());
-  if (!tasks_.empty()) {
-    pool_ = std::make_unique<ThreadPool>(static_cast<int>(tasks_.size()));
-  }
-}
+    : ps_(ps), sync_(sync), tables_(std::move(tables)) {}
 
 bool SparseTables::Holds(const std::string& name) const {
   for (const Table& table : tables_) {
@@ -111,6 +101,7 @@ void SparseTables::Clear() {
     table.seen.clear();
     if (table.remap != nullptr) table.remap->Clear();
     table.ids.clear();
+    table.mirror_rows.clear();
     table.versions.clear();
   }
 }
@@ -128,11 +119,6 @@ int64_t SparseTables::MirrorRows(const std::string& name) const {
     if (table.name == name) return table.rows;
   }
   return 0;
-}
-
-int64_t SparseTables::MirrorRow(const Table& table, int64_t id) {
-  if (table.remap != nullptr) return table.remap->Find(id);
-  return table.seen.contains(id) ? id : -1;
 }
 
 absl::Status SparseTables::Touch(const Tensor& features,
@@ -217,7 +203,9 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
           if (table.remap->size() == before) continue;
           PSTRAIN_ASSIGN_OR_RETURN(const int slice,
                                    SliceForRow(table.placement, key));
-          table.ids[table.placement.slices(slice).ps_task()].push_back(key);
+          const int task = table.placement.slices(slice).ps_task();
+          table.ids[task].push_back(key);
+          table.mirror_rows[task].push_back(*local);
         }
       }
       continue;
@@ -228,27 +216,11 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
         if (!table.seen.insert(value).second) continue;
         PSTRAIN_ASSIGN_OR_RETURN(const int slice,
                                  SliceForRow(table.placement, value));
-        table.ids[table.placement.slices(slice).ps_task()].push_back(value);
+        const int task = table.placement.slices(slice).ps_task();
+        table.ids[task].push_back(value);
+        table.mirror_rows[task].push_back(value);
       }
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SparseTables::ForEachTask(
-    const std::function<absl::Status(int)>& fn) {
-  if (tasks_.empty()) return absl::OkStatus();
-  std::vector<absl::Status> results(tasks_.size());
-  absl::BlockingCounter done(static_cast<int>(tasks_.size()));
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    pool_->Schedule([&, i] {
-      results[i] = fn(tasks_[i]);
-      done.DecrementCount();
-    });
-  }
-  done.Wait();
-  for (const absl::Status& status : results) {
-    if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }
@@ -282,49 +254,63 @@ absl::Status SparseTables::Pull(int64_t min_version,
                                                  table.rows, table.width,
                                                  "mirror"));
   }
-  // Each task's job writes only its own versions entry and the rows of its
-  // own ids: the maps are filled here, before the threads start.
-  for (Table& table : tables_) {
+  std::vector<Call> calls;
+  std::vector<PullSparseRequest> requests;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    Table& table = tables_[t];
     for (int task : table.tasks) {
-      table.ids[task];
+      const std::vector<int64_t>& ids = table.ids[task];
+      table.mirror_rows[task];
       table.versions[task] = 0;
+      // Sync: every piece, to wait for the step there too.
+      if (ids.empty() && !sync_) continue;
+      calls.push_back({t, task});
+      requests.push_back(
+          ps_->client(task)->NewPullSparse(table.name, ids, min_version));
     }
   }
-  return ForEachTask([&](int task) -> absl::Status {
-    for (size_t t = 0; t < tables_.size(); ++t) {
-      Table& table = tables_[t];
-      auto ids = table.ids.find(task);
-      if (ids == table.ids.end()) continue;  // No piece on this task.
-      // Sync: every piece, to wait for the step there too.
-      if (ids->second.empty() && !sync_) continue;
-      PSTRAIN_ASSIGN_OR_RETURN(
-          PullSparseResponse response,
-          ps_->client(task)->PullSparse(table.name, ids->second, min_version));
-      const std::string& values = response.values().content();
-      if (response.ids_size() != static_cast<int>(ids->second.size()) ||
-          static_cast<int64_t>(values.size()) !=
-              response.ids_size() * table.width * 4) {
-        return absl::InternalError(absl::StrCat(
-            "ps ", task, " sent ", response.ids_size(), " rows in ",
-            values.size(), " bytes of '", table.name, "' for ",
-            ids->second.size(), " distinct ids"));
-      }
-      float* mirror = out[t]->flat<float>().data();
-      for (int i = 0; i < response.ids_size(); ++i) {
-        const int64_t id = response.ids(i);
-        const int64_t local = MirrorRow(table, id);
-        if (local < 0 || local >= table.rows) {
-          return absl::InternalError(absl::StrCat(
-              "ps ", task, " sent id ", id, " of '", table.name,
-              "', which was not asked for"));
-        }
-        std::memcpy(mirror + local * table.width,
-                    values.data() + i * table.width * 4, table.width * 4);
-      }
-      table.versions.find(task)->second = response.version();
+  std::vector<absl::StatusOr<PullSparseResponse>> results(calls.size());
+  RunEveryCall(
+      calls,
+      [&](size_t i, grpc::CompletionQueue* cq) {
+        return ps_->client(calls[i].task)
+            ->StartPullSparse(requests[i], cq, &results[i]);
+      },
+      [&](size_t i) {
+        results[i] = ps_->client(calls[i].task)->PullSparse(requests[i]);
+      },
+      [&](size_t i) { return results[i].status(); });
+  for (size_t i = 0; i < calls.size(); ++i) {
+    PSTRAIN_RETURN_IF_ERROR(results[i].status());
+    Table& table = tables_[calls[i].table];
+    const int task = calls[i].task;
+    const PullSparseResponse& response = *results[i];
+    // The ids asked for, distinct: the ps sends them back in this order.
+    const std::vector<int64_t>& ids = table.ids[task];
+    const std::vector<int64_t>& rows = table.mirror_rows[task];
+    const int asked = requests[i].ids_size();
+    const std::string& values = response.values().content();
+    if (response.ids_size() != asked ||
+        static_cast<int64_t>(values.size()) !=
+            response.ids_size() * table.width * 4) {
+      return absl::InternalError(
+          absl::StrCat("ps ", task, " sent ", response.ids_size(), " rows in ",
+                       values.size(), " bytes of '", table.name, "' for ",
+                       asked, " distinct ids"));
     }
-    return absl::OkStatus();
-  });
+    float* mirror = out[calls[i].table]->flat<float>().data();
+    for (int r = 0; r < response.ids_size(); ++r) {
+      if (response.ids(r) != ids[r]) {
+        return absl::InternalError(
+            absl::StrCat("ps ", task, " sent id ", response.ids(r), " of '",
+                         table.name, "' where id ", ids[r], " was asked for"));
+      }
+      std::memcpy(mirror + rows[r] * table.width,
+                  values.data() + r * table.width * 4, table.width * 4);
+    }
+    table.versions[task] = response.version();
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SparseTables::Push(
@@ -337,10 +323,11 @@ absl::Status SparseTables::Push(
                                                 table.rows, table.width,
                                                 "gradient"));
   }
-  return ForEachTask([&](int task) -> absl::Status {
-    std::vector<float> rows;
-    for (size_t t = 0; t < tables_.size(); ++t) {
-      const Table& table = tables_[t];
+  std::vector<Call> calls;
+  std::vector<PushSparseRequest> requests;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const Table& table = tables_[t];
+    for (int task : table.tasks) {
       auto ids = table.ids.find(task);
       if (ids == table.ids.end()) continue;
       if (ids->second.empty() && !sync_) continue;
@@ -351,20 +338,62 @@ absl::Status SparseTables::Push(
             " that were not pulled"));
       }
       const float* g = in[t]->flat<float>().data();
-      rows.resize(ids->second.size() * table.width);
+      const std::vector<int64_t>& local = table.mirror_rows.at(task);
+      rows_.resize(ids->second.size() * table.width);
       for (size_t i = 0; i < ids->second.size(); ++i) {
-        std::memcpy(rows.data() + i * table.width,
-                    g + MirrorRow(table, ids->second[i]) * table.width,
+        std::memcpy(rows_.data() + i * table.width, g + local[i] * table.width,
                     table.width * 4);
       }
-      PSTRAIN_RETURN_IF_ERROR(
-          ps_->client(task)
-              ->PushSparse(table.name, ids->second, rows, table.width,
-                           sync_ ? step : version->second, batch_size)
-              .status());
+      calls.push_back({t, task});
+      requests.push_back(ps_->client(task)->NewPushSparse(
+          table.name, ids->second, rows_, table.width,
+          sync_ ? step : version->second, batch_size));
     }
-    return absl::OkStatus();
-  });
+  }
+  std::vector<absl::StatusOr<PushSparseResponse>> results(calls.size());
+  RunEveryCall(
+      calls,
+      [&](size_t i, grpc::CompletionQueue* cq) {
+        return ps_->client(calls[i].task)
+            ->StartPushSparse(requests[i], cq, &results[i]);
+      },
+      // The same request id: the ps applies the push once.
+      [&](size_t i) {
+        results[i] = ps_->client(calls[i].task)->PushSparse(requests[i]);
+      },
+      [&](size_t i) { return results[i].status(); });
+  for (size_t i = 0; i < calls.size(); ++i) {
+    PSTRAIN_RETURN_IF_ERROR(results[i].status());
+  }
+  return absl::OkStatus();
+}
+
+void SparseTables::RunEveryCall(
+    const std::vector<Call>& calls,
+    const std::function<
+        std::unique_ptr<ps::DenseCall>(size_t, grpc::CompletionQueue*)>& start,
+    const std::function<void(size_t)>& again,
+    const std::function<absl::Status(size_t)>& status) {
+  const size_t n = calls.size();
+  if (n == 0) return;
+  {
+    ps::CallQueue cq;
+    std::vector<std::unique_ptr<ps::DenseCall>> owned;
+    std::vector<ps::DenseCall*> started;
+    for (size_t i = 0; i < n; ++i) {
+      owned.push_back(start(i, cq.get()));
+      started.push_back(owned.back().get());
+    }
+    ps::RunCalls(started, cq.get());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!absl::IsUnavailable(status(i))) continue;
+    // Tried again as one client's call is (its first attempt is already
+    // a retry).
+    const RetryOptions& retry = ps_->client(calls[i].task)->options().retry;
+    if (retry.on_retry) retry.on_retry();
+    again(i);
+  }
 }
 
 }  // namespace worker

@@ -1,8 +1,8 @@
 // The run's embedding tables (VariableDef.sparse, a Keras Embedding's
 // "embedding/embeddings") as a worker trains them: per step it pulls only
 // the rows its batch touches and pushes only those rows' gradients, to the
-// ps tasks holding them (common/placement.h), in parallel, one thread per
-// ps task.
+// ps tasks holding them (common/placement.h), every call to every ps task
+// in flight at once, driven from the caller's thread (ps/sparse_call.h).
 //
 // The backend computes on a worker-local dense mirror of each table
 // ([input_dim, output_dim], allocated once by the trainer): Pull writes the
@@ -48,11 +48,11 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/tensor.h"
-#include "common/thread_pool.h"
 #include "compute/backend.h"
 #include "compute/id_remap.h"
 #include "model/keras_model.h"
 #include "proto/training.pb.h"
+#include "ps/dense_call.h"
 #include "ps/ps_client.h"
 
 namespace pstrain {
@@ -129,9 +129,13 @@ class SparseTables {
     // A growing table's local rows of the step's ids (TableKey'd); null
     // for a fixed one.
     std::unique_ptr<IdRemap> remap;
-    // This step's distinct ids, and those each ps task holds (by task).
+    // This step's distinct ids, and those each ps task holds (by task), in
+    // first-seen order, with their rows in the mirror (pulled rows are
+    // written there, pushed ones gathered from there, without looking the
+    // ids up again).
     absl::flat_hash_set<int64_t> seen;
     std::map<int, std::vector<int64_t>> ids;
+    std::map<int, std::vector<int64_t>> mirror_rows;
     // Async: the version each task's piece was pulled at.
     std::map<int, int64_t> versions;
   };
@@ -142,20 +146,26 @@ class SparseTables {
   absl::Status TouchImpl(const Tensor& features, Tensor* writable,
                          absl::Span<const int64_t> examples,
                          const Tensor* wide_ids);
-  // The mirror row of `id` in `table`: the id, or its local row; -1 when a
-  // growing table was not given it this step.
-  static int64_t MirrorRow(const Table& table, int64_t id);
-
-  // Runs fn(task) for every ps task holding a piece of a table, in
-  // parallel (a PsClient serves one call at a time, so one thread per
-  // task); the first error wins.
-  absl::Status ForEachTask(const std::function<absl::Status(int)>& fn);
+  // A table's pull or push to one ps task.
+  struct Call {
+    size_t table;
+    int task;
+  };
+  // Runs calls[i] for every i, started by start(i, cq), all at once from
+  // this thread; then again(i), one by one, for each whose status(i) is
+  // UNAVAILABLE (a ps restarting, a link down for a moment: PsClient's
+  // retries).
+  void RunEveryCall(const std::vector<Call>& calls,
+                    const std::function<std::unique_ptr<ps::DenseCall>(
+                        size_t, grpc::CompletionQueue*)>& start,
+                    const std::function<void(size_t)>& again,
+                    const std::function<absl::Status(size_t)>& status);
 
   ps::PsClusterClient* const ps_;
   const bool sync_;
   std::vector<Table> tables_;
-  std::vector<int> tasks_;  // Holding a piece of any table, ascending.
-  std::unique_ptr<ThreadPool> pool_;
+  // A push's rows, gathered from the gradient (reused).
+  std::vector<float> rows_;
 };
 
 }  // namespace worker

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -236,6 +237,73 @@ TEST(SparseTables, SyncStepWaitsForEveryWorker) {
   for (int64_t id = 0; id < kRows; ++id) {
     const float g = mean.count(id) ? mean.at(id) : 0.0f;
     EXPECT_FLOAT_EQ(after[id * kWidth], before[id * kWidth] - kLearningRate * g)
+        << id;
+  }
+}
+
+// Every call of a step is in flight at once, from the caller's thread; one
+// to a ps that is gone for a moment (its service stopped, a new one over
+// the same shard at the same address 300 ms later) is tried again until it
+// is back, and a push is applied once.
+TEST(SparseTables, PullAndPushWaitForAPsThatComesBack) {
+  TwoPs cluster(UpdateConfig::SYNC);
+  int retries = 0;
+  std::vector<std::unique_ptr<ps::PsClient>> clients;
+  for (const std::string& address : cluster.addresses_) {
+    ps::PsClientOptions options;
+    options.run_id = "run";
+    options.sender.set_job(JOB_WORKER);
+    options.timeout = absl::Seconds(10);
+    options.retry.on_retry = [&retries] { ++retries; };
+    clients.push_back(
+        std::make_unique<ps::PsClient>(CreatePstrainChannel(address), options));
+  }
+  std::unique_ptr<ps::PsClusterClient> ps =
+      ps::PsClusterClient::Create(std::move(clients), cluster.placement_,
+                                  cluster.spec_.variables)
+          .value();
+  const std::vector<float> before = cluster.AllRows();
+  std::unique_ptr<SparseTables> tables = cluster.Tables(ps.get());
+  const std::vector<int32_t> ids = {1, 8};  // one row on each ps
+  Mirror mirror;
+  for (int64_t id = 0; id < kRows; ++id) {
+    for (int j = 0; j < kWidth; ++j) mirror.g(id)[j] = 2.0f;
+  }
+  // Restarts ps 1's service: gone now, back 300 ms later.
+  auto restart = [&cluster](absl::Status* restarted) {
+    cluster.services_[1]->Stop();
+    cluster.services_[1] = std::make_unique<ps::PsService>(
+        cluster.shards_[1].get(), ps::PsServiceOptions());
+    return std::thread([&cluster, restarted] {
+      absl::SleepFor(absl::Milliseconds(300));
+      int port = 0;
+      *restarted = cluster.services_[1]->Start(cluster.addresses_[1], &port);
+    });
+  };
+  tables->Clear();
+  ASSERT_TRUE(tables->Touch(Rows(ids, 1), {0}).ok());
+  absl::Status restarted;
+  std::thread back = restart(&restarted);
+  const absl::Status pulled = tables->Pull(0, mirror.weights_map());
+  back.join();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  ASSERT_TRUE(pulled.ok()) << pulled;
+  EXPECT_GE(retries, 1);
+  EXPECT_EQ(mirror.w(1)[0], before[1 * kWidth]);
+  EXPECT_EQ(mirror.w(8)[0], before[8 * kWidth]);
+
+  retries = 0;
+  back = restart(&restarted);
+  const absl::Status pushed = tables->Push(0, 1, mirror.gradient_map());
+  back.join();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  EXPECT_GE(retries, 1);
+  EXPECT_EQ(cluster.Version(0), 1);
+  EXPECT_EQ(cluster.Version(1), 1);
+  const std::vector<float> after = cluster.AllRows();
+  for (int64_t id : {1, 8}) {
+    EXPECT_FLOAT_EQ(after[id * kWidth], before[id * kWidth] - kLearningRate * 2)
         << id;
   }
 }
