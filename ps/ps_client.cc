@@ -242,6 +242,7 @@ absl::StatusOr<PullSparseResponse> PsClient::PullSparse(
 std::unique_ptr<DenseCall> PsClient::StartPullSparse(
     const PullSparseRequest& request, grpc::CompletionQueue* cq,
     absl::StatusOr<PullSparseResponse>* result) {
+  Count(options_.bytes_sent, request.ByteSizeLong());
   return StartPullSparseCall(stub_.get(), request,
                              absl::Now() + options_.timeout, cq, result);
 }
@@ -285,8 +286,13 @@ absl::StatusOr<PushSparseResponse> PsClient::PushSparse(
 std::unique_ptr<DenseCall> PsClient::StartPushSparse(
     const PushSparseRequest& request, grpc::CompletionQueue* cq,
     absl::StatusOr<PushSparseResponse>* result) {
+  Count(options_.bytes_sent, request.ByteSizeLong());
   return StartPushSparseCall(stub_.get(), request,
                              absl::Now() + options_.timeout, cq, result);
+}
+
+void PsClient::CountReceived(const google::protobuf::Message& reply) {
+  Count(options_.bytes_received, reply.ByteSizeLong());
 }
 
 absl::StatusOr<SaveResponse> PsClient::Save(const std::string& directory,

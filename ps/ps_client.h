@@ -144,6 +144,9 @@ class PsClient {
   std::unique_ptr<DenseCall> StartPushSparse(
       const PushSparseRequest& request, grpc::CompletionQueue* cq,
       absl::StatusOr<PushSparseResponse>* result);
+  // Counts a started call's reply once it has come (options' bytes_received:
+  // the started calls' replies arrive where their driver sees them).
+  void CountReceived(const google::protobuf::Message& reply);
 
   absl::StatusOr<ShardStatus> GetShardStatus();
   // One GetShardStatus attempt within `timeout`, not retried: whether the

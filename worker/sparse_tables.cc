@@ -285,6 +285,7 @@ absl::Status SparseTables::Pull(int64_t min_version,
     Table& table = tables_[calls[i].table];
     const int task = calls[i].task;
     const PullSparseResponse& response = *results[i];
+    ps_->client(task)->CountReceived(response);
     // The ids asked for, distinct: the ps sends them back in this order.
     const std::vector<int64_t>& ids = table.ids[task];
     const std::vector<int64_t>& rows = table.mirror_rows[task];
@@ -364,6 +365,7 @@ absl::Status SparseTables::Push(
       [&](size_t i) { return results[i].status(); });
   for (size_t i = 0; i < calls.size(); ++i) {
     PSTRAIN_RETURN_IF_ERROR(results[i].status());
+    ps_->client(calls[i].task)->CountReceived(*results[i]);
   }
   return absl::OkStatus();
 }
