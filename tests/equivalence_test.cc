@@ -3,7 +3,9 @@
 // variables after 20 steps as 1 worker x batch 64, compared through the
 // chief's safetensors export: for the cnn, and for a Functional model with
 // self-attention, LayerNormalization and a shared layer
-// (testdata/functional_equivalence.json). Real processes on 127.0.0.1.
+// (testdata/functional_equivalence.json). Workers compute on one thread: the
+// subject is how the batch is split, not how many threads sum it. Real
+// processes on 127.0.0.1.
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -28,14 +30,17 @@ std::string Train(const std::string& model, int workers, int batch) {
                    "x", batch);
   const std::string model_dir = TempPath(name);
   LocalCluster(1, workers)
-      .Run(name, {"--model=" + model, "--optimizer=sgd",
-                  "--learning_rate=0.1", "--steps=20",
-                  absl::StrCat("--batch_size=", batch),
-                  "--model_dir=" + model_dir});
+      .Run(name,
+           {"--model=" + model, "--optimizer=sgd", "--learning_rate=0.1",
+            "--steps=20", absl::StrCat("--batch_size=", batch),
+            "--model_dir=" + model_dir},
+           {"--threads=1"});
   return ExportSafetensors(model_dir, name);
 }
 
-void ExpectEquivalent(const std::string& model, size_t variables) {
+// Expects the runs within `tolerance` of each other, variable by variable.
+void ExpectEquivalent(const std::string& model, size_t variables,
+                      double tolerance) {
   const auto two = ReadSafetensors(Train(model, 2, 32));
   const auto one = ReadSafetensors(Train(model, 1, 64));
   ASSERT_EQ(two.size(), variables);
@@ -49,7 +54,7 @@ void ExpectEquivalent(const std::string& model, size_t variables) {
       max_difference =
           std::max(max_difference, std::fabs(double{values[i]} - other[i]));
     }
-    EXPECT_LE(max_difference, 1e-5) << name;
+    EXPECT_LE(max_difference, tolerance) << name;
   }
   // The comparison can tell runs apart: half the global batch trains to
   // visibly different values.
@@ -59,13 +64,16 @@ void ExpectEquivalent(const std::string& model, size_t variables) {
 
 TEST(Equivalence, TwoWorkersOfBatch32EqualOneWorkerOfBatch64) {
   if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
-  ExpectEquivalent("cnn", 8);  // the cnn's kernels and biases
+  // The cnn's kernels and biases. oneDNN's convolutions sum a batch of 32
+  // and one of 64 in another order on some CPUs: on AVX2 (no AVX-512) the
+  // runs end up to 5.5e-5 apart (conv2d/bias), under 1e-5 with AVX-512.
+  ExpectEquivalent("cnn", 8, 1e-4);
 }
 
 TEST(Equivalence, AFunctionalModelWithAttentionAndASharedLayer) {
   if (!HaveFashionMnist()) GTEST_SKIP() << "skipped: no " << kFashionMnistDir;
   // tokens (2), attention (8), norm (2), ff (2, once), logits (2).
-  ExpectEquivalent(kFunctional, 16);
+  ExpectEquivalent(kFunctional, 16, 1e-5);
 }
 
 }  // namespace

@@ -150,13 +150,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# Each log is made before its task is forked, so that it is there even when
+# the chief refuses its flags before a background task has run a line.
 for ((i = 0; i < num_ps; i++)); do
+  : >>"$model_dir/logs/ps-$i.log"
   TF_CONFIG=$(tf_config ps "$i") supervise "$bin/ps/ps" \
     --model_dir="$model_dir" --metrics_port="$(metrics_port $((1 + i)))" \
     >>"$model_dir/logs/ps-$i.log" 2>&1 &
   pids+=($!)
 done
 for ((i = 0; i < num_workers; i++)); do
+  : >>"$model_dir/logs/worker-$i.log"
   TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
     --threads=1 --device="$device" "${data_flags[@]}" --model_dir="$model_dir" \
     "${worker_flags[@]}" \
