@@ -65,20 +65,9 @@ std::vector<int64_t> ShardPlan::WorkerOrder(int64_t epoch) const {
     order.resize(num_examples_);
     for (int64_t i = 0; i < num_examples_; ++i) order[i] = i;
   }
-  // Step s's global batch starts at position s*W*B and holds W*B positions,
-  // or the R left at a last step that keeps the remainder: R = q*W + r
-  // splits into blocks of q + 1 for the first r workers and q for the rest
-  // (the sizes BatchSize gives), worker w's starting at w*q + min(w, r).
-  const int64_t workers = options_.num_workers, w = options_.worker_index,
-                b = options_.batch_size;
-  std::vector<int64_t> mine;
-  mine.reserve(worker_examples_);
-  for (int64_t s = 0; s < steps_per_epoch_; ++s) {
-    const int64_t first = s * workers * b;
-    const int64_t r = std::min(workers * b, num_examples_ - first);
-    const int64_t begin = first + w * (r / workers) + std::min(w, r % workers);
-    const int64_t n = BatchSize(s);
-    mine.insert(mine.end(), order.begin() + begin, order.begin() + begin + n);
+  std::vector<int64_t> mine(worker_examples_);
+  for (int64_t i = 0; i < worker_examples_; ++i) {
+    mine[i] = order[options_.worker_index + i * options_.num_workers];
   }
   return mine;
 }
