@@ -9,6 +9,7 @@
 #include "compute/cpu/model_test_util.h"
 #include "gtest/gtest.h"
 #include "model/keras_model.h"
+#include "parallel/variable_slice.h"
 
 namespace pstrain {
 namespace parallel {
@@ -96,6 +97,34 @@ Trained TrainOneProcess(const ModelSpec& spec, const Data& data,
   }
   run.trained = Snapshot(spec, vars.weights);
   return run;
+}
+
+MemberTensors CutParts(const TensorParallelPlan& plan, const Variables& whole) {
+  MemberTensors member;
+  for (const auto& [name, var] : plan.variables) {
+    Tensor w = *Tensor::Create(DT_FLOAT, var.local_shape);
+    CopySliceOut(whole.at(name).data(), var, w.data<float>());
+    member.weights.emplace(name, std::move(w));
+    member.gradients.emplace(name, *Tensor::Create(DT_FLOAT, var.local_shape));
+    member.weight_map[name] = &member.weights.at(name);
+    member.gradient_map[name] = &member.gradients.at(name);
+  }
+  return member;
+}
+
+absl::Status SgdStep(MemberTensors& member, GroupCollective* replicas) {
+  for (auto& [name, g] : member.gradients) {
+    if (replicas != nullptr) {
+      absl::Status s = replicas->AllReduceSum(g.flat<float>());
+      if (!s.ok()) return s;
+    }
+    float* w = member.weights.at(name).data<float>();
+    const float* grad = g.data<float>();
+    for (int64_t i = 0; i < g.num_elements(); ++i) {
+      w[i] -= kLearningRate * grad[i] / kGlobalBatch;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace parallel

@@ -1,7 +1,8 @@
 // Helpers of the tests that train a model tensor-parallel and compare it
 // with one process (tensor_parallel_member_test, tensor_parallel_backend_
-// test): the seed 000 MLP, random data for 50 steps of a global batch of 32,
-// and the CPU backend's training of it in one process with plain SGD.
+// test, tensor_parallel_transformer_test): the seed 000 MLP, random data for
+// 50 steps of a global batch of 32, the CPU backend's training of it in one
+// process with plain SGD, and a member's parts trained the same way.
 #ifndef PSTRAIN_PARALLEL_EQUIVALENCE_TEST_UTIL_H_
 #define PSTRAIN_PARALLEL_EQUIVALENCE_TEST_UTIL_H_
 
@@ -10,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/tensor.h"
 #include "compute/backend.h"
 #include "model/model_spec.h"
+#include "parallel/group_collective.h"
+#include "parallel/tensor_parallel_plan.h"
 
 namespace pstrain {
 namespace parallel {
@@ -64,6 +68,21 @@ struct Loss {
 // variables' Keras initializers, w -= kLearningRate * gradient / batch.
 Trained TrainOneProcess(const worker::ModelSpec& spec, const Data& data,
                         const Loss& loss);
+
+// A member's parts of the weights (cut from whole values) and their
+// gradients, with the maps TensorParallelMember::TrainStep takes (pointing
+// into the tensors, which stay where they are when this is moved).
+struct MemberTensors {
+  std::map<std::string, Tensor> weights, gradients;
+  worker::Weights weight_map;
+  worker::Gradients gradient_map;
+};
+MemberTensors CutParts(const TensorParallelPlan& plan, const Variables& whole);
+
+// Plain SGD on the member's parts after a step: the gradients summed over
+// the data-parallel replicas first (`replicas` null: one replica), then
+// w -= kLearningRate * gradient / kGlobalBatch. A collective's error as is.
+absl::Status SgdStep(MemberTensors& member, GroupCollective* replicas);
 
 }  // namespace parallel
 }  // namespace pstrain

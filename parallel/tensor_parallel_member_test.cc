@@ -118,17 +118,7 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
         TensorParallelMember::Create(spec, *plan, group.get(), options);
     if (!member.ok()) return fail(member.status());
     // The member's parts of the weights, cut from the initial values.
-    std::map<std::string, Tensor> weights, gradients;
-    worker::Weights weight_map;
-    worker::Gradients gradient_map;
-    for (const auto& [name, var] : plan->variables) {
-      Tensor w = *Tensor::Create(DT_FLOAT, var.local_shape);
-      CopySliceOut(initial.at(name).data(), var, w.data<float>());
-      weights.emplace(name, std::move(w));
-      gradients.emplace(name, *Tensor::Create(DT_FLOAT, var.local_shape));
-      weight_map[name] = &weights.at(name);
-      gradient_map[name] = &gradients.at(name);
-    }
+    MemberTensors parts = CutParts(*plan, initial);
     for (int step = 0; step < kSteps; ++step) {
       const int64_t first = int64_t{step} * kGlobalBatch +
                             int64_t{at.data} * group_batch;
@@ -139,22 +129,14 @@ std::vector<MemberResult> TrainMesh(const ModelSpec& spec, const Data& data,
       in.step = step;
       in.example_offset = int64_t{at.data} * group_batch;
       absl::StatusOr<worker::StepResult> r =
-          (*member)->TrainStep(in, weight_map, &gradient_map);
+          (*member)->TrainStep(in, parts.weight_map, &parts.gradient_map);
       if (!r.ok()) return fail(r.status());
       result.losses.push_back(r->loss_sum);
-      for (auto& [name, g] : gradients) {
-        if (mesh->data > 1) {
-          absl::Status s = replicas->AllReduceSum(g.flat<float>());
-          if (!s.ok()) return fail(s);
-        }
-        float* w = weights.at(name).data<float>();
-        const float* grad = g.data<float>();
-        for (int64_t i = 0; i < g.num_elements(); ++i) {
-          w[i] -= kLearningRate * grad[i] / kGlobalBatch;
-        }
-      }
+      absl::Status updated =
+          SgdStep(parts, mesh->data > 1 ? replicas.get() : nullptr);
+      if (!updated.ok()) return fail(updated);
     }
-    for (const auto& [name, w] : weights) {
+    for (const auto& [name, w] : parts.weights) {
       auto flat = w.flat<float>();
       result.parts[name] = {flat.begin(), flat.end()};
     }

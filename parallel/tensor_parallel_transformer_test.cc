@@ -137,45 +137,26 @@ std::vector<MemberRun> RunMesh(const ModelSpec& spec, const TokenData& data,
     absl::StatusOr<std::unique_ptr<TensorParallelMember>> member =
         TensorParallelMember::Create(spec, *plan, group.get(), options);
     if (!member.ok()) return fail(member.status());
-    std::map<std::string, Tensor> weights, gradients;
-    worker::Weights weight_map;
-    worker::Gradients gradient_map;
-    for (const auto& [name, var] : plan->variables) {
-      Tensor w = *Tensor::Create(DT_FLOAT, var.local_shape);
-      CopySliceOut(initial.at(name).data(), var, w.data<float>());
-      weights.emplace(name, std::move(w));
-      gradients.emplace(name, *Tensor::Create(DT_FLOAT, var.local_shape));
-      weight_map[name] = &weights.at(name);
-      gradient_map[name] = &gradients.at(name);
-    }
+    MemberTensors parts = CutParts(*plan, initial);
     for (int step = 0; step < std::max(steps, 1); ++step) {
       const int at_step = steps == 0 ? 3 : step;
       absl::StatusOr<worker::StepResult> r = (*member)->TrainStep(
-          Input(data, at_step, at_data * group_batch, group_batch), weight_map,
-          &gradient_map);
+          Input(data, at_step, at_data * group_batch, group_batch),
+          parts.weight_map, &parts.gradient_map);
       if (!r.ok()) return fail(r.status());
       run.losses.push_back(r->loss_sum);
       if (steps == 0) {
         absl::StatusOr<worker::StepResult> e = (*member)->Evaluate(
             Input(data, at_step, at_data * group_batch, group_batch),
-            weight_map);
+            parts.weight_map);
         if (!e.ok()) return fail(e.status());
         run.inference_loss = e->loss_sum;
         break;
       }
-      for (auto& [name, g] : gradients) {
-        if (d > 1) {
-          absl::Status s = replicas->AllReduceSum(g.flat<float>());
-          if (!s.ok()) return fail(s);
-        }
-        float* w = weights.at(name).data<float>();
-        const float* grad = g.data<float>();
-        for (int64_t i = 0; i < g.num_elements(); ++i) {
-          w[i] -= kLearningRate * grad[i] / kGlobalBatch;
-        }
-      }
+      absl::Status updated = SgdStep(parts, d > 1 ? replicas.get() : nullptr);
+      if (!updated.ok()) return fail(updated);
     }
-    for (const auto& [name, t] : steps == 0 ? gradients : weights) {
+    for (const auto& [name, t] : steps == 0 ? parts.gradients : parts.weights) {
       auto flat = t.flat<float>();
       run.parts[name] = {flat.begin(), flat.end()};
     }
