@@ -237,7 +237,16 @@ absl::Status RingAllReduce::AllReduce(uint64_t id, absl::Span<float> data) {
   absl::Status status = Run(&op);
   absl::MutexLock lock(&mu_);
   running_ = nullptr;
-  incoming_.erase(id);
+  if (status.ok()) left_gave_up_.clear();
+  auto it = incoming_.find(id);
+  if (it != incoming_.end()) {
+    // An abort that came after the last chunk, too late to fail this one.
+    if (!it->second.abort_reason.empty()) {
+      left_gave_up_ =
+          absl::StrCat("all-reduce ", id, ": ", it->second.abort_reason);
+    }
+    incoming_.erase(it);
+  }
   return status;
 }
 
@@ -359,10 +368,14 @@ absl::Status RingAllReduce::WaitForChunks(const Op& op) {
     const std::string progress =
         absl::StrCat(" (", applied_, " of ", op.expected, " chunks arrived)");
     if (!arrived) {
-      Fail(absl::DeadlineExceededError(
-          absl::StrCat("all-reduce ", op.id, ": nothing from ", Name(left()),
-                       ", the left neighbour, for ",
-                       absl::FormatDuration(options_.timeout), progress)));
+      std::string cause;
+      if (!left_gave_up_.empty()) {
+        cause = absl::StrCat("; it had given up on ", left_gave_up_);
+      }
+      Fail(absl::DeadlineExceededError(absl::StrCat(
+          "all-reduce ", op.id, ": nothing from ", Name(left()),
+          ", the left neighbour, for ", absl::FormatDuration(options_.timeout),
+          progress, cause)));
       return op_error_;
     }
     const Incoming& incoming = incoming_.find(op.id)->second;
@@ -556,7 +569,13 @@ absl::Status RingAllReduce::Deliver(
 void RingAllReduce::Close(uint64_t id, absl::string_view abort_reason) {
   absl::MutexLock lock(&mu_);
   auto it = incoming_.find(id);
-  if (it == incoming_.end()) return;
+  if (it == incoming_.end()) {
+    // The stream of an all-reduce that has ended here.
+    if (!abort_reason.empty() && id <= last_id_) {
+      left_gave_up_ = absl::StrCat("all-reduce ", id, ": ", abort_reason);
+    }
+    return;
+  }
   it->second.closed = true;
   it->second.abort_reason = std::string(abort_reason);
 }

@@ -207,6 +207,10 @@ class RingAllReduce : public AllReducer {
   uint64_t last_id_ ABSL_GUARDED_BY(mu_) = 0;
   Op* running_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Why the left neighbour gave up on an all-reduce that ended here before
+  // its abort came ("all-reduce 5: rank 0 (...): ..."): the likely cause
+  // when it is then silent. Cleared by an all-reduce that ends well.
+  std::string left_gave_up_ ABSL_GUARDED_BY(mu_);
   // The running all-reduce's: its first error, the chunks (step, index)
   // waiting for the sending thread, whether no more will come, what to tell
   // the right neighbour when giving up, whether the sending thread is done.

@@ -71,6 +71,26 @@ class InMemoryTransport : public RingTransport {
   }
 };
 
+// A right neighbour that takes everything and answers nothing.
+class DiscardingTransport : public RingTransport {
+ public:
+  std::unique_ptr<RingStream> NewStream() override {
+    class Discarding : public RingStream {
+      absl::Status Start(const RingStreamHeader&) override {
+        return absl::OkStatus();
+      }
+      absl::Status Write(int, int, absl::string_view) override {
+        return absl::OkStatus();
+      }
+      absl::Status Finish(absl::string_view) override {
+        return absl::OkStatus();
+      }
+      void Cancel() override {}
+    };
+    return std::make_unique<Discarding>();
+  }
+};
+
 // A ring of `size` in-memory participants.
 struct Ring {
   explicit Ring(int size, int64_t chunk_bytes = 64,
@@ -424,6 +444,30 @@ TEST(RingAllReduce, AFailureGoesRoundTheRingWithItsReason) {
   EXPECT_TRUE(absl::StrContains(status_b.message(), "gave up")) << status_b;
   EXPECT_TRUE(absl::StrContains(status_b.message(), "rank 2 (c:3)"))
       << status_b;
+}
+
+TEST(RingAllReduce, AnAbortAfterTheLastChunkExplainsTheNextSilence) {
+  // Rank 1 finished all-reduce 1 before rank 0, its left neighbour, gave it
+  // up (rank 0's left neighbour died in its last step). When rank 0 is then
+  // silent in all-reduce 2, rank 1 says why rank 0 gave up.
+  RingAllReduceOptions options;
+  options.rank = 1;
+  options.size = 3;
+  options.peer_names = {"a:1", "b:2", "c:3"};
+  options.timeout = absl::Milliseconds(200);
+  DiscardingTransport transport;
+  auto ring = RingAllReduce::Create(options, &transport);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  std::vector<float> data(10, 1.0f);
+  // No left neighbour for all-reduce 1 either; then its abort comes.
+  EXPECT_FALSE((*ring)->AllReduce(1, absl::MakeSpan(data)).ok());
+  (*ring)->Close(1, "rank 0 (a:1): the stream from rank 2 (c:3) broke off");
+  absl::Status silent = (*ring)->AllReduce(2, absl::MakeSpan(data));
+  EXPECT_EQ(silent.code(), absl::StatusCode::kDeadlineExceeded) << silent;
+  EXPECT_TRUE(absl::StrContains(silent.message(),
+                                "given up on all-reduce 1: rank 0 (a:1): the "
+                                "stream from rank 2 (c:3) broke off"))
+      << silent;
 }
 
 TEST(RingAllReduce, DifferentLayoutsAreRefusedOnBothSides) {
