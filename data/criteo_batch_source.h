@@ -7,8 +7,9 @@
 // local row there, so every table an id input feeds must be growing
 // (CheckCriteoModel).
 //
-// Sharding and epochs: the reader's (worker w of W takes global lines
-// g mod W == w, B to a batch, in file order, unshuffled). An epoch is
+// Sharding and epochs: the reader's (worker w of W takes the global lines
+// g with (g / B) mod W == w, its block of B of each step's global batch, in
+// file order, unshuffled). An epoch is
 // steps_per_epoch batches (ComputeRunLength over the training files'
 // lines, the remainder dropped); each epoch opens the files again. A run
 // resumed at step s starts epoch s / steps_per_epoch at line

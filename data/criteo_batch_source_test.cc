@@ -99,9 +99,11 @@ TEST_F(CriteoBatchSourceTest, EachWorkerStreamsItsLinesEveryEpoch) {
         CriteoBatchSource::Open(Options(worker, 0)).value();
     std::vector<std::vector<int64_t>> steps;
     for (int step = 0; step < 5; ++step) steps.push_back(NextLines(*source));
-    // Epoch 0: its lines of [0, 8) (8 and 9 fill no step); epoch 1 again.
-    EXPECT_EQ(steps[0], (std::vector<int64_t>{worker, worker + 2}));
-    EXPECT_EQ(steps[1], (std::vector<int64_t>{worker + 4, worker + 6}));
+    // Epoch 0: its blocks of 2 of [0, 8) (8 and 9 fill no step); epoch 1
+    // again.
+    const int64_t first = 2 * worker;
+    EXPECT_EQ(steps[0], (std::vector<int64_t>{first, first + 1}));
+    EXPECT_EQ(steps[1], (std::vector<int64_t>{first + 4, first + 5}));
     EXPECT_EQ(steps[2], steps[0]);
     EXPECT_EQ(steps[3], steps[1]);
     EXPECT_EQ(steps[4], steps[0]);
@@ -117,8 +119,8 @@ TEST_F(CriteoBatchSourceTest, EachWorkerStreamsItsLinesEveryEpoch) {
 TEST_F(CriteoBatchSourceTest, ResumesMidEpochWhereTheRunWas) {
   std::unique_ptr<CriteoBatchSource> source =
       CriteoBatchSource::Open(Options(1, 3)).value();
-  EXPECT_EQ(NextLines(*source), (std::vector<int64_t>{5, 7}));
-  EXPECT_EQ(NextLines(*source), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(NextLines(*source), (std::vector<int64_t>{6, 7}));
+  EXPECT_EQ(NextLines(*source), (std::vector<int64_t>{2, 3}));
 }
 
 TEST(CheckCriteoModel, RefusesFixedTablesAndOtherInputs) {

@@ -89,7 +89,11 @@ absl::StatusOr<bool> CriteoReader::Fill(CriteoBatch* batch) {
       continue;
     }
     const int64_t g = global_line_++;
-    if (g < options_.start_line || g % workers != worker) continue;
+    // Line g is in block g / B, and blocks go round the workers.
+    if (g < options_.start_line ||
+        (g / options_.batch_size) % workers != worker) {
+      continue;
+    }
     const size_t row = batch->labels.size();
     batch->labels.resize(row + 1);
     batch->dense.resize((row + 1) * kCriteoDense);

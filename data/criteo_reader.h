@@ -4,16 +4,18 @@
 // ("sparse"). Files are read in pieces (line_reader.h), never whole.
 //
 // Sharding: the files' lines are numbered 0, 1, 2, ... across the files, in
-// order (the global line index g; blank and malformed lines count). Of W
-// workers, worker w takes the lines with g mod W == w, in order, B to a batch.
+// order (the global line index g; blank and malformed lines count), and cut
+// into blocks of B. Of W workers, worker w takes the blocks k with
+// k mod W == w: the lines g with (g / B) mod W == w, in order, B to a batch.
 // Every line is thus taken by exactly one worker per pass, whatever the
-// number and sizes of the files, and the workers' line counts differ by at
-// most one. This is ShardPlan's unshuffled order (shard_plan.h): at step s,
-// worker w's batch holds the lines g in [s*W*B, (s+1)*W*B) with g mod W == w.
+// number and sizes of the files. This is ShardPlan's unshuffled order
+// (shard_plan.h): at step s, worker w's batch holds lines
+// [s*W*B + w*B, s*W*B + (w+1)*B), its block of the step's global batch, so a
+// line keeps its place in the global batch however many workers share it.
 // Every worker reads (and decompresses) every file but parses only its own
 // lines. An epoch is one pass: open a new reader for the next. A worker's
 // reader may run out a step before another's (when the last global batch
-// has fewer than W rows): a synchronous trainer takes ShardPlan's
+// has fewer than w*B + 1 rows): a synchronous trainer takes ShardPlan's
 // steps_per_epoch, from CountCriteoLines, and contributes an empty batch at
 // such a step, as it does with ShardPlan today.
 //

@@ -150,14 +150,14 @@ TEST(CriteoReader, ShardsEveryLineToExactlyOneOfOneToThreeWorkers) {
         const Pass pass = ReadPass(paths, options);
         ASSERT_TRUE(pass.status.ok()) << pass.status;
         const std::vector<int64_t> lines = RowLines(pass);
-        // Worker w's lines are w, w + W, w + 2W, ...: ShardPlan's order.
-        const int64_t want_count = (kLines - w + workers - 1) / workers;
-        ASSERT_EQ(static_cast<int64_t>(lines.size()), want_count)
-            << workers << " workers, worker " << w;
-        for (size_t i = 0; i < lines.size(); ++i) {
-          EXPECT_EQ(lines[i], w + static_cast<int64_t>(i) * workers);
-          ++taken[lines[i]];
+        // Worker w's lines are its blocks of B, every W-th from the w-th:
+        // ShardPlan's order.
+        std::vector<int64_t> want;
+        for (int64_t g = 0; g < kLines; ++g) {
+          if ((g / batch_size) % workers == w) want.push_back(g);
         }
+        EXPECT_EQ(lines, want) << workers << " workers, worker " << w;
+        for (const int64_t line : lines) ++taken[line];
         // Full batches, except perhaps the last.
         for (size_t b = 0; b + 1 < pass.batches.size(); ++b) {
           EXPECT_EQ(pass.batches[b].size(), batch_size);
@@ -329,11 +329,11 @@ TEST(CriteoReader, MalformedLinesAreSkippedByTheirOwnerAndCounted) {
     const Pass pass = ReadPass(paths, options);
     ASSERT_TRUE(pass.status.ok()) << pass.status;
     for (const int64_t line : RowLines(pass)) {
-      EXPECT_EQ(line % 2, w);
+      EXPECT_EQ(line / 2 % 2, w);
       ++taken[line];
     }
-    // Worker 1 owns global lines 7, 9 and 11.
-    EXPECT_EQ(pass.bad_lines, w == 1 ? 3 : 0);
+    // In blocks of 2: worker 1 owns global lines 7 and 11, worker 0 line 9.
+    EXPECT_EQ(pass.bad_lines, w == 1 ? 2 : 1);
     if (w == 1) {
       EXPECT_EQ(pass.first_bad_line,
                 absl::StrCat("'", paths[1],

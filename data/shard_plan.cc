@@ -37,12 +37,15 @@ ShardPlan::ShardPlan(int64_t num_examples, const ShardOptions& options)
                 workers = options.num_workers, b = options.batch_size;
   // Divided in two steps, so W*B never overflows:
   // floor(N/(W*B)) = floor(floor(N/W)/B), and likewise for ceil.
-  if (options.drop_remainder) {
-    steps_per_epoch_ = n / workers / b;
-    worker_examples_ = steps_per_epoch_ * b;
-  } else {
-    steps_per_epoch_ = ((n + workers - 1) / workers + b - 1) / b;
-    worker_examples_ = n > w ? (n - w + workers - 1) / workers : 0;
+  const int64_t full_steps = n / workers / b;
+  // What is left after the full global batches: below W*B, so
+  // R - w*B does not overflow.
+  const int64_t left = n - full_steps * workers * b;
+  steps_per_epoch_ = full_steps;
+  worker_examples_ = full_steps * b;
+  if (!options.drop_remainder && left > 0) {
+    ++steps_per_epoch_;
+    worker_examples_ += std::clamp<int64_t>(left - w * b, 0, b);
   }
 }
 
@@ -65,9 +68,13 @@ std::vector<int64_t> ShardPlan::WorkerOrder(int64_t epoch) const {
     order.resize(num_examples_);
     for (int64_t i = 0; i < num_examples_; ++i) order[i] = i;
   }
+  // Worker w's block of each global batch, in order. (Left to right: the
+  // product is 0 before the first full global batch, and at most N after.)
+  const int64_t b = options_.batch_size;
   std::vector<int64_t> mine(worker_examples_);
   for (int64_t i = 0; i < worker_examples_; ++i) {
-    mine[i] = order[options_.worker_index + i * options_.num_workers];
+    mine[i] = order[(i / b) * options_.num_workers * b +
+                    options_.worker_index * b + i % b];
   }
   return mine;
 }

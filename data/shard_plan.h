@@ -4,10 +4,13 @@
 // as synchronous training needs.
 //
 // Epoch e visits the N examples in the order EpochPermutation(N, seed, e)
-// (0..N-1 when not shuffling). Worker w takes positions w, w+W, w+2W, ... of
-// that order, and its batch at step s is the next B of them. So step s of the
-// cluster consumes the global batch of positions [s*W*B, (s+1)*W*B), worker w
-// taking every W-th one from the w-th on.
+// (0..N-1 when not shuffling). Step s of the cluster consumes the global
+// batch of positions [s*W*B, (s+1)*W*B) of that order, and worker w's batch
+// is its w-th block of B: positions [s*W*B + w*B, s*W*B + (w+1)*B). So
+// example j of worker w's batch is example w*B + j of the global batch, as
+// it is in one process training on the global batch, and what is keyed by
+// that index (dropout's masks: StepInput::example_offset = w*B) is the same
+// however the global batch is split.
 //
 // When W*B does not divide N:
 //   drop_remainder: steps_per_epoch = floor(N / (W*B)); every batch is full;
@@ -15,10 +18,12 @@
 //     shuffled epoch) are skipped by every worker, as TensorFlow's
 //     drop_remainder skips a short final batch.
 //   keep (the default): steps_per_epoch = ceil(N / (W*B)); the last global
-//     batch has R = N - (steps-1)*W*B examples, so worker w's last batch has
-//     ceil((R - w) / W) of them: sizes differ by at most one across workers,
-//     and are 0 for workers w >= R when R < W. Such a worker still takes part
-//     in that step (contributing nothing) so all workers stay in step.
+//     batch has R = N - (steps-1)*W*B examples, cut into the same blocks of
+//     B: worker w's last batch has min(B, max(0, R - w*B)) of them (the
+//     first workers' blocks are full, then one partial, then empty ones), so
+//     its examples keep their places in the global batch. A worker with an
+//     empty batch still takes part in that step (contributing nothing) so
+//     all workers stay in step.
 //
 //   ShardOptions options;
 //   options.num_workers = 3;

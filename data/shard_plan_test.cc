@@ -104,21 +104,29 @@ TEST(ShardPlan, StepsPerEpochFloorWhenDroppingCeilWhenKeeping) {
   EXPECT_EQ(Plan(29, 3, 2, 4, false).dropped_per_epoch(), 0);
 }
 
-TEST(ShardPlan, LastGlobalBatchIsSpreadOneByOne) {
+TEST(ShardPlan, LastGlobalBatchIsCutIntoTheSameBlocks) {
   // N = 25, W = 3, B = 4: step 2 has R = 1 example, for worker 0 only.
   EXPECT_EQ(Plan(25, 3, 0, 4, false).BatchSize(2), 1);
   EXPECT_EQ(Plan(25, 3, 1, 4, false).BatchSize(2), 0);
   EXPECT_EQ(Plan(25, 3, 2, 4, false).BatchSize(2), 0);
-  // N = 29: R = 5 splits 2, 2, 1.
-  EXPECT_EQ(Plan(29, 3, 0, 4, false).BatchSize(2), 2);
-  EXPECT_EQ(Plan(29, 3, 1, 4, false).BatchSize(2), 2);
-  EXPECT_EQ(Plan(29, 3, 2, 4, false).BatchSize(2), 1);
+  // N = 29: R = 5 is a full block of 4 and one of 1.
+  EXPECT_EQ(Plan(29, 3, 0, 4, false).BatchSize(2), 4);
+  EXPECT_EQ(Plan(29, 3, 1, 4, false).BatchSize(2), 1);
+  EXPECT_EQ(Plan(29, 3, 2, 4, false).BatchSize(2), 0);
+  EXPECT_EQ(Plan(29, 3, 1, 4, false).WorkerOrder(0).size(), 9u);
 }
 
-TEST(ShardPlan, WorkerTakesEveryWthPositionOfTheEpochOrder) {
+TEST(ShardPlan, WorkerTakesItsBlockOfEachGlobalBatch) {
+  // N = 10, W = 3, B = 2: global batches at positions 0..5 and 6..9, the
+  // last cut into blocks of 2, 2 and 0. Worker w's example j of a step is
+  // example w*B + j of the global batch, as in one process of batch W*B.
   const std::vector<int64_t> all = Plan(10, 1, 0, 10, false).WorkerOrder(4);
+  EXPECT_EQ(Plan(10, 3, 0, 2, false).WorkerOrder(4),
+            (std::vector<int64_t>{all[0], all[1], all[6], all[7]}));
   EXPECT_EQ(Plan(10, 3, 1, 2, false).WorkerOrder(4),
-            (std::vector<int64_t>{all[1], all[4], all[7]}));
+            (std::vector<int64_t>{all[2], all[3], all[8], all[9]}));
+  EXPECT_EQ(Plan(10, 3, 2, 2, false).WorkerOrder(4),
+            (std::vector<int64_t>{all[4], all[5]}));
 }
 
 TEST(ShardPlan, SameSeedAndEpochGiveSameOrderOnSeparatePlans) {
@@ -134,10 +142,12 @@ TEST(ShardPlan, WithoutShufflingEpochsVisitInIndexOrder) {
   ShardOptions options;
   options.num_workers = 2;
   options.worker_index = 1;
+  options.batch_size = 2;
   options.shuffle = false;
   absl::StatusOr<ShardPlan> plan = ShardPlan::Create(7, options);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->WorkerOrder(5), (std::vector<int64_t>{1, 3, 5}));
+  // Global batches 0..3 and 4..6.
+  EXPECT_EQ(plan->WorkerOrder(5), (std::vector<int64_t>{2, 3, 6}));
 }
 
 TEST(ShardPlan, CreateRefusesBadOptions) {

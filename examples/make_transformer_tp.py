@@ -6,7 +6,7 @@ map is examples/transformer_tp.layout.json).
 
   ids [8] int32 -> Embedding(256, 32) -> MultiHeadAttention(4 heads, key_dim
   8) -> Dropout(0.1) -> Add(embedding) -> LayerNormalization -> Dense(64,
-  relu) -> Dropout(0.1) -> Dense(32) -> Add -> LayerNormalization ->
+  gelu) -> Dropout(0.1) -> Dense(32) -> Add -> LayerNormalization ->
   GlobalAveragePooling1D -> Dense(10, softmax)
 
     examples/make_transformer_tp.py > examples/transformer_tp.keras3.json
@@ -99,7 +99,7 @@ layers = [
     dropout("attention_dropout", "attention", D),
     add("attention_add", "embedding", "attention_dropout"),
     norm("attention_norm", "attention_add"),
-    dense("ffn_hidden", HIDDEN, "relu", "attention_norm", D),
+    dense("ffn_hidden", HIDDEN, "gelu", "attention_norm", D),
     dropout("ffn_dropout", "ffn_hidden", HIDDEN),
     dense("ffn_output", D, "linear", "ffn_dropout", HIDDEN),
     add("ffn_add", "attention_norm", "ffn_output"),

@@ -73,7 +73,7 @@ DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,
 int64_t DenseVariable::bytes_held() const {
   absl::MutexLock sum_lock(&sum_mu_);
   return num_bytes() * (1 + optimizer_->NumSlots()) +
-         static_cast<int64_t>(sum_.size() * sizeof(float));
+         static_cast<int64_t>(sum_.size() * sizeof(double));
 }
 
 int64_t DenseVariable::slot_bytes() const {
@@ -113,7 +113,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
   version_ = version;
   ++interruptions_;
   interruption_ = "it was restored from a checkpoint";
-  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  std::fill(sum_.begin(), sum_.end(), 0.0);
   ClearCoverageLocked();
   step_.Reset();
 }
@@ -217,11 +217,11 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
     case SyncStep::Outcome::kAbsent:
       return Accumulated::kDropped;
   }
-  if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0f);
+  if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0);
   if (part == nullptr) {
     whole_batch_ += contribution.batch_size;
     for (const Chunk& chunk : chunks) {
-      float* sum = sum_.data() + chunk.offset / 4;
+      double* sum = sum_.data() + chunk.offset / 4;
       const int64_t n = NumFloats(chunk);
       for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
     }
@@ -271,45 +271,53 @@ void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
 }
 
 void DenseVariable::CompleteStepLocked() {
-  // g = sum / global batch, applied once.
-  const bool skip_update = step_.skip_update();
-  if (!skip_update && parts_in_step_) {
-    DivideByCoverageLocked();
-  } else if (!skip_update && step_.batch_sum() > 0) {
-    const float inverse_batch = 1.0f / static_cast<float>(step_.batch_sum());
-    for (float& v : sum_) v *= inverse_batch;
-  }
   {
     absl::MutexLock lock(&mu_);
-    if (!skip_update) ApplyLocked(sum_);
+    if (!step_.skip_update()) ApplySumLocked();
     ++version_;
   }
-  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  std::fill(sum_.begin(), sum_.end(), 0.0);
   ClearCoverageLocked();
   step_.Next();
 }
 
-void DenseVariable::DivideByCoverageLocked() {
-  const int64_t rows = row_end_ - row_begin_;
-  if (rows == 0 || sum_.empty()) return;
-  // Element i's index of dimension d is i / inner[d] % dims[d] (the piece's
+void DenseVariable::ApplySumLocked() {
+  // g = sum / global batch (element by element when parts were pushed), the
+  // sum rounded to float once, applied a block at a time as in ApplyAsync.
+  constexpr int64_t kBlock = 4096;
+  float g[kBlock];
+  const int64_t n = static_cast<int64_t>(sum_.size());
+  const float inverse_batch = step_.batch_sum() > 0
+                                  ? 1.0f / static_cast<float>(step_.batch_sum())
+                                  : 1.0f;
+  const absl::Span<float> value = MutableValueLocked();
+  std::vector<float*> slots(slot_data_.size());
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t size = std::min(kBlock, n - begin);
+    for (int64_t i = 0; i < size; ++i) {
+      const float sum = static_cast<float>(sum_[begin + i]);
+      g[i] = parts_in_step_ ? sum * InverseCoverageLocked(begin + i)
+                            : sum * inverse_batch;
+    }
+    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + begin;
+    optimizer_->Apply(value.subspan(begin, size), absl::MakeConstSpan(g, size),
+                      slots, version_ + 1);
+  }
+}
+
+float DenseVariable::InverseCoverageLocked(int64_t i) const {
+  // Element i's index of dimension d is i / inner[d] % size[d] (the piece's
   // row for d = 0).
   const int rank = static_cast<int>(dim_batch_.size());
-  std::vector<int64_t> inner(rank, 1), size(rank, rows);
-  for (int d = rank - 2; d >= 0; --d) {
-    inner[d] = inner[d + 1] * def_.shape().dims(d + 1);
+  int64_t divisor = whole_batch_;
+  int64_t inner = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t size = d == 0 ? row_end_ - row_begin_ : def_.shape().dims(d);
+    if (!dim_batch_[d].empty()) divisor += dim_batch_[d][i / inner % size];
+    inner *= size;
   }
-  for (int d = 1; d < rank; ++d) size[d] = def_.shape().dims(d);
-  for (int64_t i = 0; i < static_cast<int64_t>(sum_.size()); ++i) {
-    int64_t divisor = whole_batch_;
-    for (int d = 0; d < rank; ++d) {
-      if (!dim_batch_[d].empty()) {
-        divisor += dim_batch_[d][i / inner[d] % size[d]];
-      }
-    }
-    // An element no contribution covered has a zero sum: it stays zero.
-    if (divisor > 0) sum_[i] *= 1.0f / static_cast<float>(divisor);
-  }
+  // An element no contribution covered has a zero sum: it stays zero.
+  return divisor > 0 ? 1.0f / static_cast<float>(divisor) : 0.0f;
 }
 
 void DenseVariable::ClearCoverageLocked() {

@@ -159,8 +159,11 @@ class DenseVariable {
   // element when parts were pushed), once, and starts the next step.
   void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Divides sum_ element by element by the batch sizes that covered it.
-  void DivideByCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
+  // Applies the step's sum divided by its global batch, and zeroes it.
+  void ApplySumLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_, mu_);
+  // 1 / the batch sizes that covered element i of the sum, or 0 when none.
+  float InverseCoverageLocked(int64_t i) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
   // Forgets the step's coverage (the step was applied or dropped).
   void ClearCoverageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);
 
@@ -183,7 +186,11 @@ class DenseVariable {
 
   // Sync mode: the current step's sum, allocated on the first sync push.
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::vector<float> sum_ ABSL_GUARDED_BY(sum_mu_);
+  // In double, so that the step's sum (rounded to float once) does not
+  // depend on the order in which its pushes came: float additions of three
+  // or more pushes round differently in different orders, and a rounding
+  // can flip a ReLU downstream.
+  std::vector<double> sum_ ABSL_GUARDED_BY(sum_mu_);
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
   // The step's coverage once a part was pushed to it: the batch sizes of its
   // whole contributions, and of its parts' per dimension d by index of d

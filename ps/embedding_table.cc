@@ -525,9 +525,9 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
         sum_positions_.try_emplace(ids[i], sum_ids_.size());
     if (added) {
       sum_ids_.push_back(ids[i]);
-      sum_values_.resize(sum_values_.size() + width_, 0.0f);
+      sum_values_.resize(sum_values_.size() + width_, 0.0);
     }
-    float* sum = sum_values_.data() + it->second * width_;
+    double* sum = sum_values_.data() + it->second * width_;
     for (int64_t j = 0; j < width_; ++j) sum[j] += g[i * width_ + j];
   }
   if (step_.complete()) CompleteStepLocked();
@@ -561,9 +561,10 @@ void EmbeddingTable::CompleteStepLocked() {
     rows.resize(by_id.size() * width_);
     for (size_t k = 0; k < by_id.size(); ++k) {
       touched.push_back(by_id[k].first);
-      std::memcpy(rows.data() + k * width_,
-                  sum_values_.data() + by_id[k].second * width_,
-                  width_ * sizeof(float));
+      const double* sum = sum_values_.data() + by_id[k].second * width_;
+      for (int64_t j = 0; j < width_; ++j) {
+        rows[k * width_ + j] = static_cast<float>(sum[j]);
+      }
     }
   }
   {

@@ -261,10 +261,11 @@ class EmbeddingTable {
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // The sync step's sums of row gradients, in one array that keeps its
   // capacity from step to step: sum_ids_[p]'s sum is sum_values_[p * width,
-  // (p + 1) * width), and sum_positions_[id] == p.
+  // (p + 1) * width), and sum_positions_[id] == p. In double, so that a
+  // sum (rounded to float once) does not depend on the pushes' order.
   absl::flat_hash_map<int64_t, int64_t> sum_positions_ ABSL_GUARDED_BY(sum_mu_);
   std::vector<int64_t> sum_ids_ ABSL_GUARDED_BY(sum_mu_);
-  std::vector<float> sum_values_ ABSL_GUARDED_BY(sum_mu_);
+  std::vector<double> sum_values_ ABSL_GUARDED_BY(sum_mu_);
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
 };
 

@@ -968,6 +968,36 @@ TEST(ShardSparse, SyncAppliesOnceAllWorkersPushed) {
                r.applied());
 }
 
+// In float, 1e8 + 1 - 1e8 is 0 and 1e8 - 1e8 + 1 is 1: a step's sum of three
+// pushes must not depend on the order in which they come.
+TEST(Shard, SyncSumsDoNotDependOnTheOrderOfPushes) {
+  const float big = 1e8f;
+  for (const std::vector<float>& order :
+       {std::vector<float>{big, -big, 1}, std::vector<float>{big, 1, -big}}) {
+    Shard shard{ShardOptions()};
+    CreateVariablesRequest create = Create(UpdateConfig::SYNC, 3);
+    const CreateVariablesRequest sparse = CreateSparse(UpdateConfig::SYNC, 3);
+    for (const ShardVariable& v : sparse.variables()) {
+      *create.add_variables() = v;
+    }
+    CreateVariablesResponse created;
+    ASSERT_TRUE(shard.CreateVariables(create, &created).ok());
+    PushSparseResponse pushed;
+    for (const float g : order) {
+      ASSERT_TRUE(Send(shard, Push(0, 1, {g, g, g, g}, {g, 0, 0})).ok());
+      ASSERT_TRUE(
+          shard.PushSparse(SparsePush("vocab", {1}, {g, g}, 0, 1), &pushed)
+              .ok());
+    }
+    // Every sum is 1, over the global batch 3, lr 0.5.
+    const float expected_w = 1.0f - 0.5f * (1.0f / 3.0f);
+    EXPECT_EQ(Pull(shard, "w", 1), std::vector<float>(4, expected_w));
+    PullSparseResponse pulled;
+    ASSERT_TRUE(shard.PullSparse(SparsePull("vocab", {1}, 1), &pulled).ok());
+    EXPECT_EQ(Rows(pulled), std::vector<float>(2, expected_w));
+  }
+}
+
 TEST(ShardSparse, RefusesBadIdsAndGradientsWithoutChangingAnything) {
   Shard shard{ShardOptions()};
   CreateVariablesResponse created;

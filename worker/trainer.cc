@@ -298,9 +298,11 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     input.labels = (*batch)->labels.data<int32_t>();
     input.batch = (*batch)->size();
     input.step = *step;
+    // Its block's place in the step's global batch (data/shard_plan.h),
+    // also at a last step with a short batch.
     input.example_offset = (options_.data_shard >= 0 ? options_.data_shard
                                                      : options_.worker_index) *
-                           input.batch;
+                           int64_t{config_->batch_size_per_worker()};
     if (binary_auc) {
       window_scores.resize(window_scores.size() + input.batch, NAN);
       input.scores = window_scores.data() + window_scores.size() - input.batch;

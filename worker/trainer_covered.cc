@@ -146,7 +146,8 @@ absl::StatusOr<int64_t> Trainer::TrainCoveredBatches(int64_t step,
     input.labels = covered.labels.data();
     input.batch = static_cast<int64_t>(covered.indices.size());
     input.step = ref.step;
-    input.example_offset = ref.worker * input.batch;
+    input.example_offset =
+        ref.worker * int64_t{config_->batch_size_per_worker()};
     absl::StatusOr<StepResult> extra =
         backend_->TrainStep(input, buffers.weights, &buffers.covered_gradients);
     if (!extra.ok()) {
