@@ -11,10 +11,8 @@ namespace worker {
 namespace cpu {
 namespace {
 
-using dnnl::memory;
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
-using Tag = dnnl::memory::format_tag;
 
 // Values (rows * channels) per chunk of the statistics' loops.
 constexpr int64_t kChunkValues = 16 * 1024;
@@ -42,9 +40,7 @@ absl::Status BatchNormOp::Init() {
     memory::desc data_md = F32Desc({s.rows, s.channels}, Tag::nc);
     memory::desc param_md = F32Desc({s.channels}, Tag::a);
     dnnl::primitive_attr attr = UserScratchpadAttr();
-    normalization_flags flags = normalization_flags::none;
-    if (s.scale) flags |= normalization_flags::use_scale;
-    if (s.center) flags |= normalization_flags::use_shift;
+    const normalization_flags flags = NormalizationFlags(s.scale, s.center);
 
     mean_.resize(s.channels);
     variance_.resize(s.channels);

@@ -10,10 +10,7 @@ namespace worker {
 namespace cpu {
 namespace {
 
-using dnnl::memory;
-using dnnl::normalization_flags;
 using dnnl::prop_kind;
-using Tag = dnnl::memory::format_tag;
 
 }  // namespace
 
@@ -38,9 +35,8 @@ absl::Status LayerNormOp::Init() {
     memory::desc stat_md = F32Desc({s.rows}, Tag::a);
     memory::desc param_md = F32Desc({s.width}, Tag::a);
     dnnl::primitive_attr attr = UserScratchpadAttr();
-    normalization_flags flags = normalization_flags::none;
-    if (s.scale) flags |= normalization_flags::use_scale;
-    if (s.center) flags |= normalization_flags::use_shift;
+    const dnnl::normalization_flags flags =
+        NormalizationFlags(s.scale, s.center);
 
     mean_.resize(s.rows);
     variance_.resize(s.rows);
