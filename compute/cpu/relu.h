@@ -41,9 +41,11 @@ class ReluOp : public OutputBackwardBase {
         num_elements_(num_elements),
         engine_(engine) {}
 
-  // y = max(x, 0); dx = dy where y > 0, else 0.
+  // y = max(x, 0), x == y allowed; dx = dy where y > 0, else 0, dy == dx
+  // allowed.
   absl::Status RunForward(const float* x, float* y) override;
   absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
+
   absl::Status Init();
 
   const int64_t num_elements_;

@@ -46,6 +46,7 @@ class SoftmaxOp : public OutputBackwardBase {
   // y)) per row.
   absl::Status RunForward(const float* x, float* y) override;
   absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
+
   absl::Status Init();
 
   const SoftmaxShape shape_;

@@ -40,6 +40,8 @@ class ReluOp : public OutputBackwardBase {
         num_elements_(num_elements),
         device_(device) {}
 
+  // y = max(x, 0), x == y allowed; dx = dy where y > 0, else 0, dy == dx
+  // allowed.
   absl::Status RunForward(const float* x, float* y) override;
   absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
 
