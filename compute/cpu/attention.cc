@@ -12,9 +12,6 @@ namespace worker {
 namespace cpu {
 namespace {
 
-using dnnl::memory;
-using Tag = dnnl::memory::format_tag;
-
 constexpr char kOp[] = "MultiHeadAttention";
 // No buffer holds more elements (16 TiB of floats): it could not be
 // allocated, and sizes stay far from int64 overflow.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
 #include "compute/cpu/parallel.h"
 
@@ -12,10 +11,8 @@ namespace worker {
 namespace cpu {
 namespace {
 
-using dnnl::memory;
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
-using Tag = dnnl::memory::format_tag;
 
 // Values (rows * channels) per chunk of the statistics' loops.
 constexpr int64_t kChunkValues = 16 * 1024;
@@ -26,12 +23,8 @@ absl::StatusOr<std::unique_ptr<BatchNormOp>> BatchNormOp::Create(
     const BatchNormShape& shape, Engine* engine) {
   absl::Status status = CheckPositive(
       "BatchNorm", {{"rows", shape.rows}, {"channels", shape.channels}});
+  if (status.ok()) status = CheckEpsilon(shape);
   if (!status.ok()) return status;
-  if (!(shape.epsilon >= 0) || !std::isfinite(shape.epsilon)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("BatchNorm: epsilon must be finite and non-negative, got ",
-                     shape.epsilon));
-  }
   std::unique_ptr<BatchNormOp> op(new BatchNormOp(shape, engine));
   status = op->Init();
   if (!status.ok()) return status;
@@ -47,9 +40,7 @@ absl::Status BatchNormOp::Init() {
     memory::desc data_md = F32Desc({s.rows, s.channels}, Tag::nc);
     memory::desc param_md = F32Desc({s.channels}, Tag::a);
     dnnl::primitive_attr attr = UserScratchpadAttr();
-    normalization_flags flags = normalization_flags::none;
-    if (s.scale) flags |= normalization_flags::use_scale;
-    if (s.center) flags |= normalization_flags::use_shift;
+    const normalization_flags flags = NormalizationFlags(s.scale, s.center);
 
     mean_.resize(s.channels);
     variance_.resize(s.channels);
@@ -102,87 +93,40 @@ absl::Status BatchNormOp::Init() {
   });
 }
 
-absl::Status BatchNormOp::CheckParams(const char* what, const float* gamma,
-                                      const float* beta) const {
-  if ((gamma != nullptr) != shape_.scale ||
-      (beta != nullptr) != shape_.center) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("BatchNorm ", what,
-                     ": gamma must be given iff scale, beta iff center"));
+absl::Status BatchNormOp::RunForwardTraining(const Buffers& b) {
+  Statistics(b.x);
+  const absl::Status status =
+      Guard("BatchNorm forward (training)", [&]() -> absl::Status {
+        SetHandle(x_mem_, b.x);
+        SetHandle(y_mem_, b.y);
+        if (shape_.scale) SetHandle(gamma_mem_, b.gamma);
+        if (shape_.center) SetHandle(beta_mem_, b.beta);
+        return engine_->Execute("BatchNorm forward (training)", normalize_,
+                                train_args_);
+      });
+  if (!status.ok()) return status;
+  if (b.batch_mean != nullptr)
+    std::copy(mean_.begin(), mean_.end(), b.batch_mean);
+  if (b.batch_var != nullptr) {
+    std::copy(variance_.begin(), variance_.end(), b.batch_var);
   }
   return absl::OkStatus();
 }
 
-absl::Status BatchNormOp::ForwardTraining(const float* x, const float* gamma,
-                                          const float* beta, float* y,
-                                          float* batch_mean, float* batch_var) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "BatchNorm forward (training): x and y are required");
-  }
-  absl::Status status = CheckParams("forward (training)", gamma, beta);
-  if (!status.ok()) return status;
-  has_forward_ = false;
-  Statistics(x);
-  status = Guard("BatchNorm forward (training)", [&]() -> absl::Status {
-    SetHandle(x_mem_, x);
-    SetHandle(y_mem_, y);
-    if (shape_.scale) SetHandle(gamma_mem_, gamma);
-    if (shape_.center) SetHandle(beta_mem_, beta);
-    return engine_->Execute("BatchNorm forward (training)", normalize_,
-                            train_args_);
-  });
-  if (!status.ok()) return status;
-  has_forward_ = true;
-  if (batch_mean != nullptr) std::copy(mean_.begin(), mean_.end(), batch_mean);
-  if (batch_var != nullptr) {
-    std::copy(variance_.begin(), variance_.end(), batch_var);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status BatchNormOp::ForwardInference(const float* x, const float* gamma,
-                                           const float* beta,
-                                           const float* moving_mean,
-                                           const float* moving_var, float* y) {
-  if (x == nullptr || y == nullptr || moving_mean == nullptr ||
-      moving_var == nullptr) {
-    return absl::InvalidArgumentError(
-        "BatchNorm forward (inference): x, moving_mean, moving_var and y are "
-        "required");
-  }
-  absl::Status status = CheckParams("forward (inference)", gamma, beta);
-  if (!status.ok()) return status;
+absl::Status BatchNormOp::RunForwardInference(const Buffers& b) {
   return Guard("BatchNorm forward (inference)", [&]() -> absl::Status {
-    SetHandle(x_mem_, x);
-    SetHandle(y_mem_, y);
-    SetHandle(moving_mean_mem_, moving_mean);
-    SetHandle(moving_var_mem_, moving_var);
-    if (shape_.scale) SetHandle(gamma_mem_, gamma);
-    if (shape_.center) SetHandle(beta_mem_, beta);
+    SetHandle(x_mem_, b.x);
+    SetHandle(y_mem_, b.y);
+    SetHandle(moving_mean_mem_, b.moving_mean);
+    SetHandle(moving_var_mem_, b.moving_var);
+    if (shape_.scale) SetHandle(gamma_mem_, b.gamma);
+    if (shape_.center) SetHandle(beta_mem_, b.beta);
     return engine_->Execute("BatchNorm forward (inference)", normalize_,
                             infer_args_);
   });
 }
 
-absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
-                                   const float* dy, float* dx, float* dgamma,
-                                   float* dbeta) {
-  if (x == nullptr || dy == nullptr) {
-    return absl::InvalidArgumentError(
-        "BatchNorm backward: x and dy are required");
-  }
-  if ((gamma != nullptr) != shape_.scale ||
-      (dgamma != nullptr) != shape_.scale ||
-      (dbeta != nullptr) != shape_.center) {
-    return absl::InvalidArgumentError(
-        "BatchNorm backward: gamma and dgamma must be given iff scale, dbeta "
-        "iff center");
-  }
-  if (!has_forward_) {
-    return absl::FailedPreconditionError(
-        "BatchNorm backward: no training Forward has run");
-  }
+absl::Status BatchNormOp::RunBackward(const Buffers& b) {
   const int64_t rows = shape_.rows, channels = shape_.channels;
   const int threads = engine_->num_threads();
   // Per channel and chunk of rows: sum dy * (x - mean) and sum dy; then the
@@ -193,8 +137,8 @@ absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
                    double* dbeta_part = dgamma_part + channels;
                    std::fill(dgamma_part, dgamma_part + 2 * channels, 0.0);
                    for (int64_t r = begin; r < end; ++r) {
-                     const float* x_row = x + r * channels;
-                     const float* dy_row = dy + r * channels;
+                     const float* x_row = b.x + r * channels;
+                     const float* dy_row = b.dy + r * channels;
                      for (int64_t c = 0; c < channels; ++c) {
                        dgamma_part[c] +=
                            dy_row[c] *
@@ -209,24 +153,24 @@ absl::Status BatchNormOp::Backward(const float* x, const float* gamma,
   for (int64_t c = 0; c < channels; ++c) {
     const double inv_std =
         1.0 / std::sqrt(static_cast<double>(variance_[c]) + shape_.epsilon);
-    if (dgamma != nullptr) {
-      dgamma[c] = static_cast<float>(dgamma_sum[c] * inv_std);
+    if (b.dgamma != nullptr) {
+      b.dgamma[c] = static_cast<float>(dgamma_sum[c] * inv_std);
     }
-    if (dbeta != nullptr) dbeta[c] = static_cast<float>(dbeta_sum[c]);
+    if (b.dbeta != nullptr) b.dbeta[c] = static_cast<float>(dbeta_sum[c]);
     // dx = a (dy - b - (x - mean) d), with a = gamma / std, b = mean dy
     // and d = sum dy (x - mean) / (var + epsilon) / rows.
-    const double g = gamma != nullptr ? gamma[c] : 1.0;
+    const double g = b.gamma != nullptr ? b.gamma[c] : 1.0;
     dx_scale_[c] = static_cast<float>(g * inv_std);
     dx_shift_[c] = static_cast<float>(dbeta_sum[c] / rows);
     dx_slope_[c] = static_cast<float>(dgamma_sum[c] * inv_std * inv_std / rows);
   }
-  if (dx == nullptr) return absl::OkStatus();
+  if (b.dx == nullptr) return absl::OkStatus();
   ParallelChunks(
       threads, rows, rows_per_chunk_, [&](int64_t, int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          const float* x_row = x + r * channels;
-          const float* dy_row = dy + r * channels;
-          float* dx_row = dx + r * channels;
+          const float* x_row = b.x + r * channels;
+          const float* dy_row = b.dy + r * channels;
+          float* dx_row = b.dx + r * channels;
           for (int64_t c = 0; c < channels; ++c) {
             dx_row[c] = dx_scale_[c] * (dy_row[c] - dx_shift_[c] -
                                         (x_row[c] - mean_[c]) * dx_slope_[c]);

@@ -62,6 +62,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/batch_norm_base.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -70,54 +71,29 @@ namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class BatchNormOp {
+// The public methods, their checks and their contract are BatchNormBase's
+// (compute/batch_norm_base.h); this is the oneDNN half.
+class BatchNormOp : public BatchNormBase {
  public:
   // INVALID_ARGUMENT for a non-positive size or an epsilon that is negative
   // or not finite; a oneDNN failure as a status naming BatchNorm.
   static absl::StatusOr<std::unique_ptr<BatchNormOp>> Create(
       const BatchNormShape& shape, Engine* engine);
 
-  BatchNormOp(const BatchNormOp&) = delete;
-  BatchNormOp& operator=(const BatchNormOp&) = delete;
-
-  const BatchNormShape& shape() const { return shape_; }
-
-  // Training: y [rows, channels] normalized with x's own statistics, which
-  // are written to batch_mean and batch_var ([channels] each; either may be
-  // null if not wanted) and kept for Backward. gamma [channels] is null iff
-  // !scale, beta [channels] null iff !center.
-  absl::Status ForwardTraining(const float* x, const float* gamma,
-                               const float* beta, float* y, float* batch_mean,
-                               float* batch_var);
-
-  // Inference: y normalized with the given moving_mean and moving_var
-  // ([channels] each, required). Leaves the kept statistics alone.
-  absl::Status ForwardInference(const float* x, const float* gamma,
-                                const float* beta, const float* moving_mean,
-                                const float* moving_var, float* y);
-
-  // The gradient of the last ForwardTraining, whose x this must be, from
-  // dy = dL/dy: overwrites dx [rows, channels] (may be null: not computed),
-  // dgamma (null iff !scale) and dbeta (null iff !center). gamma is null iff
-  // !scale. FAILED_PRECONDITION before any ForwardTraining.
-  absl::Status Backward(const float* x, const float* gamma, const float* dy,
-                        float* dx, float* dgamma, float* dbeta);
-
  private:
   BatchNormOp(const BatchNormShape& shape, Engine* engine)
-      : shape_(shape), engine_(engine) {}
+      : BatchNormBase(shape), engine_(engine) {}
 
   absl::Status Init();
-  absl::Status CheckParams(const char* what, const float* gamma,
-                           const float* beta) const;
+  absl::Status RunForwardTraining(const Buffers& b) override;
+  absl::Status RunForwardInference(const Buffers& b) override;
+  absl::Status RunBackward(const Buffers& b) override;
   // mean_ and variance_ of x, in double.
   void Statistics(const float* x);
   // sums_ = the sum over chunks of partials_, in chunk order.
   void SumPartials(int64_t rows);
 
-  const BatchNormShape shape_;
   Engine* const engine_;
-  bool has_forward_ = false;
 
   std::vector<float> mean_, variance_;  // The last training Forward's.
   std::vector<double> sums_;            // [2 * channels], for the loops.

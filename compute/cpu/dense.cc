@@ -7,12 +7,6 @@
 namespace pstrain {
 namespace worker {
 namespace cpu {
-namespace {
-
-using dnnl::memory;
-using Tag = dnnl::memory::format_tag;
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<DenseOp>> DenseOp::Create(
     const DenseShape& shape, Engine* engine) {

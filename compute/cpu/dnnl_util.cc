@@ -54,6 +54,13 @@ dnnl::memory UserMemory(const dnnl::memory::desc& desc,
   return dnnl::memory(desc, engine, DNNL_MEMORY_NONE);
 }
 
+dnnl::normalization_flags NormalizationFlags(bool scale, bool center) {
+  dnnl::normalization_flags flags = dnnl::normalization_flags::none;
+  if (scale) flags |= dnnl::normalization_flags::use_scale;
+  if (center) flags |= dnnl::normalization_flags::use_shift;
+  return flags;
+}
+
 dnnl::primitive_attr UserScratchpadAttr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

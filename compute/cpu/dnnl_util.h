@@ -23,6 +23,10 @@ namespace pstrain {
 namespace worker {
 namespace cpu {
 
+// The oneDNN names the CPU ops write unqualified (memory::desc, Tag::nhwc).
+using dnnl::memory;
+using Tag = dnnl::memory::format_tag;
+
 // A status for `error` thrown by oneDNN while `what` (e.g. "Conv2D forward:
 // create") ran: INVALID_ARGUMENT, UNIMPLEMENTED, RESOURCE_EXHAUSTED or
 // INTERNAL depending on oneDNN's status code; the message names both.
@@ -68,6 +72,10 @@ dnnl::memory UserMemory(const dnnl::memory::desc& desc,
 inline void SetHandle(const dnnl::memory& memory, const float* data) {
   memory.set_data_handle(const_cast<float*>(data));
 }
+
+// The flags of a Keras normalization (BatchNormalization,
+// LayerNormalization) with gamma iff `scale` and beta iff `center`.
+dnnl::normalization_flags NormalizationFlags(bool scale, bool center);
 
 // An attribute that makes the primitive use the scratchpad we pass it,
 // allocated once per op, instead of one managed by the library.

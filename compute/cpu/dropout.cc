@@ -1,9 +1,7 @@
 #include "compute/cpu/dropout.h"
 
 #include <array>
-#include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "compute/cpu/philox.h"
 
 namespace pstrain {
@@ -18,30 +16,16 @@ uint32_t Hi(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
 
 absl::StatusOr<std::unique_ptr<DropoutOp>> DropoutOp::Create(
     int64_t num_elements, float rate) {
-  if (num_elements <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Dropout: num_elements must be positive, got ", num_elements));
-  }
-  if (!(rate >= 0.0f && rate < 1.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Dropout: rate must be in [0, 1), got ", rate));
-  }
+  const absl::Status status = CheckArgs(num_elements, rate);
+  if (!status.ok()) return status;
   return std::unique_ptr<DropoutOp>(new DropoutOp(num_elements, rate));
 }
 
 DropoutOp::DropoutOp(int64_t num_elements, float rate)
-    : num_elements_(num_elements),
-      rate_(rate),
-      scale_(1.0f / (1.0f - rate)),
-      threshold_(static_cast<uint64_t>(
-          std::llround(static_cast<double>(rate) * 4294967296.0))),
-      mask_(num_elements) {}
+    : DropoutBase(num_elements, rate), mask_(num_elements) {}
 
-absl::Status DropoutOp::Forward(const float* x, const DropoutKey& key,
-                                float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Dropout forward: x and y are required");
-  }
+absl::Status DropoutOp::RunForward(const float* x, const DropoutKey& key,
+                                   float* y) {
   const std::array<uint32_t, 2> philox_key = {Lo(key.seed), Hi(key.seed)};
   std::array<uint32_t, 4> words{};
   for (int64_t i = 0; i < num_elements_; ++i) {
@@ -56,19 +40,10 @@ absl::Status DropoutOp::Forward(const float* x, const DropoutKey& key,
     mask_[i] = keep ? 1 : 0;
     y[i] = keep ? x[i] * scale_ : 0.0f;
   }
-  has_forward_ = true;
   return absl::OkStatus();
 }
 
-absl::Status DropoutOp::Backward(const float* dy, float* dx) {
-  if (dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "Dropout backward: dy and dx are required");
-  }
-  if (!has_forward_) {
-    return absl::FailedPreconditionError(
-        "Dropout backward: no Forward has run");
-  }
+absl::Status DropoutOp::RunBackward(const float* dy, float* dx) {
   for (int64_t i = 0; i < num_elements_; ++i) {
     dx[i] = mask_[i] ? dy[i] * scale_ : 0.0f;
   }

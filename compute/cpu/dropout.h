@@ -34,38 +34,22 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/dropout_base.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-struct DropoutKey {
-  uint64_t seed = 0;
-  uint64_t step = 0;
-  uint64_t offset = 0;
-};
+// The key type is DropoutKey (compute/dropout_base.h), named here too.
+using ::pstrain::worker::DropoutKey;
 
-class DropoutOp {
+// The public methods, their checks and their contract are DropoutBase's
+// (compute/dropout_base.h); this draws the mask on the host.
+class DropoutOp : public DropoutBase {
  public:
   // INVALID_ARGUMENT unless num_elements > 0 and 0 <= rate < 1.
   static absl::StatusOr<std::unique_ptr<DropoutOp>> Create(int64_t num_elements,
                                                            float rate);
-
-  DropoutOp(const DropoutOp&) = delete;
-  DropoutOp& operator=(const DropoutOp&) = delete;
-
-  int64_t num_elements() const { return num_elements_; }
-  float rate() const { return rate_; }
-  // 1 / (1 - rate), the factor kept elements are multiplied by.
-  float scale() const { return scale_; }
-
-  // y = x * mask * scale, drawing the mask for `key`; x == y allowed.
-  // With rate 0, y == x exactly.
-  absl::Status Forward(const float* x, const DropoutKey& key, float* y);
-
-  // dx = dy * mask * scale with the last Forward's mask; dy == dx allowed.
-  // FAILED_PRECONDITION before any Forward.
-  absl::Status Backward(const float* dy, float* dx);
 
   // The last Forward's mask: 1 kept, 0 dropped (for tests).
   const std::vector<uint8_t>& mask() const { return mask_; }
@@ -73,13 +57,11 @@ class DropoutOp {
  private:
   DropoutOp(int64_t num_elements, float rate);
 
-  const int64_t num_elements_;
-  const float rate_;
-  const float scale_;
-  // An element is kept iff its 32-bit draw is >= threshold_ (rate * 2^32).
-  const uint64_t threshold_;
+  absl::Status RunForward(const float* x, const DropoutKey& key,
+                          float* y) override;
+  absl::Status RunBackward(const float* dy, float* dx) override;
+
   std::vector<uint8_t> mask_;
-  bool has_forward_ = false;
 };
 
 }  // namespace cpu

@@ -127,6 +127,17 @@ TEST(DropoutOp, BackwardBeforeForwardFails) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(DropoutOp, NullBuffersAreInvalidArgumentNamingTheCall) {
+  std::unique_ptr<DropoutOp> op = Make(4, 0.5f);
+  std::vector<float> buffer(4);
+  EXPECT_EQ(
+      op->Forward(buffer.data(), DropoutKey(), nullptr),
+      absl::InvalidArgumentError("Dropout forward: x and y are required"));
+  EXPECT_EQ(
+      op->Backward(nullptr, buffer.data()),
+      absl::InvalidArgumentError("Dropout backward: dy and dx are required"));
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
 
 namespace pstrain {
@@ -11,10 +10,7 @@ namespace worker {
 namespace cpu {
 namespace {
 
-using dnnl::memory;
-using dnnl::normalization_flags;
 using dnnl::prop_kind;
-using Tag = dnnl::memory::format_tag;
 
 }  // namespace
 
@@ -22,12 +18,8 @@ absl::StatusOr<std::unique_ptr<LayerNormOp>> LayerNormOp::Create(
     const LayerNormShape& shape, Engine* engine) {
   absl::Status status = CheckPositive(
       "LayerNorm", {{"rows", shape.rows}, {"width", shape.width}});
+  if (status.ok()) status = CheckEpsilon(shape);
   if (!status.ok()) return status;
-  if (!(shape.epsilon >= 0) || !std::isfinite(shape.epsilon)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("LayerNorm: epsilon must be finite and non-negative, got ",
-                     shape.epsilon));
-  }
   std::unique_ptr<LayerNormOp> op(new LayerNormOp(shape, engine));
   status = op->Init();
   if (!status.ok()) return status;
@@ -43,9 +35,8 @@ absl::Status LayerNormOp::Init() {
     memory::desc stat_md = F32Desc({s.rows}, Tag::a);
     memory::desc param_md = F32Desc({s.width}, Tag::a);
     dnnl::primitive_attr attr = UserScratchpadAttr();
-    normalization_flags flags = normalization_flags::none;
-    if (s.scale) flags |= normalization_flags::use_scale;
-    if (s.center) flags |= normalization_flags::use_shift;
+    const dnnl::normalization_flags flags =
+        NormalizationFlags(s.scale, s.center);
 
     mean_.resize(s.rows);
     variance_.resize(s.rows);
@@ -106,47 +97,20 @@ absl::Status LayerNormOp::Init() {
   });
 }
 
-absl::Status LayerNormOp::Forward(const float* x, const float* gamma,
-                                  const float* beta, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "LayerNorm forward: x and y are required");
-  }
-  if ((gamma != nullptr) != shape_.scale ||
-      (beta != nullptr) != shape_.center) {
-    return absl::InvalidArgumentError(
-        "LayerNorm forward: gamma must be given iff scale, beta iff center");
-  }
+absl::Status LayerNormOp::RunForward(const float* x, const float* gamma,
+                                     const float* beta, float* y) {
   return Guard("LayerNorm forward", [&]() -> absl::Status {
     SetHandle(x_mem_, x);
     SetHandle(y_mem_, y);
     if (shape_.scale) SetHandle(gamma_mem_, gamma);
     if (shape_.center) SetHandle(beta_mem_, beta);
-    absl::Status status =
-        engine_->Execute("LayerNorm forward", fwd_, fwd_args_);
-    has_forward_ = status.ok();
-    return status;
+    return engine_->Execute("LayerNorm forward", fwd_, fwd_args_);
   });
 }
 
-absl::Status LayerNormOp::Backward(const float* x, const float* gamma,
-                                   const float* dy, float* dx, float* dgamma,
-                                   float* dbeta) {
-  if (x == nullptr || dy == nullptr) {
-    return absl::InvalidArgumentError(
-        "LayerNorm backward: x and dy are required");
-  }
-  if ((gamma != nullptr) != shape_.scale ||
-      (dgamma != nullptr) != shape_.scale ||
-      (dbeta != nullptr) != shape_.center) {
-    return absl::InvalidArgumentError(
-        "LayerNorm backward: gamma and dgamma must be given iff scale, dbeta "
-        "iff center");
-  }
-  if (!has_forward_) {
-    return absl::FailedPreconditionError(
-        "LayerNorm backward: no Forward has run");
-  }
+absl::Status LayerNormOp::RunBackward(const float* x, const float* gamma,
+                                      const float* dy, float* dx, float* dgamma,
+                                      float* dbeta) {
   if (dx == nullptr) {
     ParamGradients(x, dy, dgamma, dbeta);
     return absl::OkStatus();

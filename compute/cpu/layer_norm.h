@@ -46,36 +46,21 @@
 #include "absl/status/statusor.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
+#include "compute/layer_norm_base.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class LayerNormOp {
+// The public methods, their checks and their contract are LayerNormBase's
+// (compute/layer_norm_base.h); this is the oneDNN half.
+class LayerNormOp : public LayerNormBase {
  public:
   // INVALID_ARGUMENT for a non-positive size or an epsilon that is negative
   // or not finite; a oneDNN failure as a status naming LayerNorm.
   static absl::StatusOr<std::unique_ptr<LayerNormOp>> Create(
       const LayerNormShape& shape, Engine* engine);
-
-  LayerNormOp(const LayerNormOp&) = delete;
-  LayerNormOp& operator=(const LayerNormOp&) = delete;
-
-  const LayerNormShape& shape() const { return shape_; }
-
-  // y = gamma * xhat + beta, x and y [rows, width]; gamma [width] is null
-  // iff !scale, beta [width] null iff !center. Records each row's mean and
-  // variance for Backward.
-  absl::Status Forward(const float* x, const float* gamma, const float* beta,
-                       float* y);
-
-  // From dy = dL/dy, overwrites dx [rows, width] (may be null: not
-  // computed), dgamma [width] (null iff !scale) and dbeta [width] (null iff
-  // !center). x must be the last Forward's input; gamma is null iff !scale.
-  // FAILED_PRECONDITION before any Forward.
-  absl::Status Backward(const float* x, const float* gamma, const float* dy,
-                        float* dx, float* dgamma, float* dbeta);
 
   // The last Forward's per-row statistics, [rows] each.
   const std::vector<float>& mean() const { return mean_; }
@@ -83,16 +68,18 @@ class LayerNormOp {
 
  private:
   LayerNormOp(const LayerNormShape& shape, Engine* engine)
-      : shape_(shape), engine_(engine) {}
+      : LayerNormBase(shape), engine_(engine) {}
 
   absl::Status Init();
+  absl::Status RunForward(const float* x, const float* gamma, const float* beta,
+                          float* y) override;
+  absl::Status RunBackward(const float* x, const float* gamma, const float* dy,
+                           float* dx, float* dgamma, float* dbeta) override;
   // dgamma and dbeta without dx, in double.
   void ParamGradients(const float* x, const float* dy, float* dgamma,
                       float* dbeta);
 
-  const LayerNormShape shape_;
   Engine* const engine_;
-  bool has_forward_ = false;
 
   std::vector<float> mean_, variance_;
   std::vector<double> sums_;  // [2 * width], for ParamGradients.

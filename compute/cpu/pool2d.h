@@ -37,57 +37,30 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/cpu/dnnl_pool2d.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
-#include "compute/cpu/window.h"
-#include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class AvgPool2DOp {
+// Forward, Backward and their checks are Pool2DBase's
+// (compute/pool2d_base.h); the oneDNN work is DnnlPool2DOp's. Backward needs
+// no Forward.
+class AvgPool2DOp : public DnnlPool2DOp {
  public:
   // INVALID_ARGUMENT for a non-positive size or a pool larger than a valid
   // input; a oneDNN failure as a status naming AvgPool2D.
   static absl::StatusOr<std::unique_ptr<AvgPool2DOp>> Create(
       const Pool2DShape& shape, Engine* engine);
 
-  AvgPool2DOp(const AvgPool2DOp&) = delete;
-  AvgPool2DOp& operator=(const AvgPool2DOp&) = delete;
-
-  const Pool2DShape& shape() const { return shape_; }
-  int64_t out_height() const { return out_h_.output; }
-  int64_t out_width() const { return out_w_.output; }
-
-  // x: [N, H, W, C]; y: [N, out_height, out_width, C].
-  absl::Status Forward(const float* x, float* y);
-
-  // dx (overwritten) from dy; needs no Forward.
-  absl::Status Backward(const float* dy, float* dx);
-
  private:
-  AvgPool2DOp(const Pool2DShape& shape, Engine* engine, Window out_h,
-              Window out_w)
-      : shape_(shape), engine_(engine), out_h_(out_h), out_w_(out_w) {}
-
-  absl::Status Init();
-
-  const Pool2DShape shape_;
-  Engine* const engine_;
-  const Window out_h_;
-  const Window out_w_;
-
-  dnnl::memory x_mem_, y_mem_, dy_mem_, dx_mem_;
-  dnnl::pooling_forward fwd_;
-  std::unordered_map<int, dnnl::memory> fwd_args_;
-  dnnl::pooling_backward bwd_;
-  std::unordered_map<int, dnnl::memory> bwd_args_;
+  using DnnlPool2DOp::DnnlPool2DOp;
 };
 
 enum class GlobalPoolMode { kAverage, kMax };

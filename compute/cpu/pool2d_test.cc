@@ -262,6 +262,27 @@ TEST(GlobalPoolOp, CreateRefusesBadShapes) {
             "GlobalPool: batch must be positive, got -1");
 }
 
+TEST(AvgPool2DOp, BackwardNeedsNoForwardAndNullBuffersAreRefused) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  Pool2DShape s;  // One 2x2 window over a 2x2 input.
+  s.batch = 1;
+  s.height = 2;
+  s.width = 2;
+  s.channels = 1;
+  absl::StatusOr<std::unique_ptr<AvgPool2DOp>> pool =
+      AvgPool2DOp::Create(s, engine.get());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<float> dy = {2.0f}, dx(4);
+  ASSERT_EQ((*pool)->Backward(dy.data(), dx.data()), absl::OkStatus());
+  EXPECT_EQ(dx, (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(
+      (*pool)->Forward(dx.data(), nullptr),
+      absl::InvalidArgumentError("AvgPool2D forward: x and y are required"));
+  EXPECT_EQ(
+      (*pool)->Backward(nullptr, dx.data()),
+      absl::InvalidArgumentError("AvgPool2D backward: dy and dx are required"));
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

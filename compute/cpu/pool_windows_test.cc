@@ -51,6 +51,16 @@ TEST(CheckPool2D, RefusesNamingTheOpAndWhatIsWrong) {
   EXPECT_TRUE(absl::IsInvalidArgument(CheckPool2D("MaxPool2D", s).status()));
 }
 
+TEST(CheckPool2D, RefusesASizeAboveTheGivenLimitNamingIt) {
+  Pool2DShape s = Shape(2, Padding::kValid);
+  s.batch = int64_t{1} << 31;
+  EXPECT_TRUE(CheckPool2D("MaxPool2D", s).ok());  // No limit by default.
+  EXPECT_EQ(CheckPool2D("MaxPool2D", s, /*max_size=*/(int64_t{1} << 31) - 1)
+                .status()
+                .message(),
+            "MaxPool2D: batch must be at most 2147483647, got 2147483648");
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -50,10 +50,7 @@ absl::Status ReluOp::Init() {
   });
 }
 
-absl::Status ReluOp::Forward(const float* x, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("ReLU forward: x and y are required");
-  }
+absl::Status ReluOp::RunForward(const float* x, float* y) {
   return Guard("ReLU forward", [&]() -> absl::Status {
     SetHandle(x_mem_, x);
     SetHandle(y_mem_, y);
@@ -61,11 +58,7 @@ absl::Status ReluOp::Forward(const float* x, float* y) {
   });
 }
 
-absl::Status ReluOp::Backward(const float* y, const float* dy, float* dx) {
-  if (y == nullptr || dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "ReLU backward: y, dy and dx are required");
-  }
+absl::Status ReluOp::RunBackward(const float* y, const float* dy, float* dx) {
   return Guard("ReLU backward", [&]() -> absl::Status {
     SetHandle(y_mem_, y);
     SetHandle(dy_mem_, dy);

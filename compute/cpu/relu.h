@@ -18,32 +18,33 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compute/cpu/engine.h"
+#include "compute/output_backward_base.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class ReluOp {
+// Forward, Backward and their checks are OutputBackwardBase's
+// (compute/output_backward_base.h); this is the oneDNN half.
+class ReluOp : public OutputBackwardBase {
  public:
   // INVALID_ARGUMENT unless num_elements > 0.
   static absl::StatusOr<std::unique_ptr<ReluOp>> Create(int64_t num_elements,
                                                         Engine* engine);
 
-  ReluOp(const ReluOp&) = delete;
-  ReluOp& operator=(const ReluOp&) = delete;
-
   int64_t num_elements() const { return num_elements_; }
-
-  // y = max(x, 0); x == y allowed.
-  absl::Status Forward(const float* x, float* y);
-
-  // dx = dy where y > 0, else 0; y is Forward's output; dy == dx allowed.
-  absl::Status Backward(const float* y, const float* dy, float* dx);
 
  private:
   ReluOp(int64_t num_elements, Engine* engine)
-      : num_elements_(num_elements), engine_(engine) {}
+      : OutputBackwardBase("ReLU"),
+        num_elements_(num_elements),
+        engine_(engine) {}
+
+  // y = max(x, 0), x == y allowed; dx = dy where y > 0, else 0, dy == dx
+  // allowed.
+  absl::Status RunForward(const float* x, float* y) override;
+  absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
 
   absl::Status Init();
 

@@ -83,6 +83,19 @@ TEST(ReluOp, RejectsEmptySize) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ReluOp, NullBuffersAreInvalidArgumentNamingTheCall) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  absl::StatusOr<std::unique_ptr<ReluOp>> relu =
+      ReluOp::Create(3, engine.get());
+  ASSERT_TRUE(relu.ok()) << relu.status();
+  std::vector<float> buffer(3);
+  EXPECT_EQ((*relu)->Forward(buffer.data(), nullptr),
+            absl::InvalidArgumentError("ReLU forward: x and y are required"));
+  EXPECT_EQ(
+      (*relu)->Backward(buffer.data(), nullptr, buffer.data()),
+      absl::InvalidArgumentError("ReLU backward: y, dy and dx are required"));
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -47,10 +47,7 @@ absl::Status SoftmaxOp::Init() {
   });
 }
 
-absl::Status SoftmaxOp::Forward(const float* x, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Softmax forward: x and y are required");
-  }
+absl::Status SoftmaxOp::RunForward(const float* x, float* y) {
   return Guard("Softmax forward", [&]() -> absl::Status {
     SetHandle(x_mem_, x);
     SetHandle(y_mem_, y);
@@ -58,11 +55,8 @@ absl::Status SoftmaxOp::Forward(const float* x, float* y) {
   });
 }
 
-absl::Status SoftmaxOp::Backward(const float* y, const float* dy, float* dx) {
-  if (y == nullptr || dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "Softmax backward: y, dy and dx are required");
-  }
+absl::Status SoftmaxOp::RunBackward(const float* y, const float* dy,
+                                    float* dx) {
   return Guard("Softmax backward", [&]() -> absl::Status {
     SetHandle(y_mem_, y);
     SetHandle(dy_mem_, dy);

@@ -21,32 +21,31 @@
 #include "absl/status/statusor.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
+#include "compute/output_backward_base.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class SoftmaxOp {
+// Forward, Backward and their checks are OutputBackwardBase's
+// (compute/output_backward_base.h); this is the oneDNN half.
+class SoftmaxOp : public OutputBackwardBase {
  public:
   // INVALID_ARGUMENT for a non-positive size.
   static absl::StatusOr<std::unique_ptr<SoftmaxOp>> Create(
       const SoftmaxShape& shape, Engine* engine);
 
-  SoftmaxOp(const SoftmaxOp&) = delete;
-  SoftmaxOp& operator=(const SoftmaxOp&) = delete;
-
   const SoftmaxShape& shape() const { return shape_; }
-
-  // y[i, :] = softmax(x[i, :]); both [N, classes].
-  absl::Status Forward(const float* x, float* y);
-
-  // dx = y * (dy - sum(dy * y)) per row, from Forward's output y.
-  absl::Status Backward(const float* y, const float* dy, float* dx);
 
  private:
   SoftmaxOp(const SoftmaxShape& shape, Engine* engine)
-      : shape_(shape), engine_(engine) {}
+      : OutputBackwardBase("Softmax"), shape_(shape), engine_(engine) {}
+
+  // y[i, :] = softmax(x[i, :]), both [N, classes]; dx = y * (dy - sum(dy *
+  // y)) per row.
+  absl::Status RunForward(const float* x, float* y) override;
+  absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
 
   absl::Status Init();
 

@@ -68,6 +68,20 @@ TEST(SoftmaxOp, RejectsEmptyShape) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SoftmaxOp, NullBuffersAreInvalidArgumentNamingTheCall) {
+  std::unique_ptr<Engine> engine = MakeEngine();
+  absl::StatusOr<std::unique_ptr<SoftmaxOp>> softmax =
+      SoftmaxOp::Create({2, 3}, engine.get());
+  ASSERT_TRUE(softmax.ok()) << softmax.status();
+  std::vector<float> buffer(6);
+  EXPECT_EQ(
+      (*softmax)->Forward(nullptr, buffer.data()),
+      absl::InvalidArgumentError("Softmax forward: x and y are required"));
+  EXPECT_EQ((*softmax)->Backward(buffer.data(), buffer.data(), nullptr),
+            absl::InvalidArgumentError(
+                "Softmax backward: y, dy and dx are required"));
+}
+
 }  // namespace
 }  // namespace cpu
 }  // namespace worker

@@ -44,48 +44,22 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "compute/cpu/op_shapes.h"
+#include "compute/batch_norm_base.h"
 #include "compute/gpu/device.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-using ::pstrain::worker::cpu::BatchNormShape;
-
-class BatchNormOp {
+// The public methods, their checks and their contract are BatchNormBase's
+// (compute/batch_norm_base.h); this is the CUDA half.
+class BatchNormOp : public BatchNormBase {
  public:
   // INVALID_ARGUMENT for a non-positive size, more than INT32_MAX elements,
   // an epsilon that is negative or not finite, or a null device;
   // RESOURCE_EXHAUSTED when the statistics' buffers do not fit.
   static absl::StatusOr<std::unique_ptr<BatchNormOp>> Create(
       const BatchNormShape& shape, Device* device);
-
-  BatchNormOp(const BatchNormOp&) = delete;
-  BatchNormOp& operator=(const BatchNormOp&) = delete;
-
-  const BatchNormShape& shape() const { return shape_; }
-
-  // Training: y [rows, channels] normalized with x's own statistics, which
-  // are written to batch_mean and batch_var ([channels] each; either may be
-  // null if not wanted) and kept for Backward. gamma [channels] is null iff
-  // !scale, beta [channels] null iff !center.
-  absl::Status ForwardTraining(const float* x, const float* gamma,
-                               const float* beta, float* y, float* batch_mean,
-                               float* batch_var);
-
-  // Inference: y normalized with the given moving_mean and moving_var
-  // ([channels] each, required). Leaves the kept statistics alone.
-  absl::Status ForwardInference(const float* x, const float* gamma,
-                                const float* beta, const float* moving_mean,
-                                const float* moving_var, float* y);
-
-  // The gradient of the last ForwardTraining, whose x this must be, from
-  // dy = dL/dy: overwrites dx [rows, channels] (may be null: not computed),
-  // dgamma (null iff !scale) and dbeta (null iff !center). gamma is null iff
-  // !scale. FAILED_PRECONDITION before any ForwardTraining.
-  absl::Status Backward(const float* x, const float* gamma, const float* dy,
-                        float* dx, float* dgamma, float* dbeta);
 
   // mean_out = batch_mean * scale and var_out = batch_var * scale
   // ([channels] each, float32 products as the CPU stage's) from the last
@@ -98,14 +72,13 @@ class BatchNormOp {
 
  private:
   BatchNormOp(const BatchNormShape& shape, Device* device)
-      : shape_(shape), device_(device) {}
+      : BatchNormBase(shape), device_(device) {}
 
-  absl::Status CheckParams(const char* what, const float* gamma,
-                           const float* beta) const;
+  absl::Status RunForwardTraining(const Buffers& b) override;
+  absl::Status RunForwardInference(const Buffers& b) override;
+  absl::Status RunBackward(const Buffers& b) override;
 
-  const BatchNormShape shape_;
   Device* const device_;
-  bool has_forward_ = false;
 
   DeviceBuffer mean_, variance_;  // float [channels], the last training's.
   DeviceBuffer scratch_;          // double, for the kernels' column sums.

@@ -1,8 +1,5 @@
 #include "compute/gpu/dropout.h"
 
-#include <cmath>
-
-#include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
 #include "compute/gpu/kernels.h"
@@ -13,14 +10,7 @@ namespace gpu {
 
 absl::StatusOr<std::unique_ptr<DropoutOp>> DropoutOp::Create(
     int64_t num_elements, float rate, Device* device) {
-  if (num_elements <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Dropout: num_elements must be positive, got ", num_elements));
-  }
-  if (!(rate >= 0.0f && rate < 1.0f)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Dropout: rate must be in [0, 1), got ", rate));
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckArgs(num_elements, rate));
   if (device == nullptr) {
     return absl::InvalidArgumentError("Dropout: device is required");
   }
@@ -29,39 +19,17 @@ absl::StatusOr<std::unique_ptr<DropoutOp>> DropoutOp::Create(
   return op;
 }
 
-DropoutOp::DropoutOp(int64_t num_elements, float rate, Device* device)
-    : num_elements_(num_elements),
-      rate_(rate),
-      scale_(1.0f / (1.0f - rate)),
-      threshold_(static_cast<uint64_t>(
-          std::llround(static_cast<double>(rate) * 4294967296.0))),
-      device_(device) {}
-
-absl::Status DropoutOp::Forward(const float* x, const DropoutKey& key,
-                                float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Dropout forward: x and y are required");
-  }
-  has_forward_ = false;
+absl::Status DropoutOp::RunForward(const float* x, const DropoutKey& key,
+                                   float* y) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
-  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
+  return CudaStatus(
       LaunchDropoutForward(x, num_elements_, key.seed, key.step, key.offset,
                            threshold_, scale_, mask_.as<uint8_t>(), y,
                            device_->stream()),
-      "Dropout forward"));
-  has_forward_ = true;
-  return absl::OkStatus();
+      "Dropout forward");
 }
 
-absl::Status DropoutOp::Backward(const float* dy, float* dx) {
-  if (dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "Dropout backward: dy and dx are required");
-  }
-  if (!has_forward_) {
-    return absl::FailedPreconditionError(
-        "Dropout backward: no Forward has run");
-  }
+absl::Status DropoutOp::RunBackward(const float* dy, float* dx) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   return CudaStatus(
       LaunchDropoutBackward(dy, mask_.as<uint8_t>(), num_elements_, scale_, dx,
@@ -70,7 +38,7 @@ absl::Status DropoutOp::Backward(const float* dy, float* dx) {
 }
 
 absl::Status DropoutOp::CopyMaskToHost(std::vector<uint8_t>* mask) {
-  if (!has_forward_) {
+  if (!has_forward()) {
     return absl::FailedPreconditionError("Dropout mask: no Forward has run");
   }
   mask->resize(num_elements_);

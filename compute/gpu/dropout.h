@@ -25,17 +25,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "compute/cpu/dropout.h"
+#include "compute/dropout_base.h"
 #include "compute/gpu/device.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-// The CPU's key type: the same (seed, step, offset) means the same mask.
-using ::pstrain::worker::cpu::DropoutKey;
-
-class DropoutOp {
+// The public methods, their checks and their contract are DropoutBase's
+// (compute/dropout_base.h); this draws the mask on the device.
+class DropoutOp : public DropoutBase {
  public:
   // INVALID_ARGUMENT unless num_elements > 0, 0 <= rate < 1 and device is not
   // null.
@@ -43,38 +42,20 @@ class DropoutOp {
                                                            float rate,
                                                            Device* device);
 
-  DropoutOp(const DropoutOp&) = delete;
-  DropoutOp& operator=(const DropoutOp&) = delete;
-
-  int64_t num_elements() const { return num_elements_; }
-  float rate() const { return rate_; }
-  // 1 / (1 - rate), the factor kept elements are multiplied by.
-  float scale() const { return scale_; }
-
-  // y = x * mask * scale, drawing the mask for `key`; x == y allowed.
-  // With rate 0, y == x exactly.
-  absl::Status Forward(const float* x, const DropoutKey& key, float* y);
-
-  // dx = dy * mask * scale with the last Forward's mask; dy == dx allowed.
-  // FAILED_PRECONDITION before any Forward.
-  absl::Status Backward(const float* dy, float* dx);
-
   // Copies the last Forward's mask (1 kept, 0 dropped) to the host, waiting
   // for the stream (for tests). FAILED_PRECONDITION before any Forward.
   absl::Status CopyMaskToHost(std::vector<uint8_t>* mask);
 
  private:
-  DropoutOp(int64_t num_elements, float rate, Device* device);
+  DropoutOp(int64_t num_elements, float rate, Device* device)
+      : DropoutBase(num_elements, rate), device_(device) {}
 
-  const int64_t num_elements_;
-  const float rate_;
-  const float scale_;
-  // An element is kept iff its 32-bit draw is >= threshold_ (rate * 2^32),
-  // computed as the CPU op does.
-  const uint64_t threshold_;
+  absl::Status RunForward(const float* x, const DropoutKey& key,
+                          float* y) override;
+  absl::Status RunBackward(const float* dy, float* dx) override;
+
   Device* const device_;
   DeviceBuffer mask_;  // uint8 [num_elements]
-  bool has_forward_ = false;
 };
 
 }  // namespace gpu

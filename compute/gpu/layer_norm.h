@@ -29,16 +29,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "compute/cpu/op_shapes.h"
 #include "compute/gpu/device.h"
+#include "compute/layer_norm_base.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-using ::pstrain::worker::cpu::LayerNormShape;
-
-class LayerNormOp {
+// The public methods, their checks and their contract are LayerNormBase's
+// (compute/layer_norm_base.h); this is the CUDA half.
+class LayerNormOp : public LayerNormBase {
  public:
   // INVALID_ARGUMENT for a non-positive size, more than INT32_MAX elements,
   // an epsilon that is negative or not finite, or a null device;
@@ -46,35 +46,20 @@ class LayerNormOp {
   static absl::StatusOr<std::unique_ptr<LayerNormOp>> Create(
       const LayerNormShape& shape, Device* device);
 
-  LayerNormOp(const LayerNormOp&) = delete;
-  LayerNormOp& operator=(const LayerNormOp&) = delete;
-
-  const LayerNormShape& shape() const { return shape_; }
-
-  // y = gamma * xhat + beta, x and y [rows, width]; gamma [width] is null
-  // iff !scale, beta [width] null iff !center. Records each row's mean and
-  // variance for Backward.
-  absl::Status Forward(const float* x, const float* gamma, const float* beta,
-                       float* y);
-
-  // From dy = dL/dy, overwrites dx [rows, width] (may be null: not
-  // computed), dgamma [width] (null iff !scale) and dbeta [width] (null iff
-  // !center). x must be the last Forward's input; gamma is null iff !scale.
-  // FAILED_PRECONDITION before any Forward.
-  absl::Status Backward(const float* x, const float* gamma, const float* dy,
-                        float* dx, float* dgamma, float* dbeta);
-
   // The last Forward's per-row statistics, device pointers to [rows].
   const float* mean() const { return mean_.floats(); }
   const float* variance() const { return variance_.floats(); }
 
  private:
   LayerNormOp(const LayerNormShape& shape, Device* device)
-      : shape_(shape), device_(device) {}
+      : LayerNormBase(shape), device_(device) {}
 
-  const LayerNormShape shape_;
+  absl::Status RunForward(const float* x, const float* gamma, const float* beta,
+                          float* y) override;
+  absl::Status RunBackward(const float* x, const float* gamma, const float* dy,
+                           float* dx, float* dgamma, float* dbeta) override;
+
   Device* const device_;
-  bool has_forward_ = false;
 
   DeviceBuffer mean_, variance_;  // float [rows]
   DeviceBuffer scratch_;          // double, for dgamma's and dbeta's sums.

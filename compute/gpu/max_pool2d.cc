@@ -1,5 +1,6 @@
 #include "compute/gpu/max_pool2d.h"
 
+#include <cstdint>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -28,39 +29,29 @@ PadGeometry Geometry(const Pool2DShape& s, const Window& h, const Window& w) {
 
 }  // namespace
 
-MaxPool2DOp::MaxPool2DOp(const Pool2DShape& shape, Device* device, Window out_h,
-                         Window out_w)
-    : shape_(shape),
+MaxPool2DOp::MaxPool2DOp(const Pool2DShape& shape, const PoolWindows& windows,
+                         Device* device)
+    : Pool2DBase(kOp, shape, windows, /*backward_needs_forward=*/true),
       device_(device),
-      out_h_(out_h),
-      out_w_(out_w),
-      pads_input_(out_h.pad_before + out_h.pad_after + out_w.pad_before +
-                      out_w.pad_after >
+      pads_input_(out_h_.pad_before + out_h_.pad_after + out_w_.pad_before +
+                      out_w_.pad_after >
                   0),
-      geometry_(Geometry(shape, out_h, out_w)) {}
+      geometry_(Geometry(shape, out_h_, out_w_)) {}
 
 absl::StatusOr<std::unique_ptr<MaxPool2DOp>> MaxPool2DOp::Create(
     const Pool2DShape& shape, Device* device) {
-  PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, {{"batch", shape.batch},
-                                          {"height", shape.height},
-                                          {"width", shape.width},
-                                          {"channels", shape.channels},
-                                          {"pool_h", shape.pool_h},
-                                          {"pool_w", shape.pool_w},
-                                          {"stride_h", shape.stride_h},
-                                          {"stride_w", shape.stride_w}}));
-  PSTRAIN_ASSIGN_OR_RETURN(const Window out_h,
-                           cpu::KerasWindow(shape.height, shape.pool_h,
-                                            shape.stride_h, shape.padding));
-  PSTRAIN_ASSIGN_OR_RETURN(const Window out_w,
-                           cpu::KerasWindow(shape.width, shape.pool_w,
-                                            shape.stride_w, shape.padding));
+  // Sizes within cuDNN's int.
+  PSTRAIN_ASSIGN_OR_RETURN(
+      const PoolWindows windows,
+      cpu::CheckPool2D(kOp, shape, std::numeric_limits<int32_t>::max()));
+  const Window& out_h = windows.height;
+  const Window& out_w = windows.width;
   PSTRAIN_RETURN_IF_ERROR(CheckElements(
       kOp, "padded x",
       {shape.batch, shape.height + out_h.pad_before + out_h.pad_after,
        shape.width + out_w.pad_before + out_w.pad_after, shape.channels}));
   PSTRAIN_RETURN_IF_ERROR(CheckDevice(kOp, device));
-  std::unique_ptr<MaxPool2DOp> op(new MaxPool2DOp(shape, device, out_h, out_w));
+  std::unique_ptr<MaxPool2DOp> op(new MaxPool2DOp(shape, windows, device));
   PSTRAIN_RETURN_IF_ERROR(op->Init());
   return op;
 }
@@ -106,12 +97,7 @@ absl::Status MaxPool2DOp::Init() {
   return absl::OkStatus();
 }
 
-absl::Status MaxPool2DOp::Forward(const float* x, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "MaxPool2D forward: x and y are required");
-  }
-  has_forward_ = false;
+absl::Status MaxPool2DOp::RunForward(const float* x, float* y) {
   cudaStream_t stream = device_->stream();
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   if (pads_input_) {
@@ -137,19 +123,10 @@ absl::Status MaxPool2DOp::Forward(const float* x, float* y) {
       CudaStatus(cudaMemcpyAsync(y, y_copy_.data(), y_copy_.bytes(),
                                  cudaMemcpyDeviceToDevice, stream),
                  "MaxPool2D forward: copy y"));
-  has_forward_ = true;
   return absl::OkStatus();
 }
 
-absl::Status MaxPool2DOp::Backward(const float* dy, float* dx) {
-  if (dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "MaxPool2D backward: dy and dx are required");
-  }
-  if (!has_forward_) {
-    return absl::FailedPreconditionError(
-        "MaxPool2D backward: no Forward has run");
-  }
+absl::Status MaxPool2DOp::RunBackward(const float* dy, float* dx) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   const float one = 1.0f;
   const float zero = 0.0f;

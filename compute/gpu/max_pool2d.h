@@ -33,22 +33,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "compute/cpu/op_shapes.h"
-#include "compute/cpu/window.h"
 #include "compute/gpu/cudnn_util.h"
 #include "compute/gpu/device.h"
 #include "compute/gpu/kernels.h"
+#include "compute/pool2d_base.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-using ::pstrain::worker::cpu::Padding;
-using ::pstrain::worker::cpu::Window;
-
-using ::pstrain::worker::cpu::Pool2DShape;
-
-class MaxPool2DOp {
+// Forward, Backward and their checks are Pool2DBase's
+// (compute/pool2d_base.h); this is the cuDNN half.
+class MaxPool2DOp : public Pool2DBase {
  public:
   // INVALID_ARGUMENT for a non-positive size, a pool larger than a valid
   // input or a null device; a CUDA or cuDNN failure as a status naming
@@ -56,36 +52,21 @@ class MaxPool2DOp {
   static absl::StatusOr<std::unique_ptr<MaxPool2DOp>> Create(
       const Pool2DShape& shape, Device* device);
 
-  MaxPool2DOp(const MaxPool2DOp&) = delete;
-  MaxPool2DOp& operator=(const MaxPool2DOp&) = delete;
-
-  const Pool2DShape& shape() const { return shape_; }
-  int64_t out_height() const { return out_h_.output; }
-  int64_t out_width() const { return out_w_.output; }
   // Whether Keras pads this shape (the op then pools a padded copy).
   bool pads_input() const { return pads_input_; }
 
-  // x: [N, H, W, C]; y: [N, out_height, out_width, C].
-  absl::Status Forward(const float* x, float* y);
-
-  // dx (overwritten) from dy, through the maxima of the last Forward.
-  // FAILED_PRECONDITION before any Forward.
-  absl::Status Backward(const float* dy, float* dx);
-
  private:
-  MaxPool2DOp(const Pool2DShape& shape, Device* device, Window out_h,
-              Window out_w);
+  MaxPool2DOp(const Pool2DShape& shape, const PoolWindows& windows,
+              Device* device);
 
   absl::Status Init();
+  absl::Status RunForward(const float* x, float* y) override;
+  absl::Status RunBackward(const float* dy, float* dx) override;
 
-  const Pool2DShape shape_;
   Device* const device_;
-  const Window out_h_;
-  const Window out_w_;
   const bool pads_input_;
   // Where x sits inside its (possibly padded) copy.
   const PadGeometry geometry_;
-  bool has_forward_ = false;
 
   TensorDescriptor x_desc_;  // The padded copy's shape.
   TensorDescriptor y_desc_;

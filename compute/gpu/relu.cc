@@ -20,20 +20,13 @@ absl::StatusOr<std::unique_ptr<ReluOp>> ReluOp::Create(int64_t num_elements,
   return std::unique_ptr<ReluOp>(new ReluOp(num_elements, device));
 }
 
-absl::Status ReluOp::Forward(const float* x, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("ReLU forward: x and y are required");
-  }
+absl::Status ReluOp::RunForward(const float* x, float* y) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   return CudaStatus(LaunchReluForward(x, num_elements_, y, device_->stream()),
                     "ReLU forward");
 }
 
-absl::Status ReluOp::Backward(const float* y, const float* dy, float* dx) {
-  if (y == nullptr || dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "ReLU backward: y, dy and dx are required");
-  }
+absl::Status ReluOp::RunBackward(const float* y, const float* dy, float* dx) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   return CudaStatus(
       LaunchReluBackward(y, dy, num_elements_, dx, device_->stream()),

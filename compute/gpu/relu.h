@@ -18,31 +18,32 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compute/gpu/device.h"
+#include "compute/output_backward_base.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-class ReluOp {
+// Forward, Backward and their checks are OutputBackwardBase's
+// (compute/output_backward_base.h); this is the CUDA half.
+class ReluOp : public OutputBackwardBase {
  public:
   // INVALID_ARGUMENT unless num_elements > 0 and device is not null.
   static absl::StatusOr<std::unique_ptr<ReluOp>> Create(int64_t num_elements,
                                                         Device* device);
 
-  ReluOp(const ReluOp&) = delete;
-  ReluOp& operator=(const ReluOp&) = delete;
-
   int64_t num_elements() const { return num_elements_; }
-
-  // y = max(x, 0); x == y allowed.
-  absl::Status Forward(const float* x, float* y);
-
-  // dx = dy where y > 0, else 0; y is Forward's output; dy == dx allowed.
-  absl::Status Backward(const float* y, const float* dy, float* dx);
 
  private:
   ReluOp(int64_t num_elements, Device* device)
-      : num_elements_(num_elements), device_(device) {}
+      : OutputBackwardBase("ReLU"),
+        num_elements_(num_elements),
+        device_(device) {}
+
+  // y = max(x, 0), x == y allowed; dx = dy where y > 0, else 0, dy == dx
+  // allowed.
+  absl::Status RunForward(const float* x, float* y) override;
+  absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
 
   const int64_t num_elements_;
   Device* const device_;

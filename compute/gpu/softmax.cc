@@ -27,10 +27,7 @@ absl::StatusOr<std::unique_ptr<SoftmaxOp>> SoftmaxOp::Create(
   return op;
 }
 
-absl::Status SoftmaxOp::Forward(const float* x, float* y) {
-  if (x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Softmax forward: x and y are required");
-  }
+absl::Status SoftmaxOp::RunForward(const float* x, float* y) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   const float one = 1.0f;
   const float zero = 0.0f;
@@ -41,11 +38,8 @@ absl::Status SoftmaxOp::Forward(const float* x, float* y) {
       "Softmax forward: cudnnSoftmaxForward");
 }
 
-absl::Status SoftmaxOp::Backward(const float* y, const float* dy, float* dx) {
-  if (y == nullptr || dy == nullptr || dx == nullptr) {
-    return absl::InvalidArgumentError(
-        "Softmax backward: y, dy and dx are required");
-  }
+absl::Status SoftmaxOp::RunBackward(const float* y, const float* dy,
+                                    float* dx) {
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   const float one = 1.0f;
   const float zero = 0.0f;

@@ -22,6 +22,7 @@
 #include "compute/cpu/op_shapes.h"
 #include "compute/gpu/cudnn_util.h"
 #include "compute/gpu/device.h"
+#include "compute/output_backward_base.h"
 
 namespace pstrain {
 namespace worker {
@@ -29,26 +30,22 @@ namespace gpu {
 
 using ::pstrain::worker::cpu::SoftmaxShape;
 
-class SoftmaxOp {
+// Forward, Backward and their checks are OutputBackwardBase's
+// (compute/output_backward_base.h); this is the cuDNN half.
+class SoftmaxOp : public OutputBackwardBase {
  public:
   // INVALID_ARGUMENT for a non-positive size or a null device.
   static absl::StatusOr<std::unique_ptr<SoftmaxOp>> Create(
       const SoftmaxShape& shape, Device* device);
 
-  SoftmaxOp(const SoftmaxOp&) = delete;
-  SoftmaxOp& operator=(const SoftmaxOp&) = delete;
-
   const SoftmaxShape& shape() const { return shape_; }
-
-  // y[i, :] = softmax(x[i, :]); both [N, classes].
-  absl::Status Forward(const float* x, float* y);
-
-  // dx = y * (dy - sum(dy * y)) per row, from Forward's output y.
-  absl::Status Backward(const float* y, const float* dy, float* dx);
 
  private:
   SoftmaxOp(const SoftmaxShape& shape, Device* device)
-      : shape_(shape), device_(device) {}
+      : OutputBackwardBase("Softmax"), shape_(shape), device_(device) {}
+
+  absl::Status RunForward(const float* x, float* y) override;
+  absl::Status RunBackward(const float* y, const float* dy, float* dx) override;
 
   const SoftmaxShape shape_;
   Device* const device_;
