@@ -111,8 +111,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
                 slots_[i].num_bytes());
   }
   version_ = version;
-  ++interruptions_;
-  interruption_ = "it was restored from a checkpoint";
+  interruptions_.Add("it was restored from a checkpoint");
   std::fill(sum_.begin(), sum_.end(), 0.0);
   ClearCoverageLocked();
   step_.Reset();
@@ -121,23 +120,24 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
 absl::StatusOr<int64_t> DenseVariable::Read(
     int64_t min_version, absl::Time deadline, int needed,
     const std::function<void(const ValueView&)>& read) const {
-  int64_t interruptions = 0;
+  int64_t seen = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
-    interruptions = interruptions_;
+    seen = interruptions_.count();
   }
-  auto ready = [this, min_version,
-                interruptions]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return version_ >= min_version || interruptions_ != interruptions;
+  auto ready = [this, min_version, seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version || interruptions_.count() != seen;
   };
   int64_t version = 0;
   {
     const bool done =
         mu_.ReaderLockWhenWithDeadline(absl::Condition(&ready), deadline);
     version = version_;
-    const bool interrupted = interruptions_ != interruptions;
-    const std::string why = interrupted ? interruption_ : "";
-    if (done && !interrupted) {
+    const absl::Status gave_up =
+        interruptions_.count() != seen
+            ? interruptions_.GaveUp(name(), min_version)
+            : absl::OkStatus();
+    if (done && gave_up.ok()) {
       ValueView value;
       value.version = version_;
       value.data = static_cast<const char*>(value_->raw_data());
@@ -146,11 +146,7 @@ absl::StatusOr<int64_t> DenseVariable::Read(
       read(value);
     }
     mu_.ReaderUnlock();
-    if (interrupted) {
-      return absl::AbortedError(absl::StrCat(
-          "variable '", name(), "': a pull waiting for version ", min_version,
-          " gave up: ", why));
-    }
+    if (!gave_up.ok()) return gave_up;
     if (done) return version;
   }
   int arrived;
@@ -260,14 +256,12 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
 
 void DenseVariable::Interrupt(const std::string& why) {
   absl::MutexLock lock(&mu_);
-  ++interruptions_;
-  interruption_ = why;
+  interruptions_.Add(why);
 }
 
 void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
   absl::MutexLock sum_lock(&sum_mu_);
-  step_.SetWorkers(needed, absent);
-  if (step_.complete()) CompleteStepLocked();
+  if (step_.SetWorkers(needed, absent)) CompleteStepLocked();
 }
 
 void DenseVariable::CompleteStepLocked() {

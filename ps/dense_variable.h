@@ -33,6 +33,7 @@
 #include "common/tensor.h"
 #include "proto/training.pb.h"
 #include "ps/dense_part.h"
+#include "ps/interruptions.h"
 #include "ps/optimizer.h"
 #include "ps/sync_step.h"
 
@@ -179,10 +180,9 @@ class DenseVariable {
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  // Restore() and Interrupt() calls so far: a waiting Read gives up when it
-  // changes, saying why the last one happened.
-  int64_t interruptions_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string interruption_ ABSL_GUARDED_BY(mu_);
+  // Restore() and Interrupt() calls so far: a waiting Read gives up when
+  // they change, saying why the last one happened.
+  Interruptions interruptions_ ABSL_GUARDED_BY(mu_);
 
   // Sync mode: the current step's sum, allocated on the first sync push.
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -229,8 +229,7 @@ void EmbeddingTable::Restore(const std::vector<int64_t>& ids,
   }
   next_sweep_ = 0;
   version_ = version;
-  ++interruptions_;
-  interruption_ = "it was restored from a checkpoint";
+  interruptions_.Add("it was restored from a checkpoint");
   ClearSumsLocked();
   step_.Reset();
 }
@@ -381,24 +380,21 @@ absl::StatusOr<int64_t> EmbeddingTable::Read(absl::Span<const int64_t> ids,
                                              int64_t min_version,
                                              absl::Time deadline, float* out,
                                              bool read_only) {
-  int64_t interruptions = 0;
+  int64_t seen = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
-    interruptions = interruptions_;
+    seen = interruptions_.count();
   }
-  auto ready = [this, min_version,
-                interruptions]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return version_ >= min_version || interruptions_ != interruptions;
+  auto ready = [this, min_version, seen]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return version_ >= min_version || interruptions_.count() != seen;
   };
   // Exclusive: reading may create rows of a growing table.
   const bool done =
       mu_.LockWhenWithDeadline(absl::Condition(&ready), deadline);
-  if (interruptions_ != interruptions) {
-    const std::string why = interruption_;
+  if (interruptions_.count() != seen) {
+    const absl::Status gave_up = interruptions_.GaveUp(name(), min_version);
     mu_.Unlock();
-    return absl::AbortedError(absl::StrCat(
-        "variable '", name(), "': a pull waiting for version ", min_version,
-        " gave up: ", why));
+    return gave_up;
   }
   if (!done) {
     const int64_t version = version_;
@@ -536,14 +532,12 @@ bool EmbeddingTable::AccumulateSync(int64_t version,
 
 void EmbeddingTable::Interrupt(const std::string& why) {
   absl::MutexLock lock(&mu_);
-  ++interruptions_;
-  interruption_ = why;
+  interruptions_.Add(why);
 }
 
 void EmbeddingTable::SetWorkers(int needed, absl::Span<const int> absent) {
   absl::MutexLock sum_lock(&sum_mu_);
-  step_.SetWorkers(needed, absent);
-  if (step_.complete()) CompleteStepLocked();
+  if (step_.SetWorkers(needed, absent)) CompleteStepLocked();
 }
 
 void EmbeddingTable::CompleteStepLocked() {

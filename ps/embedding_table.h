@@ -53,6 +53,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/training.pb.h"
+#include "ps/interruptions.h"
 #include "ps/optimizer.h"
 #include "ps/sync_step.h"
 
@@ -253,10 +254,9 @@ class EmbeddingTable {
   int64_t next_sweep_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rows_expired_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rows_evicted_ ABSL_GUARDED_BY(mu_) = 0;
-  // Restore() and Interrupt() calls so far: a waiting Read gives up when it
-  // changes, saying why the last one happened.
-  int64_t interruptions_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string interruption_ ABSL_GUARDED_BY(mu_);
+  // Restore() and Interrupt() calls so far: a waiting Read gives up when
+  // they change, saying why the last one happened.
+  Interruptions interruptions_ ABSL_GUARDED_BY(mu_);
 
   mutable absl::Mutex sum_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // The sync step's sums of row gradients, in one array that keeps its

@@ -35,11 +35,12 @@ void SyncStep::Next() {
   skip_update_ = false;
 }
 
-void SyncStep::SetWorkers(int needed, absl::Span<const int> absent) {
+bool SyncStep::SetWorkers(int needed, absl::Span<const int> absent) {
   needed_ = needed;
   absent_.assign(absent.begin(), absent.end());
   absent_contributions_ = 0;
   for (int worker : contributors_) absent_contributions_ += IsAbsent(worker);
+  return complete();
 }
 
 void SyncStep::Reset() {

@@ -71,8 +71,9 @@ class SyncStep {
   // The step was applied: the next one starts empty.
   void Next();
   // Contributions a step needs (>= 1), and the workers presumed dead, whose
-  // gradients are refused from now on.
-  void SetWorkers(int needed, absl::Span<const int> absent);
+  // gradients are refused from now on. Returns complete(): a step that
+  // waited for a worker now absent may have what it needs.
+  bool SetWorkers(int needed, absl::Span<const int> absent);
   // The variable was restored: no step holds anything.
   void Reset();
 
