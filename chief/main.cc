@@ -237,7 +237,8 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
           "PEM certificate of the cluster CA: the chief serves only tasks "
-          "whose certificate it signed, and trusts only ps tasks it signed");
+          "whose certificate this CA signed, and trusts only ps tasks it "
+          "signed");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
           "dropped): the chief serves only calls carrying it (gRPC's health "
