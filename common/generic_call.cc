@@ -48,6 +48,13 @@ void GenericCall::Proceed(bool ok) {
   }
 }
 
+void GenericCall::DeleteQueuedCalls(grpc::ServerCompletionQueue* cq) {
+  cq->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) delete static_cast<GenericCall*>(tag);
+}
+
 void GenericCall::ReadNext() { stream_.Read(&incoming_, this); }
 
 void GenericCall::Finish(grpc::Status status) {

@@ -22,6 +22,8 @@
 //   new MyServer::Call(server);  // asks gRPC for the first call
 //   // the thread serving the queue:
 //   while (cq->Next(&tag, &ok)) static_cast<GenericCall*>(tag)->Proceed(ok);
+//   // at the end, the server shut down and that thread stopped:
+//   GenericCall::DeleteQueuedCalls(cq);
 //
 // The call's address is the tag of its one pending operation. Between two
 // operations it runs on the thread that polls the queue, or on whichever
@@ -47,6 +49,10 @@ class GenericCall {
   // the call when it is over, or when the server shuts down before a call
   // came.
   void Proceed(bool ok);
+
+  // Shuts `cq` down and deletes the calls whose operations are still on it.
+  // REQUIRES: the server was shut down and no thread polls `cq` any more.
+  static void DeleteQueuedCalls(grpc::ServerCompletionQueue* cq);
 
  protected:
   // Each request message's bytes; an empty message may have no slice.

@@ -55,13 +55,11 @@ class TestServer {
     });
   }
   ~TestServer() {
+    // Calls in flight are cancelled while the thread still polls.
     server_->Shutdown(absl::ToChronoTime(absl::Now()));
     stop_.Notify();
     thread_.join();
-    cq_->Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (cq_->Next(&tag, &ok)) delete static_cast<GenericCall*>(tag);
+    GenericCall::DeleteQueuedCalls(cq_.get());
   }
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }

@@ -92,10 +92,7 @@ HealthServer::~HealthServer() {
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
   stop_.Notify();
   thread_.join();
-  cq_->Shutdown();
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq_->Next(&tag, &ok)) delete static_cast<GenericCall*>(tag);
+  GenericCall::DeleteQueuedCalls(cq_.get());
 }
 
 void HealthServer::Poll() {
