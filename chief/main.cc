@@ -20,7 +20,6 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <random>
 #include <string>
@@ -42,12 +41,14 @@
 #include "chief/safetensors.h"
 #include "collective/replica_checkpoint.h"
 #include "common/command_line.h"
+#include "common/exit_status.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
 #include "common/process.h"
 #include "common/status_macros.h"
+#include "common/task_security.h"
 #include "common/tf_config.h"
 #include "common/update_config.h"
 #include "compute/loss_config.h"
@@ -229,17 +230,20 @@ ABSL_FLAG(std::string, export_safetensors, "",
           "Write the variables of --model_dir's newest good checkpoint to "
           "this safetensors file and exit (no training)");
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate of this task, signed by --tls_ca: turns on mutual "
-          "TLS for every channel and this task's server (with --tls_key "
-          "and --tls_ca)");
+          "PEM certificate the chief presents, signed by --tls_ca: with "
+          "--tls_key and --tls_ca, the chief serves only mutual-TLS calls "
+          "(the ps tasks', the workers') and calls the ps tasks over TLS, "
+          "which know it as the chief by TF_CONFIG's chief host in it");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
-          "PEM certificate of the cluster CA: the only issuer whose "
-          "certificates this task accepts from its peers");
+          "PEM certificate of the cluster CA: the chief serves only tasks "
+          "whose certificate this CA signed, and trusts only ps tasks it "
+          "signed");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
-          "dropped): sent on every call, and required of every caller of "
-          "this task's service (gRPC's health service excepted)");
+          "dropped): the chief serves only calls carrying it (gRPC's health "
+          "service excepted); its own calls carry --chief_token_file's, an "
+          "evaluator task's this one");
 ABSL_FLAG(std::string, chief_token_file, "",
           "File holding the chief's own token, distinct from "
           "--auth_token_file's and given to the ps tasks alone: the chief "
@@ -249,22 +253,6 @@ ABSL_FLAG(std::string, chief_token_file, "",
 
 namespace pstrain {
 namespace {
-
-int Fail(absl::string_view message) {
-  std::cerr << message << std::endl;
-  return 2;
-}
-
-// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
-absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
-  GrpcSecurityFiles files;
-  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  files.tls_key = absl::GetFlag(FLAGS_tls_key);
-  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  files.chief_token_file = absl::GetFlag(FLAGS_chief_token_file);
-  return LoadGrpcSecurity(files);
-}
 
 // The --embedding_* and --ftrl_* flags (and --momentum, --nesterov).
 chief::EmbeddingSettings EmbeddingSettingsFromFlags() {
@@ -381,8 +369,7 @@ int ExportSafetensors(const std::string& path) {
   absl::Status status = variables.status();
   if (status.ok()) status = chief::WriteSafetensors(path, *variables);
   if (!status.ok()) {
-    LogError(absl::StrCat("chief: export: ", status.message()));
-    return 1;
+    return FailTask("chief", absl::StrCat("export: ", status.message()));
   }
   LogInfo(absl::StrCat("chief: exported ", variables->size(), " variables of ",
                        checkpoint->dir, " (step ", checkpoint->index.step(),
@@ -426,15 +413,20 @@ int Main() {
     return ExportSafetensors(absl::GetFlag(FLAGS_export_safetensors));
   }
   if (absl::Status flags = CheckChiefFlags(); !flags.ok()) {
-    return Fail(flags.message());
+    return FailUsage(flags.message());
   }
 
   absl::StatusOr<TfConfig> tf_config =
       ReadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"),
                    JOB_CHIEF, JOB_EVALUATOR);
-  if (!tf_config.ok()) return Fail(tf_config.status().message());
-  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
-  if (!security.ok()) return Fail(security.status().message());
+  if (!tf_config.ok()) return FailUsage(tf_config.status().message());
+  // The chief's role adds its own token; an evaluator's is a worker's.
+  absl::StatusOr<GrpcSecurity> security = LoadTaskSecurity(
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_auth_token_file),
+       absl::GetFlag(FLAGS_chief_token_file)},
+      tf_config->task.job());
+  if (!security.ok()) return FailUsage(security.status().message());
   if (tf_config->task.job() == JOB_EVALUATOR) {
     chief::EvaluatorTaskOptions options;
     options.data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -444,25 +436,14 @@ int Main() {
     options.threads = absl::GetFlag(FLAGS_threads);
     const absl::Status status =
         chief::RunEvaluatorTask(*tf_config, *security, options);
-    if (absl::IsInvalidArgument(status)) return Fail(status.message());
-    if (!status.ok()) {
-      LogError(absl::StrCat("evaluator: ", status.message()));
-      return 1;
-    }
+    if (!status.ok()) return FailStart(status, "evaluator");
     LogInfo("evaluator: the run is finished");
     return 0;
   }
-  if (!security->auth_token.empty() && security->chief_token.empty() &&
-      !security->tls()) {
-    return Fail(
-        "--chief_token_file: needed with --auth_token_file (the ps "
-        "tasks accept the chief's calls only with it)");
-  }
-  security->is_chief = true;
   const ClusterSpec& cluster = tf_config->cluster;
   absl::StatusOr<chief::RunSetup> run =
       chief::SetUpRun(RunSettingsFromFlags(), cluster);
-  if (!run.ok()) return Fail(run.status().message());
+  if (!run.ok()) return FailUsage(run.status().message());
   const bool collective = run->collective;
   const TrainingConfig& config = run->config;
   const worker::ModelSpec& spec = run->spec;
@@ -481,7 +462,7 @@ int Main() {
           worker::WithLocalTables(spec, driver_options.eval_batch), config,
           absl::GetFlag(FLAGS_threads));
   if (!evaluator.ok()) {
-    return Fail(absl::StrCat("--model: ", evaluator.status().message()));
+    return FailUsage(absl::StrCat("--model: ", evaluator.status().message()));
   }
   LogInfo(absl::StrCat("chief: loss ",
                        worker::DescribeLoss(spec, config.loss()),
@@ -495,29 +476,20 @@ int Main() {
                         run->length.steps_per_epoch, run->length.total_steps,
                         collective);
   chief::ChiefService service(&state, security->auth_token);
-  absl::StatusOr<HostPort> address = cluster.Address(tf_config->task);
-  if (!address.ok()) return Fail(address.status().message());
-  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
+  absl::StatusOr<HostPort> address =
+      ListenAddress(*tf_config, absl::GetFlag(FLAGS_port));
+  if (!address.ok()) return FailUsage(address.status().message());
   MetricsRegistry metrics;
   AddProcessMetrics(&metrics, "chief", "cpu");
   chief::ChiefMetrics chief_metrics(&metrics, &state);
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
       ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
                          &metrics, "chief");
-  if (absl::IsInvalidArgument(metrics_server.status())) {
-    return Fail(metrics_server.status().message());
-  }
-  if (!metrics_server.ok()) {
-    LogError(absl::StrCat("chief: ", metrics_server.status().message()));
-    return 1;
-  }
+  if (!metrics_server.ok()) return FailStart(metrics_server.status(), "chief");
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
       address->ToString(), {&service}, &bound_port, *security);
-  if (!server.ok()) {
-    LogError(absl::StrCat("chief: ", server.status().message()));
-    return 1;
-  }
+  if (!server.ok()) return FailTask("chief", server.status().message());
   LogInfo(absl::StrCat(
       "chief listening on ", address->host, ":", bound_port, " (",
       DescribeGrpcSecurity(*security), "); run ", run_id, ": model ",
@@ -540,7 +512,7 @@ int Main() {
   if (!collective) {
     ps = ps::PsClusterClient::Create(std::move(clients), run->placement,
                                      spec.variables);
-    if (!ps.ok()) return Fail(ps.status().message());
+    if (!ps.ok()) return FailUsage(ps.status().message());
   }
 
   driver_options.model_dir = absl::GetFlag(FLAGS_model_dir);

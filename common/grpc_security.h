@@ -38,7 +38,9 @@ namespace pstrain {
 
 // The files a process's security comes from ("" where not given). The TLS
 // files are PEM; the token file holds the token (trailing whitespace, such as
-// the newline an editor adds, is dropped).
+// the newline an editor adds, is dropped). A main.cc fills it from its flags
+// in this order: {--tls_cert, --tls_key, --tls_ca, --auth_token_file,
+// --chief_token_file}.
 struct GrpcSecurityFiles {
   std::string tls_cert;
   std::string tls_key;

@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/generic_call.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
 #include "common/health_check.h"
@@ -17,88 +18,53 @@ constexpr char kExpectedOne[] = "expected one HealthCheckRequest";
 
 }  // namespace
 
-// One call, from gRPC's match to its status; its address is the tag of its
-// one pending operation.
-class HealthServer::Call {
+// One call: a health check is answered, anything else refused.
+class HealthServer::Call : public GenericCall {
  public:
-  // Asks gRPC for the next call.
-  explicit Call(HealthServer* server) : server_(server), stream_(&context_) {
-    server_->generic_.RequestCall(&context_, &stream_, server_->cq_.get(),
-                                  server_->cq_.get(), this);
-  }
-
-  void Proceed(bool ok) {
-    switch (state_) {
-      case State::kWaiting:
-        if (!ok) {  // the server is shutting down
-          delete this;
-          return;
-        }
-        new Call(server_);
-        if (context_.method() != kHealthCheckMethod) {
-          Finish(grpc::Status(
-              grpc::StatusCode::UNIMPLEMENTED,
-              "this server answers only grpc.health.v1.Health/Check"));
-          return;
-        }
-        state_ = State::kReading;
-        stream_.Read(&incoming_, this);
-        return;
-      case State::kReading:
-        if (ok) {
-          // An empty message may arrive as no buffer at all.
-          std::vector<grpc::Slice> slices;
-          if (++messages_ > 1 ||
-              (incoming_.Valid() && !incoming_.Dump(&slices).ok())) {
-            Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                kExpectedOne));
-            return;
-          }
-          for (const grpc::Slice& s : slices) {
-            request_.append(reinterpret_cast<const char*>(s.begin()), s.size());
-          }
-          stream_.Read(&incoming_, this);
-          return;
-        }
-        Answer();
-        return;
-      case State::kFinishing:
-        delete this;
-        return;
-    }
-  }
+  explicit Call(HealthServer* server)
+      : GenericCall(&server->generic_, server->cq_.get()), server_(server) {}
 
  private:
-  enum class State { kWaiting, kReading, kFinishing };
+  void Matched() override {
+    new Call(server_);
+    if (context().method() != kHealthCheckMethod) {
+      Finish(
+          grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                       "this server answers only grpc.health.v1.Health/Check"));
+      return;
+    }
+    ReadNext();
+  }
 
-  void Answer() {
+  void Received() override {
+    if (requests().size() > 1 || unreadable()) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, kExpectedOne));
+      return;
+    }
+    ReadNext();
+  }
+
+  void HalfClosed() override {
+    std::string request;
+    if (requests().size() == 1) {
+      for (const grpc::Slice& s : requests()[0]) {
+        request.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
     absl::StatusOr<std::string> reply =
-        messages_ == 1 ? AnswerHealthCheck(request_, "", /*serving=*/true)
-                       : absl::InvalidArgumentError(kExpectedOne);
+        requests().size() == 1
+            ? AnswerHealthCheck(request, "", /*serving=*/true)
+            : absl::InvalidArgumentError(kExpectedOne);
     if (!reply.ok()) {
       Finish(ToGrpcStatus(reply.status()));
       return;
     }
     grpc::Slice bytes(std::move(*reply));
-    reply_ = grpc::ByteBuffer(&bytes, 1);
-    state_ = State::kFinishing;
-    stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK,
-                           this);
-  }
-
-  void Finish(const grpc::Status& status) {
-    state_ = State::kFinishing;
-    stream_.Finish(status, this);
+    replies().emplace_back(&bytes, 1);
+    Finish(grpc::Status::OK);
   }
 
   HealthServer* const server_;
-  State state_ = State::kWaiting;
-  grpc::GenericServerContext context_;
-  grpc::GenericServerAsyncReaderWriter stream_;
-  grpc::ByteBuffer incoming_;
-  int messages_ = 0;
-  std::string request_;
-  grpc::ByteBuffer reply_;
 };
 
 absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(
@@ -126,10 +92,7 @@ HealthServer::~HealthServer() {
   server_->Shutdown(absl::ToChronoTime(absl::Now()));
   stop_.Notify();
   thread_.join();
-  cq_->Shutdown();
-  void* tag = nullptr;
-  bool ok = false;
-  while (cq_->Next(&tag, &ok)) delete static_cast<Call*>(tag);
+  GenericCall::DeleteQueuedCalls(cq_.get());
 }
 
 void HealthServer::Poll() {
@@ -142,7 +105,7 @@ void HealthServer::Poll() {
     bool ok = false;
     while (cq_->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
            grpc::CompletionQueue::GOT_EVENT) {
-      static_cast<Call*>(tag)->Proceed(ok);
+      static_cast<GenericCall*>(tag)->Proceed(ok);
       wait = absl::Milliseconds(1);
     }
   }

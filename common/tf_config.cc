@@ -270,4 +270,11 @@ absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
   return config;
 }
 
+absl::StatusOr<HostPort> ListenAddress(const TfConfig& config, int port) {
+  PSTRAIN_ASSIGN_OR_RETURN(HostPort address,
+                           config.cluster.Address(config.task));
+  if (port != 0) address.port = port;
+  return address;
+}
+
 }  // namespace pstrain

@@ -64,6 +64,12 @@ absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,
                                       const char* env_value, JobType expected,
                                       JobType also = JOB_UNSPECIFIED);
 
+// Where this task listens: its address in `config`'s cluster, with `port` in
+// place of the cluster's port when not 0 (a binary's --port). NOT_FOUND
+// naming the task when the cluster does not list it (an evaluator need not
+// be).
+absl::StatusOr<HostPort> ListenAddress(const TfConfig& config, int port);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_TF_CONFIG_H_

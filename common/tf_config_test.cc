@@ -333,6 +333,29 @@ TEST(ReadTfConfig, ChecksTheBinarysRole) {
   EXPECT_TRUE(ReadTfConfig(evaluator, nullptr, JOB_CHIEF, JOB_EVALUATOR).ok());
 }
 
+TEST(ListenAddress, IsTheTasksAddressWithThePortFlagInPlaceOfItsPort) {
+  const TfConfig ps = MustParse(
+      R"({"cluster": {"ps": ["p0:2222", "p1:2223"], "worker": ["w:1"]},
+          "task": {"type": "ps", "index": 1}})");
+  absl::StatusOr<HostPort> address = ListenAddress(ps, 0);
+  ASSERT_TRUE(address.ok()) << address.status();
+  EXPECT_EQ(address->ToString(), "p1:2223");
+  address = ListenAddress(ps, 9000);
+  ASSERT_TRUE(address.ok()) << address.status();
+  EXPECT_EQ(address->ToString(), "p1:9000");
+}
+
+TEST(ListenAddress, AnUnlistedEvaluatorHasNone) {
+  const TfConfig evaluator = MustParse(
+      R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]},
+          "task": {"type": "evaluator", "index": 0}})");
+  absl::StatusOr<HostPort> address = ListenAddress(evaluator, 9000);
+  ASSERT_FALSE(address.ok());
+  EXPECT_EQ(address.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(address.status().message(),
+            "task evaluator:0 is not in the cluster");
+}
+
 }  // namespace
 }  // namespace pstrain
 

@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,11 +21,13 @@
 #include "chief/chief_client.h"
 #include "common/atomic_file.h"
 #include "common/command_line.h"
+#include "common/exit_status.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
 #include "common/process.h"
+#include "common/task_security.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
 #include "ps/ps_metrics.h"
@@ -63,17 +64,18 @@ ABSL_FLAG(absl::Duration, chief_patience, absl::Minutes(10),
 ABSL_FLAG(int, shutdown_grace_seconds, 10,
           "On SIGTERM, how long in-flight requests may take to finish");
 ABSL_FLAG(std::string, tls_cert, "",
-          "PEM certificate of this task, signed by --tls_ca: turns on mutual "
-          "TLS for every channel and this task's server (with --tls_key "
-          "and --tls_ca)");
+          "PEM certificate the ps presents, signed by --tls_ca: with "
+          "--tls_key and --tls_ca, the ps serves only mutual-TLS calls (the "
+          "workers', the chief's) and heartbeats to the chief over TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
-          "PEM certificate of the cluster CA: the only issuer whose "
-          "certificates this task accepts from its peers");
+          "PEM certificate of the cluster CA: the ps serves only callers "
+          "whose certificate this CA signed, and trusts only a chief it "
+          "signed");
 ABSL_FLAG(std::string, auth_token_file, "",
           "File holding the cluster's shared token (a trailing newline is "
-          "dropped): sent on every call, and required of every caller of "
-          "this task's service (gRPC's health service excepted)");
+          "dropped): the ps serves only calls carrying it (gRPC's health "
+          "service excepted), and sends it with its heartbeats to the chief");
 ABSL_FLAG(std::string, chief_token_file, "",
           "File holding the chief's own token (the chief's "
           "--chief_token_file): only calls carrying it may create, save, "
@@ -82,29 +84,6 @@ ABSL_FLAG(std::string, chief_token_file, "",
 
 namespace pstrain {
 namespace {
-
-int Fail(absl::string_view message) {
-  std::cerr << message << std::endl;
-  return 2;
-}
-
-// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
-absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
-  GrpcSecurityFiles files;
-  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  files.tls_key = absl::GetFlag(FLAGS_tls_key);
-  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  files.chief_token_file = absl::GetFlag(FLAGS_chief_token_file);
-  absl::StatusOr<GrpcSecurity> security = LoadGrpcSecurity(files);
-  if (security.ok() && !security->auth_token.empty() &&
-      security->chief_token.empty() && !security->tls()) {
-    return absl::InvalidArgumentError(
-        "--chief_token_file: needed with --auth_token_file (without it or "
-        "mutual TLS, any worker could call the chief's methods)");
-  }
-  return security;
-}
 
 // Physical memory, or 1 TiB where the system does not say.
 int64_t PhysicalMemoryBytes() {
@@ -121,12 +100,16 @@ int Main() {
 
   absl::StatusOr<TfConfig> config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_PS);
-  if (!config.ok()) return Fail(config.status().message());
-  absl::StatusOr<HostPort> address = config->cluster.Address(config->task);
-  if (!address.ok()) return Fail(address.status().message());
-  if (absl::GetFlag(FLAGS_port) != 0) address->port = absl::GetFlag(FLAGS_port);
-  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
-  if (!security.ok()) return Fail(security.status().message());
+  if (!config.ok()) return FailUsage(config.status().message());
+  absl::StatusOr<HostPort> address =
+      ListenAddress(*config, absl::GetFlag(FLAGS_port));
+  if (!address.ok()) return FailUsage(address.status().message());
+  absl::StatusOr<GrpcSecurity> security = LoadTaskSecurity(
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_auth_token_file),
+       absl::GetFlag(FLAGS_chief_token_file)},
+      JOB_PS);
+  if (!security.ok()) return FailUsage(security.status().message());
 
   ps::ShardOptions shard_options;
   shard_options.ps_task = config->task.index();
@@ -138,24 +121,25 @@ int Main() {
   } else if (nan_policy == "abort") {
     shard_options.nan_policy = NAN_ABORT;
   } else if (!nan_policy.empty()) {
-    return Fail(absl::StrCat("--nan_policy: \"", nan_policy,
-                             "\" is not reject, skip_step or abort"));
+    return FailUsage(absl::StrCat("--nan_policy: \"", nan_policy,
+                                  "\" is not reject, skip_step or abort"));
   }
   const int pull_threads = absl::GetFlag(FLAGS_pull_threads);
   if (pull_threads < 1) {
-    return Fail(
+    return FailUsage(
         absl::StrCat("--pull_threads: ", pull_threads, " must be >= 1"));
   }
   const int64_t max_bytes = absl::GetFlag(FLAGS_max_shard_bytes);
   if (max_bytes < 0) {
-    return Fail(absl::StrCat("--max_shard_bytes: ", max_bytes, " is negative"));
+    return FailUsage(
+        absl::StrCat("--max_shard_bytes: ", max_bytes, " is negative"));
   }
   shard_options.max_bytes = max_bytes > 0 ? max_bytes : PhysicalMemoryBytes();
   const std::string ledger_path = absl::GetFlag(FLAGS_count_batches);
   shard_options.count_batches = !ledger_path.empty();
   shard_options.checkpoint_root = absl::GetFlag(FLAGS_model_dir);
   if (shard_options.checkpoint_root.empty()) {
-    return Fail("--model_dir: empty (the run's checkpoints go there)");
+    return FailUsage("--model_dir: empty (the run's checkpoints go there)");
   }
   shard_options.on_abort = [](const absl::Status& status) {
     LogError(absl::StrCat("aborting (nan_policy abort): ", status.message()));
@@ -169,13 +153,9 @@ int Main() {
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
       ServeMetricsOnPort(address->host, absl::GetFlag(FLAGS_metrics_port),
                          &metrics, absl::StrCat("ps ", config->task.index()));
-  if (absl::IsInvalidArgument(metrics_server.status())) {
-    return Fail(metrics_server.status().message());
-  }
   if (!metrics_server.ok()) {
-    LogError(absl::StrCat("ps ", config->task.index(), ": ",
-                          metrics_server.status().message()));
-    return 1;
+    return FailStart(metrics_server.status(),
+                     absl::StrCat("ps ", config->task.index()));
   }
   ps::PsServiceOptions service_options;
   if (*metrics_server != nullptr) service_options.metrics = &ps_metrics;
@@ -189,9 +169,8 @@ int Main() {
   const absl::Status started =
       service.Start(address->ToString(), &bound_port, *security);
   if (!started.ok()) {
-    LogError(absl::StrCat("ps ", config->task.index(), ": ",
-                          started.message()));
-    return 1;
+    return FailTask(absl::StrCat("ps ", config->task.index()),
+                    started.message());
   }
   LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
                        config->cluster.NumTasks(JOB_PS), " listening on ",

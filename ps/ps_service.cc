@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/generic_call.h"
 #include "common/grpc_options.h"
 #include "common/grpc_status.h"
 #include "common/health_check.h"
@@ -138,61 +139,31 @@ const PsService::Method PsService::kMethods[] = {
      &PsService::Unary<&Shard::SetWorkers>},
 };
 
-// One call, from gRPC's match to its status: reads the request messages
-// (until the client half-closes), has them served, writes the replies and
-// the status, then deletes itself. Its address is the tag of its pending
-// operation, of which it has one at a time; between two, it runs on the
-// service thread, or on a pool thread while a blocking method is served.
-class PsService::Call {
+// One call (common/generic_call.h): its request messages (until the client
+// half-closes) are served on the service thread, or on a pool thread while a
+// blocking method is served.
+class PsService::Call : public GenericCall {
  public:
-  // Asks gRPC for the next call.
-  explicit Call(PsService* service) : service_(service), stream_(&context_) {
-    service_->generic_.RequestCall(&context_, &stream_, service_->cq_.get(),
-                                   service_->cq_.get(), this);
-  }
-  ~Call() {
-    if (state_ != State::kWaiting) service_->CallDone();
-  }
-
-  // The pending operation is done; `ok` says whether it succeeded.
-  void Proceed(bool ok) {
-    switch (state_) {
-      case State::kWaiting:
-        if (!ok) {  // the server is shutting down
-          delete this;
-          return;
-        }
-        service_->CallStarted();
-        new Call(service_);
-        Begin();
-        return;
-      case State::kReading:
-        if (ok) {
-          Read();
-          return;
-        }
-        Serve();
-        return;
-      case State::kWriting:
-        if (!ok) {  // the client is gone: only the status is left to try
-          reply_.clear();
-          status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "pull stream broken");
-        }
-        WriteNext();
-        return;
-      case State::kFinishing:
-        delete this;
-        return;
-    }
+  explicit Call(PsService* service)
+      : GenericCall(&service->generic_, service->cq_.get()),
+        service_(service) {}
+  ~Call() override {
+    if (matched()) service_->CallDone();
   }
 
  private:
-  enum class State { kWaiting, kReading, kWriting, kFinishing };
+  void Matched() override {
+    service_->CallStarted();
+    new Call(service_);
+    Begin();
+  }
+  void Finishing(const grpc::Status& status) override {
+    if (metrics_ != nullptr) Record(status);
+  }
 
   // Refuses the call at once, or starts reading its request.
   void Begin() {
-    absl::string_view name = context_.method();
+    absl::string_view name = context().method();
     if (name == kHealthCheckMethod) {
       health_ = true;
     } else {
@@ -208,34 +179,30 @@ class PsService::Call {
         }
       }
       if (method_ == nullptr) {
-        Answer(grpc::Status(
+        Finish(grpc::Status(
             grpc::StatusCode::UNIMPLEMENTED,
-            absl::StrCat("no method ", context_.method(), " on a ps")));
+            absl::StrCat("no method ", context().method(), " on a ps")));
         return;
       }
-      const absl::Status admitted = service_->Admit(context_, *method_);
+      const absl::Status admitted = service_->Admit(context(), *method_);
       if (!admitted.ok()) {
-        Answer(ToGrpcStatus(admitted));
+        Finish(ToGrpcStatus(admitted));
         return;
       }
     }
-    state_ = State::kReading;
-    stream_.Read(&incoming_, this);
+    ReadNext();
   }
 
-  // Keeps the message just read and reads the next.
-  void Read() {
-    // An empty message may arrive as no buffer at all.
-    std::vector<grpc::Slice>& slices = requests_.emplace_back();
-    if (incoming_.Valid() && !incoming_.Dump(&slices).ok()) unreadable_ = true;
-    incoming_.Clear();
+  // Checks the message just read and reads the next.
+  void Received() override {
+    const std::vector<grpc::Slice>& slices = requests().back();
     if (metrics_ != nullptr) {
       for (const grpc::Slice& slice : slices)
         metrics_->received_bytes->Increment(slice.size());
     }
-    if (requests_.size() > 1 && (method_ == nullptr || !method_->streamed)) {
-      Answer(InvalidArgument(absl::StrCat(context_.method(),
-                                          " takes one request message")));
+    if (requests().size() > 1 && (method_ == nullptr || !method_->streamed)) {
+      Finish(InvalidArgument(
+          absl::StrCat(context().method(), " takes one request message")));
       return;
     }
     // No complete push comes near the limit (its content is at most the
@@ -246,7 +213,7 @@ class PsService::Call {
       for (const grpc::Slice& slice : slices) request_bytes_ += slice.size();
       const int64_t limit = 2 * service_->shard_->DenseBytes() + (16 << 20);
       if (request_bytes_ > limit) {
-        Answer(grpc::Status(
+        Finish(grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
             absl::StrCat("push stream of more than ", limit,
                          " bytes, twice this shard's dense variables and 16 "
@@ -254,94 +221,61 @@ class PsService::Call {
         return;
       }
     }
-    stream_.Read(&incoming_, this);
+    ReadNext();
   }
 
   // The request is complete: serves it, here or on the pool.
-  void Serve() {
-    if (unreadable_) {
-      Answer(InvalidArgument("a request message could not be read"));
+  void HalfClosed() override {
+    if (unreadable()) {
+      Finish(InvalidArgument("a request message could not be read"));
       return;
     }
     if (health_) {
-      Answer(service_->CheckHealth(requests_, &reply_));
+      Finish(service_->CheckHealth(requests(), &replies()));
       return;
     }
     Where where =
-        method_->where(requests_, service_->options_.large_push_bytes);
+        method_->where(requests(), service_->options_.large_push_bytes);
     // A pull whose step is complete waits for nothing: handing it to a
     // pool thread would cost two context switches.
     if (where == Where::kPullPool && method_->ready != nullptr &&
-        (service_->*method_->ready)(requests_)) {
+        (service_->*method_->ready)(requests())) {
       where = Where::kServiceThread;
     }
     if (where == Where::kServiceThread) {
-      Answer((service_->*method_->serve)(requests_, &reply_));
+      Finish((service_->*method_->serve)(requests(), &replies()));
       return;
     }
     waits_for_step_ = where == Where::kPullPool;
     ThreadPool* pool = where == Where::kPullPool ? service_->pull_pool_.get()
                                                  : service_->work_pool_.get();
-    pool->Schedule(
-        [this] { Answer((service_->*method_->serve)(requests_, &reply_)); });
-  }
-
-  // Sends reply_ (unless `status` is an error) and `status`.
-  void Answer(grpc::Status status) {
-    requests_.clear();  // frees the gradients of a push
-    status_ = std::move(status);
-    if (!status_.ok()) reply_.clear();
-    if (metrics_ != nullptr) Record();
-    WriteNext();
+    pool->Schedule([this] {
+      Finish((service_->*method_->serve)(requests(), &replies()));
+    });
   }
 
   // Counts and times the call (with metrics), as it is answered.
-  void Record() {
+  void Record(const grpc::Status& status) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
             .count();
     metrics_->requests->Increment();
-    if (!status_.ok()) metrics_->errors->Increment();
+    if (!status.ok()) metrics_->errors->Increment();
     metrics_->seconds->Observe(seconds);
-    for (const grpc::ByteBuffer& reply : reply_) {
+    for (const grpc::ByteBuffer& reply : replies()) {
       metrics_->sent_bytes->Increment(reply.Length());
     }
     if (waits_for_step_) service_->options_.metrics->ObserveSyncWait(seconds);
   }
 
-  // Writes the next reply message; the last goes with the status.
-  void WriteNext() {
-    if (written_ + 1 < reply_.size()) {
-      state_ = State::kWriting;
-      stream_.Write(reply_[written_++], this);
-      return;
-    }
-    state_ = State::kFinishing;
-    if (written_ < reply_.size()) {
-      stream_.WriteAndFinish(reply_[written_++], grpc::WriteOptions(), status_,
-                             this);
-    } else {
-      stream_.Finish(status_, this);
-    }
-  }
-
   PsService* const service_;
-  State state_ = State::kWaiting;
-  grpc::GenericServerContext context_;
-  grpc::GenericServerAsyncReaderWriter stream_;
   bool health_ = false;
   const Method* method_ = nullptr;  // unless health_
   // With metrics: the method's, and when the call was matched.
   const PsMetrics::Method* metrics_ = nullptr;
   std::chrono::steady_clock::time_point start_;
   bool waits_for_step_ = false;  // served on the pull pool
-  grpc::ByteBuffer incoming_;
-  Messages requests_;  // each message's bytes
-  int64_t request_bytes_ = 0;  // of a push stream so far
-  bool unreadable_ = false;
-  Replies reply_;
-  size_t written_ = 0;
-  grpc::Status status_;
+  int64_t request_bytes_ = 0;    // of a push stream so far
 };
 
 PsService::PsService(Shard* shard, PsServiceOptions options)
@@ -386,9 +320,9 @@ void PsService::Serve() {
       stopping = true;
       cq_->Shutdown();
     } else if (stopping) {
-      delete static_cast<Call*>(tag);
+      delete static_cast<GenericCall*>(tag);
     } else {
-      static_cast<Call*>(tag)->Proceed(ok);
+      static_cast<GenericCall*>(tag)->Proceed(ok);
     }
   }
 }

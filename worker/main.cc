@@ -17,7 +17,6 @@
 // into --model_dir (the chief's, shared) and every worker restores from
 // there (collective/replica_checkpoint.h).
 #include <cstdlib>
-#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -34,6 +33,7 @@
 #include "collective/replica_checkpoint.h"
 #include "collective/ring_participant.h"
 #include "common/command_line.h"
+#include "common/exit_status.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/health_server.h"
@@ -42,6 +42,7 @@
 #include "common/process.h"
 #include "common/status_macros.h"
 #include "common/strategy.h"
+#include "common/task_security.h"
 #include "common/tf_config.h"
 #include "compute/cpu/openmp_wait_policy.h"
 #include "compute/device_backend.h"
@@ -118,11 +119,6 @@ ABSL_FLAG(std::string, auth_token_file, "",
 namespace pstrain {
 namespace {
 
-int Fail(absl::string_view message) {
-  std::cerr << message << std::endl;
-  return 2;
-}
-
 // Every worker's address ("host:port"), by task index.
 std::vector<std::string> WorkerAddresses(const ClusterSpec& cluster) {
   std::vector<std::string> addresses;
@@ -130,16 +126,6 @@ std::vector<std::string> WorkerAddresses(const ClusterSpec& cluster) {
     addresses.push_back(cluster.Address(MakeTask(JOB_WORKER, w))->ToString());
   }
   return addresses;
-}
-
-// --tls_cert, --tls_key, --tls_ca and --auth_token_file, read.
-absl::StatusOr<GrpcSecurity> SecurityFromFlags() {
-  GrpcSecurityFiles files;
-  files.tls_cert = absl::GetFlag(FLAGS_tls_cert);
-  files.tls_key = absl::GetFlag(FLAGS_tls_key);
-  files.tls_ca = absl::GetFlag(FLAGS_tls_ca);
-  files.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  return LoadGrpcSecurity(files);
 }
 
 // The backend --device asks for, with a log line saying where it computes.
@@ -175,54 +161,51 @@ int Main() {
   DisableMutexDeadlockDetection();
   absl::StatusOr<TfConfig> tf_config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_WORKER);
-  if (!tf_config.ok()) return Fail(tf_config.status().message());
+  if (!tf_config.ok()) return FailUsage(tf_config.status().message());
   // The cluster says the strategy (the chief's --strategy can only agree).
   const bool collective = *ResolveStrategy("auto", tf_config->cluster) ==
                           Strategy::kMultiWorkerMirrored;
   const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
   if (!allreduce_dtype.empty() && allreduce_dtype != "float32" &&
       allreduce_dtype != "bf16") {
-    return Fail(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
-                             "\" must be float32 or bf16 (or unset: the "
-                             "chief's)"));
+    return FailUsage(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
+                                  "\" must be float32 or bf16 (or unset: the "
+                                  "chief's)"));
   }
   if (absl::GetFlag(FLAGS_allreduce_timeout_seconds) < 1) {
-    return Fail(absl::StrCat("--allreduce_timeout_seconds: ",
-                             absl::GetFlag(FLAGS_allreduce_timeout_seconds),
-                             " must be >= 1"));
+    return FailUsage(absl::StrCat(
+        "--allreduce_timeout_seconds: ",
+        absl::GetFlag(FLAGS_allreduce_timeout_seconds), " must be >= 1"));
   }
   const int index = tf_config->task.index();
+  const std::string task = absl::StrCat("worker ", index);
   if (absl::Status device =
           worker::CheckDeviceName(absl::GetFlag(FLAGS_device));
       !device.ok()) {
-    return Fail(device.message());
+    return FailUsage(device.message());
   }
-  absl::StatusOr<GrpcSecurity> security = SecurityFromFlags();
-  if (!security.ok()) return Fail(security.status().message());
+  absl::StatusOr<GrpcSecurity> security = LoadTaskSecurity(
+      {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+       absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_auth_token_file),
+       /*chief_token_file=*/""},  // workers are not given the chief's token
+      JOB_WORKER);
+  if (!security.ok()) return FailUsage(security.status().message());
   absl::StatusOr<HostPort> chief_address =
       tf_config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (!chief_address.ok()) {
-    return Fail("TF_CONFIG: cluster: a worker needs a \"chief\" task");
+    return FailUsage("TF_CONFIG: cluster: a worker needs a \"chief\" task");
   }
 
   // Only gRPC's health check, at the worker's TF_CONFIG address, for
   // Kubernetes' probes and whoever checks that the worker is up.
-  absl::StatusOr<HostPort> own_address =
-      tf_config->cluster.Address(tf_config->task);
-  if (!own_address.ok()) return Fail(own_address.status().message());
+  absl::StatusOr<HostPort> own_address = ListenAddress(*tf_config, 0);
+  if (!own_address.ok()) return FailUsage(own_address.status().message());
   MetricsRegistry metrics;
   worker::WorkerMetrics worker_metrics(&metrics);
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
       ServeMetricsOnPort(own_address->host, absl::GetFlag(FLAGS_metrics_port),
-                         &metrics, absl::StrCat("worker ", index));
-  if (absl::IsInvalidArgument(metrics_server.status())) {
-    return Fail(metrics_server.status().message());
-  }
-  if (!metrics_server.ok()) {
-    LogError(absl::StrCat("worker ", index, ": ",
-                          metrics_server.status().message()));
-    return 1;
-  }
+                         &metrics, task);
+  if (!metrics_server.ok()) return FailStart(metrics_server.status(), task);
   int bound_port = 0;
   absl::StatusOr<std::unique_ptr<HealthServer>> health;
   absl::StatusOr<std::unique_ptr<collective::RingParticipant>> ring;
@@ -238,20 +221,16 @@ int Main() {
     ring_options.security = *security;
     ring = collective::RingParticipant::Start(ring_options);
     if (absl::IsInvalidArgument(ring.status())) {
-      return Fail(absl::StrCat("TF_CONFIG: ", ring.status().message()));
+      return FailUsage(absl::StrCat("TF_CONFIG: ", ring.status().message()));
     }
     if (!ring.ok()) {
-      LogError(absl::StrCat("worker ", index, ": ring all-reduce server: ",
-                            ring.status().message()));
-      return 1;
+      return FailTask(task, absl::StrCat("ring all-reduce server: ",
+                                         ring.status().message()));
     }
   } else {
     health =
         HealthServer::Start(own_address->ToString(), &bound_port, *security);
-    if (!health.ok()) {
-      LogError(absl::StrCat("worker ", index, ": ", health.status().message()));
-      return 1;
-    }
+    if (!health.ok()) return FailTask(task, health.status().message());
   }
 
   const absl::Duration patience =
@@ -268,13 +247,12 @@ int Main() {
   absl::StatusOr<data::Dataset> train =
       criteo_files.ok() ? absl::StatusOr<data::Dataset>(data::Dataset())
                         : data::ReadDataDir(data_dir, data::Split::kTrain);
-  if (!train.ok()) return Fail(train.status().message());
+  if (!train.ok()) return FailUsage(train.status().message());
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
-    LogError(
-        absl::StrCat("worker ", index, ": cannot register with the chief at ",
-                     chief_address->ToString(), ": ", run.status().message()));
-    return 1;
+    return FailTask(task, absl::StrCat("cannot register with the chief at ",
+                                       chief_address->ToString(), ": ",
+                                       run.status().message()));
   }
   const TrainingConfig& config = run->config();
   if (collective) {
@@ -282,12 +260,13 @@ int Main() {
     const std::string run_dtype =
         config.allreduce_dtype().empty() ? "float32" : config.allreduce_dtype();
     if (run_dtype != "float32" && run_dtype != "bf16") {
-      return Fail(absl::StrCat("the chief's run all-reduces in \"", run_dtype,
-                               "\", which this worker does not know "
-                               "(float32 or bf16)"));
+      return FailUsage(absl::StrCat("the chief's run all-reduces in \"",
+                                    run_dtype,
+                                    "\", which this worker does not know "
+                                    "(float32 or bf16)"));
     }
     if (!allreduce_dtype.empty() && allreduce_dtype != run_dtype) {
-      return Fail(
+      return FailUsage(
           absl::StrCat("--allreduce_dtype: ", allreduce_dtype,
                        ", but the chief's run ", "all-reduces in ", run_dtype,
                        " (chief --allreduce_dtype); set it on the chief only"));
@@ -295,16 +274,16 @@ int Main() {
     if (absl::Status set = (*ring)->ring()->SetDtype(
             run_dtype == "bf16" ? RING_DTYPE_BFLOAT16 : RING_DTYPE_FLOAT32);
         !set.ok()) {
-      return Fail(set.message());
+      return FailUsage(set.message());
     }
   }
   absl::StatusOr<worker::ModelSpec> spec = worker::LoadRunModel(config);
-  if (!spec.ok()) return Fail(spec.status().message());
+  if (!spec.ok()) return FailUsage(spec.status().message());
   const bool criteo = config.data_format() == "criteo";
   worker::OpenCriteoStream open_stream;
   if (criteo) {
     if (!criteo_files.ok()) {
-      return Fail(
+      return FailUsage(
           absl::StrCat("--data_dir: ", criteo_files.status().message()));
     }
     absl::StatusOr<worker::CriteoSourceOptions> stream =
@@ -313,17 +292,17 @@ int Main() {
             config.batch_size_per_worker(),
             config.skip_bad_lines() ? data::BadLines::kSkip
                                     : data::BadLines::kRefuse);
-    if (!stream.ok()) return Fail(stream.status().message());
+    if (!stream.ok()) return FailUsage(stream.status().message());
     open_stream = worker::CriteoStreamOpener(*std::move(stream));
   } else {
     if (criteo_files.ok()) {
       train = data::ReadDataDir(data_dir, data::Split::kTrain);
-      if (!train.ok()) return Fail(train.status().message());
+      if (!train.ok()) return FailUsage(train.status().message());
     }
     // Ids for a model that starts with an Embedding.
     if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train);
         !fit.ok()) {
-      return Fail(fit.message());
+      return FailUsage(fit.message());
     }
   }
   std::string device;
@@ -334,9 +313,9 @@ int Main() {
   absl::StatusOr<parallel::TensorParallelSetup> mesh =
       parallel::SetUpTensorParallel(*spec, config.mesh(), config.layout_map(),
                                     config.update().num_workers());
-  if (!mesh.ok()) return Fail(mesh.status().message());
+  if (!mesh.ok()) return FailUsage(mesh.status().message());
   if (mesh->mesh.model > 1 && collective) {
-    return Fail("--mesh: model-parallel groups run with ps tasks only");
+    return FailUsage("--mesh: model-parallel groups run with ps tasks only");
   }
   const parallel::MeshCoordinates at = mesh->mesh.CoordinatesOf(index);
   parallel::ModelParallelWorker model_parallel;
@@ -360,9 +339,8 @@ int Main() {
     absl::StatusOr<parallel::ModelParallelWorker> started =
         parallel::StartModelParallelWorker(*spec, *mesh, member);
     if (!started.ok()) {
-      LogError(absl::StrCat("worker ", index, ": model-parallel group: ",
-                            started.status().message()));
-      return 1;
+      return FailTask(task, absl::StrCat("model-parallel group: ",
+                                         started.status().message()));
     }
     model_parallel = *std::move(started);
     backend = std::move(model_parallel.backend);
@@ -375,7 +353,7 @@ int Main() {
                                            config.update().num_workers()),
         config, index, &device);
   }
-  if (!backend.ok()) return Fail(backend.status().message());
+  if (!backend.ok()) return FailUsage(backend.status().message());
   AddProcessMetrics(&metrics, "worker", device);
   std::vector<std::unique_ptr<ps::PsClient>> clients;
   for (const std::string& address : run->ps_addresses()) {
@@ -393,8 +371,8 @@ int Main() {
   const std::string backend_choice = absl::GetFlag(FLAGS_allreduce_backend);
   if (backend_choice != "auto" && backend_choice != "ring" &&
       backend_choice != "nccl") {
-    return Fail(absl::StrCat("--allreduce_backend: \"", backend_choice,
-                             "\" must be auto, ring or nccl"));
+    return FailUsage(absl::StrCat("--allreduce_backend: \"", backend_choice,
+                                  "\" must be auto, ring or nccl"));
   }
   if (collective &&
       (backend_choice == "nccl" ||
@@ -407,7 +385,7 @@ int Main() {
     const std::string device_flag = absl::GetFlag(FLAGS_device);
     if (absl::StartsWith(device_flag, "gpu:") &&
         !absl::SimpleAtoi(device_flag.substr(4), &nccl_options.gpu)) {
-      return Fail(absl::StrCat("--device: \"", device_flag, "\""));
+      return FailUsage(absl::StrCat("--device: \"", device_flag, "\""));
     }
     nccl_options.dtype = config.allreduce_dtype() == "bf16"
                              ? RING_DTYPE_BFLOAT16
@@ -417,12 +395,13 @@ int Main() {
     worker::RelayNcclIdsThroughChief(&chief, &nccl_options);
     absl::StatusOr<std::unique_ptr<collective::NcclRendezvous>> made =
         collective::NcclRendezvous::Create(nccl_options);
-    if (!made.ok()) return Fail(made.status().message());
+    if (!made.ok()) return FailUsage(made.status().message());
     nccl = *std::move(made);
     LogInfo(absl::StrCat("worker ", index, ": all-reduces with NCCL on GPU ",
                          nccl_options.gpu));
   } else if (collective && backend_choice == "nccl") {
-    return Fail("--allreduce_backend=nccl: this worker computes on " + device);
+    return FailUsage("--allreduce_backend=nccl: this worker computes on " +
+                     device);
   }
   // Collective runs: what the replica sums with, joined at each generation.
   collective::AllReducer* reducer = nullptr;
@@ -434,9 +413,8 @@ int Main() {
                            : config.allreduce_dtype());
     if (absl::StatusOr<RegisterResponse> again = chief.Register(patience);
         !again.ok()) {
-      LogError(absl::StrCat("worker ", index, ": the chief refused it: ",
-                            again.status().message()));
-      return 1;
+      return FailTask(task, absl::StrCat("the chief refused it: ",
+                                         again.status().message()));
     }
     worker::LocalReplicaOptions replica_options;
     replica_options.variables = spec->variables;
@@ -447,12 +425,12 @@ int Main() {
     replica_options.num_workers = config.update().num_workers();
     absl::StatusOr<std::unique_ptr<worker::LocalReplica>> made =
         worker::LocalReplica::Create(replica_options);
-    if (!made.ok()) return Fail(made.status().message());
+    if (!made.ok()) return FailUsage(made.status().message());
     replica = *std::move(made);
   } else {
     ps = ps::PsClusterClient::Create(std::move(clients), run->placement(),
                                      spec->variables);
-    if (!ps.ok()) return Fail(ps.status().message());
+    if (!ps.ok()) return FailUsage(ps.status().message());
   }
 
   LogInfo(absl::StrCat(
@@ -466,18 +444,16 @@ int Main() {
       chief.WaitForPhase([](RunPhase p) { return p >= PHASE_TRAINING; },
                          absl::Milliseconds(100), patience);
   if (!phase.ok() || (*phase != PHASE_TRAINING && *phase != PHASE_PAUSED)) {
-    LogError(absl::StrCat("worker ", index, ": the run did not start: ",
-                          phase.ok() ? RunPhase_Name(*phase)
-                                     : std::string(phase.status().message())));
-    return 1;
+    return FailTask(
+        task, absl::StrCat("the run did not start: ",
+                           phase.ok() ? RunPhase_Name(*phase)
+                                      : std::string(phase.status().message())));
   }
   absl::StatusOr<TrainingState> state = chief.GetTrainingState();
   if (!state.ok()) {
-    LogError(absl::StrCat("worker ", index,
-                          ": cannot ask the chief where the "
-                          "run starts: ",
-                          state.status().message()));
-    return 1;
+    return FailTask(task, absl::StrCat("cannot ask the chief where the run "
+                                       "starts: ",
+                                       state.status().message()));
   }
   if (state->start_step() > 0) {
     LogInfo(absl::StrCat("worker ", index, ": resuming at step ",
@@ -508,7 +484,7 @@ int Main() {
     checkpoints.run_id = run->run_id();
     // The chief prunes (it knows --keep_checkpoints).
     checkpoints.keep = std::numeric_limits<int>::max();
-    checkpoints.writer = absl::StrCat("worker ", index);
+    checkpoints.writer = task;
     checkpoints.save_slices = [&replica](const std::string& dir, int64_t) {
       return worker::SaveReplica(*replica, dir);
     };
@@ -550,8 +526,7 @@ int Main() {
     // A restarted worker joins at the chief's restore instead.
     if (absl::Status joined = reducer->Join(state->generation());
         !joined.ok()) {
-      LogError(absl::StrCat("worker ", index, ": NCCL: ", joined.message()));
-      return 1;
+      return FailTask(task, absl::StrCat("NCCL: ", joined.message()));
     }
   }
   worker::Trainer trainer(
@@ -565,10 +540,7 @@ int Main() {
         *replica, absl::StrCat(absl::GetFlag(FLAGS_export_replica_dir),
                                "/worker-", index, ".safetensors"));
   }
-  if (!trained.ok()) {
-    LogError(absl::StrCat("worker ", index, ": ", trained.message()));
-    return 1;
-  }
+  if (!trained.ok()) return FailTask(task, trained.message());
   // Trainer::Run returns OK once the chief said the run finished.
   LogInfo(absl::StrCat("worker ", index, ": run finished"));
   return 0;
