@@ -38,12 +38,26 @@
 #include "compute/cpu/zero_padding2d.h"
 #include "compute/layer_graph.h"
 #include "compute/layer_plan.h"
+#include "compute/stage_layer_ops.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
 using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
+
+// The CPU's op classes for the layer ops both devices call alike.
+struct LayerOps {
+  using Conv2D = Conv2DOp;
+  using MaxPool2D = MaxPool2DOp;
+  using Dense = DenseOp;
+  using Relu = ReluOp;
+  using Softmax = SoftmaxOp;
+  using Dropout = DropoutOp;
+  using DropoutKey = ::pstrain::worker::cpu::DropoutKey;
+  using LayerNorm = LayerNormOp;
+  using Attention = AttentionOp;
+};
 
 class GraphStage {
  public:
@@ -83,20 +97,13 @@ class GraphStage {
   const int64_t batch_;
   const int num_threads_;  // The engine's, for our own loops.
 
-  std::unique_ptr<Conv2DOp> conv_;
-  std::unique_ptr<MaxPool2DOp> pool_;
-  std::unique_ptr<DenseOp> dense_;
-  std::unique_ptr<ReluOp> relu_;  // Also a Conv2D's fused ReLU's backward.
-  std::unique_ptr<SoftmaxOp> softmax_;
-  std::unique_ptr<DropoutOp> dropout_;
+  StageLayerOps<LayerOps> ops_;  // Its relu: also a Conv2D's fused ReLU's.
   std::unique_ptr<ActivationOp> activation_;
   std::unique_ptr<BatchNormOp> batch_norm_;
-  std::unique_ptr<LayerNormOp> layer_norm_;
   std::unique_ptr<AvgPool2DOp> avg_pool_;
   std::unique_ptr<GlobalPoolOp> global_pool_;
   std::unique_ptr<ZeroPadding2DOp> zero_padding_;
   std::unique_ptr<PermuteOp> permute_;
-  std::unique_ptr<AttentionOp> attention_;
   EmbeddingShape embedding_;
   // BatchNormalization in training: the batch's mean and variance, which
   // Backward hands on as the moving statistics' "gradients".

@@ -59,12 +59,26 @@
 #include "compute/gpu/softmax.h"
 #include "compute/layer_graph.h"
 #include "compute/layer_plan.h"
+#include "compute/stage_layer_ops.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
 using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
+
+// The GPU's op classes for the layer ops both devices call alike.
+struct LayerOps {
+  using Conv2D = Conv2DOp;
+  using MaxPool2D = MaxPool2DOp;
+  using Dense = DenseOp;
+  using Relu = ReluOp;
+  using Softmax = SoftmaxOp;
+  using Dropout = DropoutOp;
+  using DropoutKey = ::pstrain::worker::cpu::DropoutKey;
+  using LayerNorm = LayerNormOp;
+  using Attention = AttentionOp;
+};
 
 class GraphStage {
  public:
@@ -108,16 +122,9 @@ class GraphStage {
   const int64_t batch_;
   Device* const device_;
 
+  StageLayerOps<LayerOps> ops_;  // Its relu is never a Conv2D's here.
   std::unique_ptr<EmbeddingOp> embedding_;
-  std::unique_ptr<Conv2DOp> conv_;
-  std::unique_ptr<MaxPool2DOp> pool_;
-  std::unique_ptr<DenseOp> dense_;
-  std::unique_ptr<ReluOp> relu_;
-  std::unique_ptr<SoftmaxOp> softmax_;
-  std::unique_ptr<DropoutOp> dropout_;
   std::unique_ptr<BatchNormOp> batch_norm_;
-  std::unique_ptr<LayerNormOp> layer_norm_;
-  std::unique_ptr<AttentionOp> attention_;
   // kActivation: elementwise, or softmax / log_softmax along an axis.
   bool axiswise_ = false;
   PointwiseParams pointwise_;
