@@ -8,16 +8,13 @@
 // BatchNormalization, the merges, ...) and its own Create, which makes these
 // ops with its engine or device.
 //
-// `Ops` names one device's op classes:
+// The template's arguments are one device's op classes:
 //
-//   struct LayerOps {
-//     using Conv2D = Conv2DOp;  using MaxPool2D = MaxPool2DOp;
-//     using Dense = DenseOp;    using Relu = ReluOp;
-//     using Softmax = SoftmaxOp;  using Dropout = DropoutOp;
-//     using LayerNorm = LayerNormOp;  using Attention = AttentionOp;
-//   };
-//   StageLayerOps<LayerOps> ops;  // In the stage; its Create fills them.
-//   if (StageLayerOps<LayerOps>::Runs(plan.kind)) {
+//   using LayerOps = StageLayerOps<Conv2DOp, MaxPool2DOp, DenseOp, ReluOp,
+//                                  SoftmaxOp, DropoutOp, LayerNormOp,
+//                                  AttentionOp>;
+//   LayerOps ops;  // In the stage; its Create fills them.
+//   if (LayerOps::Runs(plan.kind)) {
 //     return ops.Forward(plan, inputs, weights, version, dropout, y);
 //   }
 //
@@ -31,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "compute/cpu/dropout.h"
 #include "compute/cpu/op_shapes.h"
 #include "compute/layer_graph.h"
 #include "compute/layer_plan.h"
@@ -58,7 +56,9 @@ cpu::AttentionGradients StageAttentionGradients(
     const StagePlan& plan, absl::Span<float* const> gradients,
     absl::Span<float* const> dx);
 
-template <typename Ops>
+template <typename Conv2D, typename MaxPool2D, typename Dense, typename Relu,
+          typename Softmax, typename Dropout, typename LayerNorm,
+          typename Attention>
 struct StageLayerOps {
   // Whether a stage of `kind` is one of these ops'.
   static bool Runs(StageKind kind);
@@ -82,18 +82,21 @@ struct StageLayerOps {
                         uint64_t weights_version,
                         absl::Span<float* const> gradients);
 
-  std::unique_ptr<typename Ops::Conv2D> conv;
-  std::unique_ptr<typename Ops::MaxPool2D> pool;
-  std::unique_ptr<typename Ops::Dense> dense;
-  std::unique_ptr<typename Ops::Relu> relu;  // Or a Conv2D's fused ReLU's.
-  std::unique_ptr<typename Ops::Softmax> softmax;
-  std::unique_ptr<typename Ops::Dropout> dropout;
-  std::unique_ptr<typename Ops::LayerNorm> layer_norm;
-  std::unique_ptr<typename Ops::Attention> attention;
+  std::unique_ptr<Conv2D> conv;
+  std::unique_ptr<MaxPool2D> pool;
+  std::unique_ptr<Dense> dense;
+  std::unique_ptr<Relu> relu;  // Or a Conv2D's fused ReLU's.
+  std::unique_ptr<Softmax> softmax;
+  std::unique_ptr<Dropout> dropout;
+  std::unique_ptr<LayerNorm> layer_norm;
+  std::unique_ptr<Attention> attention;
 };
 
-template <typename Ops>
-bool StageLayerOps<Ops>::Runs(StageKind kind) {
+template <typename Conv2D, typename MaxPool2D, typename Dense, typename Relu,
+          typename Softmax, typename Dropout, typename LayerNorm,
+          typename Attention>
+bool StageLayerOps<Conv2D, MaxPool2D, Dense, Relu, Softmax, Dropout, LayerNorm,
+                   Attention>::Runs(StageKind kind) {
   switch (kind) {
     case StageKind::kConv2D:
     case StageKind::kMaxPool2D:
@@ -109,11 +112,16 @@ bool StageLayerOps<Ops>::Runs(StageKind kind) {
   }
 }
 
-template <typename Ops>
-absl::StatusOr<const void*> StageLayerOps<Ops>::Forward(
-    const StagePlan& p, absl::Span<const void* const> inputs,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    const DropoutStep* dropout_step, float* y) {
+template <typename Conv2D, typename MaxPool2D, typename Dense, typename Relu,
+          typename Softmax, typename Dropout, typename LayerNorm,
+          typename Attention>
+absl::StatusOr<const void*>
+StageLayerOps<Conv2D, MaxPool2D, Dense, Relu, Softmax, Dropout, LayerNorm,
+              Attention>::Forward(const StagePlan& p,
+                                  absl::Span<const void* const> inputs,
+                                  absl::Span<const float* const> weights,
+                                  uint64_t weights_version,
+                                  const DropoutStep* dropout_step, float* y) {
   auto weight = [&](int index) { return StageVariable(weights, index); };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
   const float* x = input(0);
@@ -138,7 +146,7 @@ absl::StatusOr<const void*> StageLayerOps<Ops>::Forward(
     case StageKind::kDropout: {
       // Inference: the identity; the input passes on untouched.
       if (dropout_step == nullptr) return inputs[0];
-      typename Ops::DropoutKey key;
+      cpu::DropoutKey key;
       key.seed = p.dropout_seed;
       key.step = static_cast<uint64_t>(dropout_step->step);
       key.offset =
@@ -163,12 +171,18 @@ absl::StatusOr<const void*> StageLayerOps<Ops>::Forward(
   return y;
 }
 
-template <typename Ops>
-absl::Status StageLayerOps<Ops>::Backward(
-    const StagePlan& p, absl::Span<const void* const> inputs, const float* y,
-    float* dy, absl::Span<float* const> dx,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    absl::Span<float* const> gradients) {
+template <typename Conv2D, typename MaxPool2D, typename Dense, typename Relu,
+          typename Softmax, typename Dropout, typename LayerNorm,
+          typename Attention>
+absl::Status
+StageLayerOps<Conv2D, MaxPool2D, Dense, Relu, Softmax, Dropout, LayerNorm,
+              Attention>::Backward(const StagePlan& p,
+                                   absl::Span<const void* const> inputs,
+                                   const float* y, float* dy,
+                                   absl::Span<float* const> dx,
+                                   absl::Span<const float* const> weights,
+                                   uint64_t weights_version,
+                                   absl::Span<float* const> gradients) {
   auto weight = [&](int index) { return StageVariable(weights, index); };
   auto gradient = [&](int index) { return StageVariable(gradients, index); };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };

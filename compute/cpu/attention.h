@@ -120,8 +120,6 @@ class AttentionOp {
                    const float* weights, const float* bias, float* dst);
   // Sets the scores of masked (later) key positions to -inf.
   void MaskScores();
-  // Whether input gradients that share a buffer have the same shape.
-  bool SharedGradientsFit(const AttentionGradients& grads) const;
   absl::Status InputGradients(const AttentionWeights& weights,
                               const AttentionGradients& grads);
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compute/cpu/dnnl_util.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -189,14 +190,9 @@ absl::Status Conv2DOp::Init() {
 absl::Status Conv2DOp::Forward(const float* x, const float* w,
                                uint64_t weights_step, const float* b,
                                float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: b must be given iff use_bias");
-  }
+  const absl::Status checked =
+      CheckWeightedForward("Conv2D", x, w, b, y, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Conv2D forward", [&]() -> absl::Status {
     absl::Status status = fwd_weights_.Prepare("Conv2D forward: reorder w",
                                                engine_, w, weights_step);
@@ -216,19 +212,9 @@ absl::Status Conv2DOp::Forward(const float* x, const float* w,
 absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                 uint64_t weights_step, const float* dy,
                                 float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: db must be given iff use_bias");
-  }
+  const absl::Status checked = CheckWeightedBackward(
+      "Conv2D", x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Conv2D backward", [&]() -> absl::Status {
     if (shape_.bf16) {
       // One conversion of dy for both primitives; x's from the Forward when

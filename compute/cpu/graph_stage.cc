@@ -22,7 +22,6 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
   const StagePlan& p = s.plan_;
   const std::string& layer = p.layer;
   absl::Status status;
-  StageLayerOps<LayerOps>& ops = s.ops_;
   switch (p.kind) {
     case StageKind::kEmbedding:
       s.embedding_ = StageEmbeddingShape(p, batch);
@@ -30,38 +29,38 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kConv2D: {
       Conv2DShape shape = StageConv2DShape(p, batch);
       shape.bf16 = engine->bf16();
-      status = TakeOp(layer, Conv2DOp::Create(shape, engine), &ops.conv);
+      status = TakeOp(layer, Conv2DOp::Create(shape, engine), &s.ops_.conv);
       if (status.ok() && shape.fuse_relu) {
         // The convolution applies the ReLU; its backward runs here.
         status = TakeOp(layer, ReluOp::Create(batch * p.out_size, engine),
-                        &ops.relu);
+                        &s.ops_.relu);
       }
       break;
     }
     case StageKind::kMaxPool2D:
       status =
           TakeOp(layer, MaxPool2DOp::Create(StagePool2DShape(p, batch), engine),
-                 &ops.pool);
+                 &s.ops_.pool);
       break;
     case StageKind::kDense: {
       DenseShape shape = StageDenseShape(p, batch);
       shape.bf16 = engine->bf16();
-      status = TakeOp(layer, DenseOp::Create(shape, engine), &ops.dense);
+      status = TakeOp(layer, DenseOp::Create(shape, engine), &s.ops_.dense);
       break;
     }
     case StageKind::kRelu:
-      status =
-          TakeOp(layer, ReluOp::Create(batch * p.in_size, engine), &ops.relu);
+      status = TakeOp(layer, ReluOp::Create(batch * p.in_size, engine),
+                      &s.ops_.relu);
       break;
     case StageKind::kSoftmax:
       status =
           TakeOp(layer, SoftmaxOp::Create(StageSoftmaxShape(p, batch), engine),
-                 &ops.softmax);
+                 &s.ops_.softmax);
       break;
     case StageKind::kDropout:
       status =
           TakeOp(layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate),
-                 &ops.dropout);
+                 &s.ops_.dropout);
       break;
     case StageKind::kActivation: {
       ActivationShape shape = p.activation;
@@ -88,7 +87,7 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kLayerNormalization:
       status = TakeOp(
           layer, LayerNormOp::Create(StageLayerNormShape(p, batch), engine),
-          &ops.layer_norm);
+          &s.ops_.layer_norm);
       break;
     case StageKind::kAveragePooling2D:
       status =
@@ -129,7 +128,7 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kMultiHeadAttention:
       status = TakeOp(
           layer, AttentionOp::Create(StageAttentionShape(p, batch), engine),
-          &ops.attention);
+          &s.ops_.attention);
       break;
   }
   PSTRAIN_RETURN_IF_ERROR(status);
@@ -141,7 +140,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
     absl::Span<const float* const> weights, uint64_t weights_version,
     const DropoutStep* dropout, float* y) {
   const StagePlan& p = plan_;
-  if (StageLayerOps<LayerOps>::Runs(p.kind)) {
+  if (LayerOps::Runs(p.kind)) {
     return ops_.Forward(p, inputs, weights, weights_version, dropout, y);
   }
   auto weight = [&](int index) { return StageVariable(weights, index); };
@@ -210,7 +209,7 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
                                   uint64_t weights_version,
                                   absl::Span<float* const> gradients) {
   const StagePlan& p = plan_;
-  if (StageLayerOps<LayerOps>::Runs(p.kind)) {
+  if (LayerOps::Runs(p.kind)) {
     return ops_.Backward(p, inputs, y, dy, dx, weights, weights_version,
                          gradients);
   }

@@ -46,18 +46,9 @@ namespace cpu {
 
 using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
 
-// The CPU's op classes for the layer ops both devices call alike.
-struct LayerOps {
-  using Conv2D = Conv2DOp;
-  using MaxPool2D = MaxPool2DOp;
-  using Dense = DenseOp;
-  using Relu = ReluOp;
-  using Softmax = SoftmaxOp;
-  using Dropout = DropoutOp;
-  using DropoutKey = ::pstrain::worker::cpu::DropoutKey;
-  using LayerNorm = LayerNormOp;
-  using Attention = AttentionOp;
-};
+// The layer ops both devices call alike (compute/stage_layer_ops.h).
+using LayerOps = StageLayerOps<Conv2DOp, MaxPool2DOp, DenseOp, ReluOp,
+                               SoftmaxOp, DropoutOp, LayerNormOp, AttentionOp>;
 
 class GraphStage {
  public:
@@ -97,7 +88,7 @@ class GraphStage {
   const int64_t batch_;
   const int num_threads_;  // The engine's, for our own loops.
 
-  StageLayerOps<LayerOps> ops_;  // Its relu: also a Conv2D's fused ReLU's.
+  LayerOps ops_;  // Its relu: also a Conv2D's fused ReLU's.
   std::unique_ptr<ActivationOp> activation_;
   std::unique_ptr<BatchNormOp> batch_norm_;
   std::unique_ptr<AvgPool2DOp> avg_pool_;

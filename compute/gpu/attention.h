@@ -90,16 +90,24 @@ class AttentionOp {
   const float* probabilities() const { return probs_.floats(); }
 
  private:
+  // Forward's and Backward's sizes: shape_'s, with the projections' rows
+  // (rq = B Tq, rv = B Tv) and widths (hk = H Dk, hv = H Dv), and the
+  // scores' scale 1 / sqrt(Dk).
+  struct Sizes {
+    int64_t b, h, tq, tv, dk, dv, o, rq, rv, hk, hv;
+    float scale;
+  };
+  static Sizes SizesOf(const AttentionShape& shape);
+
   AttentionOp(const AttentionShape& shape, Device* device)
-      : shape_(shape), device_(device) {}
+      : shape_(shape), sizes_(SizesOf(shape)), device_(device) {}
 
   absl::Status Allocate();
-  // Whether input gradients that share a buffer have the same shape.
-  bool SharedGradientsFit(const AttentionGradients& grads) const;
   absl::Status InputGradients(const AttentionWeights& weights,
                               const AttentionGradients& grads);
 
   const AttentionShape shape_;
+  const Sizes sizes_;
   Device* const device_;
 
   // Saved by Forward for Backward, head-major: Q [B, H, Tq, Dk],

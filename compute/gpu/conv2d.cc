@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "compute/gpu/kernels.h"
 #include "compute/gpu/shape_check.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -272,8 +273,7 @@ absl::Status Conv2DOp::PrepareWeights(const float* w, uint64_t weights_step) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
-  if (!pads_input_) return x;
+PadGeometry Conv2DOp::InputPadding() const {
   const Conv2DShape& s = shape_;
   PadGeometry g;
   g.height = s.height;
@@ -283,23 +283,23 @@ absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
   g.left = extra_left_;
   g.padded_height = s.height + extra_h_;
   g.padded_width = s.width + extra_w_;
-  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-      LaunchPadNhwc(x, s.batch, g, 0.0f, x_padded_.floats(), device_->stream()),
-      "Conv2D: pad x"));
+  return g;
+}
+
+absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
+  if (!pads_input_) return x;
+  PSTRAIN_RETURN_IF_ERROR(
+      CudaStatus(LaunchPadNhwc(x, shape_.batch, InputPadding(), 0.0f,
+                               x_padded_.floats(), device_->stream()),
+                 "Conv2D: pad x"));
   return x_padded_.floats();
 }
 
 absl::Status Conv2DOp::Forward(const float* x, const float* w,
                                uint64_t weights_step, const float* b,
                                float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: b must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckWeightedForward(kOp, x, w, b, y, shape_.use_bias));
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   PSTRAIN_RETURN_IF_ERROR(PrepareWeights(w, weights_step));
   PSTRAIN_ASSIGN_OR_RETURN(const float* input, Input(x));
@@ -321,19 +321,8 @@ absl::Status Conv2DOp::Forward(const float* x, const float* w,
 absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                 uint64_t weights_step, const float* dy,
                                 float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: db must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckWeightedBackward(
+      kOp, x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias));
   const Conv2DShape& s = shape_;
   cudaStream_t stream = device_->stream();
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
@@ -350,17 +339,10 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                      &zero, x_desc_.get(), out),
         "Conv2D backward: cudnnConvolutionBackwardData"));
     if (pads_input_) {
-      PadGeometry g;
-      g.height = s.height;
-      g.width = s.width;
-      g.channels = s.in_channels;
-      g.top = extra_top_;
-      g.left = extra_left_;
-      g.padded_height = s.height + extra_h_;
-      g.padded_width = s.width + extra_w_;
-      PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-          LaunchCropNhwc(dx_padded_.floats(), s.batch, g, dx, stream),
-          "Conv2D backward: crop dx"));
+      PSTRAIN_RETURN_IF_ERROR(
+          CudaStatus(LaunchCropNhwc(dx_padded_.floats(), s.batch,
+                                    InputPadding(), dx, stream),
+                     "Conv2D backward: crop dx"));
     }
   }
   PSTRAIN_ASSIGN_OR_RETURN(const float* input, Input(x));

@@ -60,6 +60,7 @@
 #include "compute/cpu/window.h"
 #include "compute/gpu/cudnn_util.h"
 #include "compute/gpu/device.h"
+#include "compute/gpu/kernel_math.h"
 
 namespace pstrain {
 namespace worker {
@@ -118,6 +119,8 @@ class Conv2DOp {
   absl::Status ChooseAlgorithms();
   // Makes w_krsc_ hold the KRSC transpose of `w` for `weights_step`.
   absl::Status PrepareWeights(const float* w, uint64_t weights_step);
+  // x_padded_ (dx_padded_) as the pad (crop) kernels see it.
+  PadGeometry InputPadding() const;
   // The input cuDNN reads: x itself, or x copied into x_padded_.
   absl::StatusOr<const float*> Input(const float* x);
 

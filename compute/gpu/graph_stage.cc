@@ -52,7 +52,6 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
   const StagePlan& p = s.plan_;
   const std::string& layer = p.layer;
   absl::Status status;
-  StageLayerOps<LayerOps>& ops = s.ops_;
   switch (p.kind) {
     case StageKind::kEmbedding:
       status = TakeOp(
@@ -62,30 +61,30 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kConv2D:
       status =
           TakeOp(layer, Conv2DOp::Create(StageConv2DShape(p, batch), device),
-                 &ops.conv);
+                 &s.ops_.conv);
       break;
     case StageKind::kMaxPool2D:
       status =
           TakeOp(layer, MaxPool2DOp::Create(StagePool2DShape(p, batch), device),
-                 &ops.pool);
+                 &s.ops_.pool);
       break;
     case StageKind::kDense:
       status = TakeOp(layer, DenseOp::Create(StageDenseShape(p, batch), device),
-                      &ops.dense);
+                      &s.ops_.dense);
       break;
     case StageKind::kRelu:
-      status =
-          TakeOp(layer, ReluOp::Create(batch * p.in_size, device), &ops.relu);
+      status = TakeOp(layer, ReluOp::Create(batch * p.in_size, device),
+                      &s.ops_.relu);
       break;
     case StageKind::kSoftmax:
       status =
           TakeOp(layer, SoftmaxOp::Create(StageSoftmaxShape(p, batch), device),
-                 &ops.softmax);
+                 &s.ops_.softmax);
       break;
     case StageKind::kDropout:
       status = TakeOp(
           layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
-          &ops.dropout);
+          &s.ops_.dropout);
       break;
     case StageKind::kActivation:
     case StageKind::kMerge:
@@ -105,12 +104,12 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kLayerNormalization:
       status = TakeOp(
           layer, LayerNormOp::Create(StageLayerNormShape(p, batch), device),
-          &ops.layer_norm);
+          &s.ops_.layer_norm);
       break;
     case StageKind::kMultiHeadAttention:
       status = TakeOp(
           layer, AttentionOp::Create(StageAttentionShape(p, batch), device),
-          &ops.attention);
+          &s.ops_.attention);
       break;
   }
   PSTRAIN_RETURN_IF_ERROR(status);
@@ -164,7 +163,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
   const StagePlan& p = plan_;
   absl::Status status = device_->MakeCurrent();
   if (!status.ok()) return InLayer(p.layer, status);
-  if (StageLayerOps<LayerOps>::Runs(p.kind)) {
+  if (LayerOps::Runs(p.kind)) {
     return ops_.Forward(p, inputs, weights, weights_version, dropout, y);
   }
   auto weight = [&](int index) { return StageVariable(weights, index); };
@@ -319,7 +318,7 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
       if (dx0 == nullptr) return absl::OkStatus();
       break;
   }
-  if (StageLayerOps<LayerOps>::Runs(p.kind)) {
+  if (LayerOps::Runs(p.kind)) {
     return ops_.Backward(p, inputs, y, dy, dx, weights, weights_version,
                          gradients);
   }

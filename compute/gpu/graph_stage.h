@@ -67,18 +67,9 @@ namespace gpu {
 
 using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
 
-// The GPU's op classes for the layer ops both devices call alike.
-struct LayerOps {
-  using Conv2D = Conv2DOp;
-  using MaxPool2D = MaxPool2DOp;
-  using Dense = DenseOp;
-  using Relu = ReluOp;
-  using Softmax = SoftmaxOp;
-  using Dropout = DropoutOp;
-  using DropoutKey = ::pstrain::worker::cpu::DropoutKey;
-  using LayerNorm = LayerNormOp;
-  using Attention = AttentionOp;
-};
+// The layer ops both devices call alike (compute/stage_layer_ops.h).
+using LayerOps = StageLayerOps<Conv2DOp, MaxPool2DOp, DenseOp, ReluOp,
+                               SoftmaxOp, DropoutOp, LayerNormOp, AttentionOp>;
 
 class GraphStage {
  public:
@@ -122,7 +113,7 @@ class GraphStage {
   const int64_t batch_;
   Device* const device_;
 
-  StageLayerOps<LayerOps> ops_;  // Its relu is never a Conv2D's here.
+  LayerOps ops_;  // Its relu is never a Conv2D's here.
   std::unique_ptr<EmbeddingOp> embedding_;
   std::unique_ptr<BatchNormOp> batch_norm_;
   // kActivation: elementwise, or softmax / log_softmax along an axis.
