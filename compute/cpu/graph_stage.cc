@@ -135,15 +135,10 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
   return stage;
 }
 
-absl::StatusOr<const void*> GraphStage::Forward(
-    absl::Span<const void* const> inputs,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    const DropoutStep* dropout, float* y) {
+absl::Status GraphStage::OwnForward(const StageCall& call, float* y) {
   const StagePlan& p = plan_;
-  if (LayerOps::Runs(p.kind)) {
-    return ops_.Forward(p, inputs, weights, weights_version, dropout, y);
-  }
-  auto weight = [&](int index) { return StageVariable(weights, index); };
+  absl::Span<const void* const> inputs = call.inputs;
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
   const float* x = input(0);
   absl::Status status;
@@ -157,7 +152,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
       status = activation_->Forward(x, y);
       break;
     case StageKind::kBatchNormalization:
-      if (dropout != nullptr) {  // Training: the batch's statistics.
+      if (call.dropout != nullptr) {  // Training: the batch's statistics.
         status = batch_norm_->ForwardTraining(
             x, weight(p.kernel), weight(p.bias), y, batch_mean_.data(),
             batch_variance_.data());
@@ -195,26 +190,22 @@ absl::StatusOr<const void*> GraphStage::Forward(
       }
       break;
     }
-    default:  // The layer ops', above.
+    default:  // LayerOps'.
       break;
   }
-  if (!status.ok()) return InLayer(p.layer, status);
-  return y;
+  return status;
 }
 
-absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
-                                  const float* y, float* dy,
-                                  absl::Span<float* const> dx,
-                                  absl::Span<const float* const> weights,
-                                  uint64_t weights_version,
-                                  absl::Span<float* const> gradients) {
+absl::Status GraphStage::OwnBackward(const StageCall& call) {
   const StagePlan& p = plan_;
-  if (LayerOps::Runs(p.kind)) {
-    return ops_.Backward(p, inputs, y, dy, dx, weights, weights_version,
-                         gradients);
-  }
-  auto weight = [&](int index) { return StageVariable(weights, index); };
-  auto gradient = [&](int index) { return StageVariable(gradients, index); };
+  absl::Span<const void* const> inputs = call.inputs;
+  absl::Span<float* const> dx = call.dx;
+  const float* y = call.y;
+  float* dy = call.dy;
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
+  auto gradient = [&](int index) {
+    return StageVariable(call.gradients, index);
+  };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
   const float* x = input(0);
   float* dx0 = dx[0];
@@ -271,10 +262,10 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
       }
       break;
     }
-    default:  // The layer ops', above.
+    default:  // LayerOps'.
       break;
   }
-  return InLayer(p.layer, status);
+  return status;
 }
 
 }  // namespace cpu

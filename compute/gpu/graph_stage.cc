@@ -50,40 +50,40 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       new GraphStage(std::move(plan), batch, device));
   GraphStage& s = *stage;
   const StagePlan& p = s.plan_;
-  const std::string& layer = p.layer;
   absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
       status = TakeOp(
-          layer, EmbeddingOp::Create(StageEmbeddingShape(p, batch), device),
+          p.layer, EmbeddingOp::Create(StageEmbeddingShape(p, batch), device),
           &s.embedding_);
       break;
     case StageKind::kConv2D:
       status =
-          TakeOp(layer, Conv2DOp::Create(StageConv2DShape(p, batch), device),
+          TakeOp(p.layer, Conv2DOp::Create(StageConv2DShape(p, batch), device),
                  &s.ops_.conv);
       break;
     case StageKind::kMaxPool2D:
-      status =
-          TakeOp(layer, MaxPool2DOp::Create(StagePool2DShape(p, batch), device),
-                 &s.ops_.pool);
+      status = TakeOp(p.layer,
+                      MaxPool2DOp::Create(StagePool2DShape(p, batch), device),
+                      &s.ops_.pool);
       break;
     case StageKind::kDense:
-      status = TakeOp(layer, DenseOp::Create(StageDenseShape(p, batch), device),
-                      &s.ops_.dense);
+      status =
+          TakeOp(p.layer, DenseOp::Create(StageDenseShape(p, batch), device),
+                 &s.ops_.dense);
       break;
     case StageKind::kRelu:
-      status = TakeOp(layer, ReluOp::Create(batch * p.in_size, device),
+      status = TakeOp(p.layer, ReluOp::Create(batch * p.in_size, device),
                       &s.ops_.relu);
       break;
     case StageKind::kSoftmax:
-      status =
-          TakeOp(layer, SoftmaxOp::Create(StageSoftmaxShape(p, batch), device),
-                 &s.ops_.softmax);
+      status = TakeOp(p.layer,
+                      SoftmaxOp::Create(StageSoftmaxShape(p, batch), device),
+                      &s.ops_.softmax);
       break;
     case StageKind::kDropout:
       status = TakeOp(
-          layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
+          p.layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
           &s.ops_.dropout);
       break;
     case StageKind::kActivation:
@@ -94,21 +94,21 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kZeroPadding2D:
     case StageKind::kAveragePooling2D:
     case StageKind::kGlobalPooling:
-      status = InLayer(layer, s.InitKernelStage());
+      status = InLayer(p.layer, s.InitKernelStage());
       break;
     case StageKind::kBatchNormalization:
       status = TakeOp(
-          layer, BatchNormOp::Create(StageBatchNormShape(p, batch), device),
+          p.layer, BatchNormOp::Create(StageBatchNormShape(p, batch), device),
           &s.batch_norm_);
       break;
     case StageKind::kLayerNormalization:
       status = TakeOp(
-          layer, LayerNormOp::Create(StageLayerNormShape(p, batch), device),
+          p.layer, LayerNormOp::Create(StageLayerNormShape(p, batch), device),
           &s.ops_.layer_norm);
       break;
     case StageKind::kMultiHeadAttention:
       status = TakeOp(
-          layer, AttentionOp::Create(StageAttentionShape(p, batch), device),
+          p.layer, AttentionOp::Create(StageAttentionShape(p, batch), device),
           &s.ops_.attention);
       break;
   }
@@ -156,22 +156,17 @@ absl::Status GraphStage::InitKernelStage() {
   }
 }
 
-absl::StatusOr<const void*> GraphStage::Forward(
-    absl::Span<const void* const> inputs,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    const DropoutStep* dropout, float* y) {
+absl::Status GraphStage::BeginPass() { return device_->MakeCurrent(); }
+
+absl::Status GraphStage::OwnForward(const StageCall& call, float* y) {
   const StagePlan& p = plan_;
-  absl::Status status = device_->MakeCurrent();
-  if (!status.ok()) return InLayer(p.layer, status);
-  if (LayerOps::Runs(p.kind)) {
-    return ops_.Forward(p, inputs, weights, weights_version, dropout, y);
-  }
-  auto weight = [&](int index) { return StageVariable(weights, index); };
-  const float* x = static_cast<const float*>(inputs[0]);
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
+  const float* x = static_cast<const float*>(call.inputs[0]);
   const cudaStream_t stream = device_->stream();
+  absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
-      status = embedding_->Forward(static_cast<const int32_t*>(inputs[0]),
+      status = embedding_->Forward(static_cast<const int32_t*>(call.inputs[0]),
                                    weight(p.kernel), y);
       break;
     case StageKind::kActivation: {
@@ -187,7 +182,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
     }
     case StageKind::kMerge:
     case StageKind::kConcatenate:
-      status = MergeForward(inputs, y);
+      status = MergeForward(call.inputs, y);
       break;
     case StageKind::kRescaling:
       status = CudaStatus(LaunchScaleShift(x, batch_ * p.out_size, p.rescale,
@@ -213,7 +208,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
           "global pooling forward");
       break;
     case StageKind::kBatchNormalization:
-      if (dropout != nullptr) {  // Training: the batch's statistics.
+      if (call.dropout != nullptr) {  // Training: the batch's statistics.
         status = batch_norm_->ForwardTraining(
             x, weight(p.kernel), weight(p.bias), y, nullptr, nullptr);
       } else {
@@ -222,11 +217,10 @@ absl::StatusOr<const void*> GraphStage::Forward(
             weight(p.moving_variance), y);
       }
       break;
-    default:  // The layer ops', above.
+    default:  // LayerOps'.
       break;
   }
-  if (!status.ok()) return InLayer(p.layer, status);
-  return y;
+  return status;
 }
 
 absl::Status GraphStage::MergeForward(absl::Span<const void* const> inputs,
@@ -293,18 +287,9 @@ absl::Status GraphStage::MergeBackward(absl::Span<const void* const> inputs,
   return absl::OkStatus();
 }
 
-absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
-                                  const float* y, float* dy,
-                                  absl::Span<float* const> dx,
-                                  absl::Span<const float* const> weights,
-                                  uint64_t weights_version,
-                                  absl::Span<float* const> gradients) {
-  const StagePlan& p = plan_;
-  float* dx0 = dx[0];
-  absl::Status status = device_->MakeCurrent();
-  if (!status.ok()) return InLayer(p.layer, status);
-  // The stages without variables run only for an input's gradient.
-  switch (p.kind) {
+bool GraphStage::SkipsBackward(absl::Span<float* const> dx) const {
+  if (dx[0] != nullptr) return false;
+  switch (plan_.kind) {
     case StageKind::kEmbedding:
     case StageKind::kConv2D:
     case StageKind::kDense:
@@ -313,23 +298,28 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
     case StageKind::kMultiHeadAttention:
     case StageKind::kMerge:
     case StageKind::kConcatenate:
-      break;
+      return false;
     default:
-      if (dx0 == nullptr) return absl::OkStatus();
-      break;
+      return true;
   }
-  if (LayerOps::Runs(p.kind)) {
-    return ops_.Backward(p, inputs, y, dy, dx, weights, weights_version,
-                         gradients);
-  }
-  auto weight = [&](int index) { return StageVariable(weights, index); };
-  auto gradient = [&](int index) { return StageVariable(gradients, index); };
-  const float* x = static_cast<const float*>(inputs[0]);
+}
+
+absl::Status GraphStage::OwnBackward(const StageCall& call) {
+  const StagePlan& p = plan_;
+  const float* x = static_cast<const float*>(call.inputs[0]);
+  const float* y = call.y;
+  float* dy = call.dy;
+  float* dx0 = call.dx[0];
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
+  auto gradient = [&](int index) {
+    return StageVariable(call.gradients, index);
+  };
   const cudaStream_t stream = device_->stream();
+  absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
-      status = embedding_->Backward(static_cast<const int32_t*>(inputs[0]), dy,
-                                    gradient(p.kernel));
+      status = embedding_->Backward(static_cast<const int32_t*>(call.inputs[0]),
+                                    dy, gradient(p.kernel));
       break;
     case StageKind::kBatchNormalization:
       status = batch_norm_->Backward(x, weight(p.kernel), dy, dx0,
@@ -355,7 +345,7 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
     }
     case StageKind::kMerge:
     case StageKind::kConcatenate:
-      status = MergeBackward(inputs, dy, dx);
+      status = MergeBackward(call.inputs, dy, call.dx);
       break;
     case StageKind::kRescaling:
       status = CudaStatus(LaunchScaleShift(dy, batch_ * p.in_size, p.rescale,
@@ -381,10 +371,10 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
                                    global_channels_, p.global_max, dx0, stream),
           "global pooling backward");
       break;
-    default:  // The layer ops', above.
+    default:  // LayerOps'.
       break;
   }
-  return InLayer(p.layer, status);
+  return status;
 }
 
 }  // namespace gpu
