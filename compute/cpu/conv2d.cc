@@ -1,6 +1,7 @@
 #include "compute/cpu/conv2d.h"
 
 #include "absl/strings/str_cat.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/cpu/dnnl_util.h"
 #include "compute/weighted_op_checks.h"
 
@@ -33,22 +34,12 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                           {"dilation_h", shape.dilation_h},
                           {"dilation_w", shape.dilation_w},
                           {"groups", shape.groups}});
+  if (status.ok()) status = CheckConv2DGroups(shape);
   if (!status.ok()) return status;
-  if (shape.in_channels % shape.groups != 0 ||
-      shape.out_channels % shape.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Conv2D: groups ", shape.groups, " must divide in_channels ",
-        shape.in_channels, " and out_channels ", shape.out_channels));
-  }
-  absl::StatusOr<Window> out_h =
-      KerasWindow(shape.height, DilatedExtent(shape.kernel_h, shape.dilation_h),
-                  shape.stride_h, shape.padding);
-  if (!out_h.ok()) return out_h.status();
-  absl::StatusOr<Window> out_w =
-      KerasWindow(shape.width, DilatedExtent(shape.kernel_w, shape.dilation_w),
-                  shape.stride_w, shape.padding);
-  if (!out_w.ok()) return out_w.status();
-  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out_h, *out_w));
+  const absl::StatusOr<Conv2DWindows> out = Conv2DOutputWindows(shape);
+  if (!out.ok()) return out.status();
+  std::unique_ptr<Conv2DOp> op(
+      new Conv2DOp(shape, engine, out->height, out->width));
   status = op->Init();
   if (!status.ok()) return status;
   return op;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/gpu/kernels.h"
 #include "compute/gpu/shape_check.h"
 #include "compute/weighted_op_checks.h"
@@ -76,27 +77,15 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                                           {"dilation_h", shape.dilation_h},
                                           {"dilation_w", shape.dilation_w},
                                           {"groups", shape.groups}}));
-  if (shape.in_channels % shape.groups != 0 ||
-      shape.out_channels % shape.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kOp, ": groups ", shape.groups, " must divide in_channels ",
-        shape.in_channels, " and out_channels ", shape.out_channels));
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckConv2DGroups(shape));
   if (shape.fuse_relu) {
     return absl::InvalidArgumentError(
         "Conv2D: fuse_relu is a CPU (oneDNN) option; apply ReluOp after the "
         "GPU convolution");
   }
-  PSTRAIN_ASSIGN_OR_RETURN(
-      const Window out_h,
-      cpu::KerasWindow(shape.height,
-                       cpu::DilatedExtent(shape.kernel_h, shape.dilation_h),
-                       shape.stride_h, shape.padding));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      const Window out_w,
-      cpu::KerasWindow(shape.width,
-                       cpu::DilatedExtent(shape.kernel_w, shape.dilation_w),
-                       shape.stride_w, shape.padding));
+  PSTRAIN_ASSIGN_OR_RETURN(const Conv2DWindows out, Conv2DOutputWindows(shape));
+  const Window& out_h = out.height;
+  const Window& out_w = out.width;
   // The input with its asymmetric part of the padding ("same": 0 or 1 after;
   // "causal": extent - 1 before).
   PSTRAIN_RETURN_IF_ERROR(CheckElements(
