@@ -7,13 +7,18 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(const Conv2DWindows out,
 //                            Conv2DOutputWindows(shape));
 //   // out.height.output rows of out.width.output positions.
+//
+// Both ops derive from Conv2DOpGeometry, which keeps the shape and windows.
 #ifndef PSTRAIN_COMPUTE_CONV2D_GEOMETRY_H_
 #define PSTRAIN_COMPUTE_CONV2D_GEOMETRY_H_
+
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compute/cpu/op_shapes.h"
 #include "compute/cpu/window.h"
+#include "compute/shaped_op.h"
 
 namespace pstrain {
 namespace worker {
@@ -31,6 +36,20 @@ absl::Status CheckConv2DGroups(const cpu::Conv2DShape& shape);
 // padding; KerasWindow's error for a kernel larger than a valid input.
 absl::StatusOr<Conv2DWindows> Conv2DOutputWindows(
     const cpu::Conv2DShape& shape);
+
+// A Conv2D op's shape and output windows, the base of both devices' ops.
+class Conv2DOpGeometry : public ShapedOp<cpu::Conv2DShape> {
+ public:
+  int64_t out_height() const { return out_h_.output; }
+  int64_t out_width() const { return out_w_.output; }
+
+ protected:
+  Conv2DOpGeometry(const cpu::Conv2DShape& shape, const Conv2DWindows& out)
+      : ShapedOp(shape), out_h_(out.height), out_w_(out.width) {}
+
+  const cpu::Window out_h_;
+  const cpu::Window out_w_;
+};
 
 }  // namespace worker
 }  // namespace pstrain

@@ -38,8 +38,7 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
   if (!status.ok()) return status;
   const absl::StatusOr<Conv2DWindows> out = Conv2DOutputWindows(shape);
   if (!out.ok()) return out.status();
-  std::unique_ptr<Conv2DOp> op(
-      new Conv2DOp(shape, engine, out->height, out->width));
+  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out));
   status = op->Init();
   if (!status.ok()) return status;
   return op;

@@ -49,18 +49,16 @@ absl::Status Choose(const char* what, const std::vector<Perf>& ranking,
 
 }  // namespace
 
-Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device, Window out_h,
-                   Window out_w)
-    : shape_(shape),
+Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device,
+                   const Conv2DWindows& out)
+    : Conv2DOpGeometry(shape, out),
       device_(device),
-      out_h_(out_h),
-      out_w_(out_w),
-      extra_top_(std::max<int64_t>(out_h.pad_before - out_h.pad_after, 0)),
-      extra_left_(std::max<int64_t>(out_w.pad_before - out_w.pad_after, 0)),
-      extra_h_(std::abs(out_h.pad_after - out_h.pad_before)),
-      extra_w_(std::abs(out_w.pad_after - out_w.pad_before)),
-      pad_h_(std::min(out_h.pad_before, out_h.pad_after)),
-      pad_w_(std::min(out_w.pad_before, out_w.pad_after)),
+      extra_top_(std::max<int64_t>(out_h_.pad_before - out_h_.pad_after, 0)),
+      extra_left_(std::max<int64_t>(out_w_.pad_before - out_w_.pad_after, 0)),
+      extra_h_(std::abs(out_h_.pad_after - out_h_.pad_before)),
+      extra_w_(std::abs(out_w_.pad_after - out_w_.pad_before)),
+      pad_h_(std::min(out_h_.pad_before, out_h_.pad_after)),
+      pad_w_(std::min(out_w_.pad_before, out_w_.pad_after)),
       pads_input_(extra_h_ != 0 || extra_w_ != 0) {}
 
 absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
@@ -100,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                     {shape.kernel_h, shape.kernel_w,
                      shape.in_channels / shape.groups, shape.out_channels}));
   PSTRAIN_RETURN_IF_ERROR(CheckDevice(kOp, device));
-  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, device, out_h, out_w));
+  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, device, out));
   PSTRAIN_RETURN_IF_ERROR(op->Init());
   return op;
 }
