@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "compute/attention_checks.h"
 #include "compute/cpu/dnnl_util.h"
 
 namespace pstrain {
@@ -16,12 +17,6 @@ constexpr char kOp[] = "MultiHeadAttention";
 // No buffer holds more elements (16 TiB of floats): it could not be
 // allocated, and sizes stay far from int64 overflow.
 constexpr int64_t kMaxElements = int64_t{1} << 42;
-
-AttentionShape WithDefaults(AttentionShape shape) {
-  if (shape.value_dim == 0) shape.value_dim = shape.key_dim;
-  if (shape.output_dim == 0) shape.output_dim = shape.dq;
-  return shape;
-}
 
 // a * b * ..., or -1 past kMaxElements.
 int64_t Elements(std::initializer_list<int64_t> sizes) {
@@ -66,7 +61,7 @@ void ColumnSums(const float* x, int64_t rows, int64_t cols, float* sum) {
 
 absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
     const AttentionShape& requested, Engine* engine) {
-  const AttentionShape s = WithDefaults(requested);
+  const AttentionShape s = AttentionWithDefaults(requested);
   absl::Status status = CheckPositive(kOp, {{"batch", s.batch},
                                             {"tq", s.tq},
                                             {"tv", s.tv},
@@ -77,15 +72,8 @@ absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
                                             {"key_dim", s.key_dim},
                                             {"value_dim", s.value_dim},
                                             {"output_dim", s.output_dim}});
+  if (status.ok()) status = CheckAttentionDropout(s);
   if (!status.ok()) return status;
-  if (!(s.dropout >= 0 && s.dropout < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": dropout must be in [0, 1), got ", s.dropout));
-  }
-  if (s.dropout != 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        kOp, ": attention dropout is not supported (rate ", s.dropout, ")"));
-  }
   const int64_t b = s.batch, h = s.heads;
   for (int64_t n : {Elements({b, h, s.tq, s.tv}),
                     Elements({b, s.tq, h, std::max(s.key_dim, s.value_dim)}),
@@ -107,7 +95,7 @@ absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
 
 std::vector<AttentionVariable> AttentionOp::Variables(
     const AttentionShape& requested) {
-  const AttentionShape s = WithDefaults(requested);
+  const AttentionShape s = AttentionWithDefaults(requested);
   const int64_t h = s.heads, dk = s.key_dim, dv = s.value_dim;
   std::vector<AttentionVariable> variables;
   auto add = [&](const char* layer, std::vector<int64_t> kernel,
@@ -284,20 +272,9 @@ void AttentionOp::MaskScores() {
 absl::Status AttentionOp::Forward(const float* query, const float* key,
                                   const float* value, const AttentionWeights& w,
                                   float* y) {
-  if (query == nullptr || key == nullptr || value == nullptr || y == nullptr ||
-      w.query_kernel == nullptr || w.key_kernel == nullptr ||
-      w.value_kernel == nullptr || w.output_kernel == nullptr) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention forward: the inputs, kernels and y are required");
-  }
-  const bool all_biases = w.query_bias != nullptr && w.key_bias != nullptr &&
-                          w.value_bias != nullptr && w.output_bias != nullptr;
-  const bool no_biases = w.query_bias == nullptr && w.key_bias == nullptr &&
-                         w.value_bias == nullptr && w.output_bias == nullptr;
-  if (shape_.use_bias ? !all_biases : !no_biases) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention forward: the biases must be given iff use_bias");
-  }
+  const absl::Status checked =
+      CheckAttentionForward(shape_, query, key, value, w, y);
+  if (!checked.ok()) return checked;
   return Guard("MultiHeadAttention forward", [&]() -> absl::Status {
     absl::Status status = Run("MultiHeadAttention query", query_proj_, query,
                               w.query_kernel, w.query_bias, q_.data());
@@ -331,34 +308,9 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
                                    const float* value,
                                    const AttentionWeights& w, const float* dy,
                                    const AttentionGradients& g) {
-  if (query == nullptr || key == nullptr || value == nullptr || dy == nullptr ||
-      w.output_kernel == nullptr || g.query_kernel == nullptr ||
-      g.key_kernel == nullptr || g.value_kernel == nullptr ||
-      g.output_kernel == nullptr) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: the inputs, attention_output/kernel, "
-        "dy and the kernels' gradients are required");
-  }
-  const bool all_biases = g.query_bias != nullptr && g.key_bias != nullptr &&
-                          g.value_bias != nullptr && g.output_bias != nullptr;
-  const bool no_biases = g.query_bias == nullptr && g.key_bias == nullptr &&
-                         g.value_bias == nullptr && g.output_bias == nullptr;
-  if (shape_.use_bias ? !all_biases : !no_biases) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: the bias gradients must be given iff "
-        "use_bias");
-  }
-  if ((g.query != nullptr && w.query_kernel == nullptr) ||
-      (g.key != nullptr && w.key_kernel == nullptr) ||
-      (g.value != nullptr && w.value_kernel == nullptr)) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: an input's gradient needs its kernel");
-  }
-  if (!SharedGradientsFit(g)) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: input gradients share a buffer but "
-        "their shapes differ");
-  }
+  const absl::Status checked =
+      CheckAttentionBackward(shape_, query, key, value, w, dy, g);
+  if (!checked.ok()) return checked;
   const AttentionShape& s = shape_;
   const int64_t rq = s.batch * s.tq, rv = s.batch * s.tv;
   const int64_t hk = s.heads * s.key_dim, hv = s.heads * s.value_dim;
@@ -415,17 +367,6 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
     }
     return InputGradients(w, g);
   });
-}
-
-bool AttentionOp::SharedGradientsFit(const AttentionGradients& g) const {
-  const AttentionShape& s = shape_;
-  auto shared = [](const float* a, const float* b) {
-    return a != nullptr && a == b;
-  };
-  if (shared(g.key, g.value) && s.dk != s.dv) return false;
-  if (shared(g.query, g.value) && (s.tq != s.tv || s.dq != s.dv)) return false;
-  if (shared(g.query, g.key) && (s.tq != s.tv || s.dq != s.dk)) return false;
-  return true;
 }
 
 absl::Status AttentionOp::InputGradients(const AttentionWeights& w,

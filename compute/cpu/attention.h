@@ -47,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
+#include "compute/shaped_op.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
@@ -60,7 +61,7 @@ struct AttentionVariable {
   std::vector<int64_t> dims;
 };
 
-class AttentionOp {
+class AttentionOp : public ShapedOp<AttentionShape> {
  public:
   // INVALID_ARGUMENT for a non-positive size (after the defaults), a size
   // whose buffers would not fit in memory, or a dropout outside [0, 1);
@@ -72,12 +73,6 @@ class AttentionOp {
   // Keras 3's variables in its order (query, key, value, attention_output;
   // kernel then bias), with value_dim and output_dim defaulted as in Create.
   static std::vector<AttentionVariable> Variables(const AttentionShape& shape);
-
-  AttentionOp(const AttentionOp&) = delete;
-  AttentionOp& operator=(const AttentionOp&) = delete;
-
-  // The shape with value_dim and output_dim resolved.
-  const AttentionShape& shape() const { return shape_; }
 
   // y [B, Tq, O] from query [B, Tq, dq], key [B, Tv, dk] and value
   // [B, Tv, dv]; any of the inputs may be the same buffer.
@@ -105,7 +100,7 @@ class AttentionOp {
   };
 
   AttentionOp(const AttentionShape& shape, Engine* engine)
-      : shape_(shape), engine_(engine) {}
+      : ShapedOp(shape), engine_(engine) {}
 
   // dst = scale * (src x weights) [+ bias] [+ dst when accumulate].
   static Matmul MakeMatmul(const dnnl::engine& engine,
@@ -120,12 +115,9 @@ class AttentionOp {
                    const float* weights, const float* bias, float* dst);
   // Sets the scores of masked (later) key positions to -inf.
   void MaskScores();
-  // Whether input gradients that share a buffer have the same shape.
-  bool SharedGradientsFit(const AttentionGradients& grads) const;
   absl::Status InputGradients(const AttentionWeights& weights,
                               const AttentionGradients& grads);
 
-  const AttentionShape shape_;
   Engine* const engine_;
 
   // Saved by Forward for Backward: Q [B, Tq, H, Dk], K [B, Tv, H, Dk],

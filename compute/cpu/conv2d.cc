@@ -1,7 +1,9 @@
 #include "compute/cpu/conv2d.h"
 
 #include "absl/strings/str_cat.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/cpu/dnnl_util.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -32,22 +34,11 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                           {"dilation_h", shape.dilation_h},
                           {"dilation_w", shape.dilation_w},
                           {"groups", shape.groups}});
+  if (status.ok()) status = CheckConv2DGroups(shape);
   if (!status.ok()) return status;
-  if (shape.in_channels % shape.groups != 0 ||
-      shape.out_channels % shape.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Conv2D: groups ", shape.groups, " must divide in_channels ",
-        shape.in_channels, " and out_channels ", shape.out_channels));
-  }
-  absl::StatusOr<Window> out_h =
-      KerasWindow(shape.height, DilatedExtent(shape.kernel_h, shape.dilation_h),
-                  shape.stride_h, shape.padding);
-  if (!out_h.ok()) return out_h.status();
-  absl::StatusOr<Window> out_w =
-      KerasWindow(shape.width, DilatedExtent(shape.kernel_w, shape.dilation_w),
-                  shape.stride_w, shape.padding);
-  if (!out_w.ok()) return out_w.status();
-  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out_h, *out_w));
+  const absl::StatusOr<Conv2DWindows> out = Conv2DOutputWindows(shape);
+  if (!out.ok()) return out.status();
+  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, engine, *out));
   status = op->Init();
   if (!status.ok()) return status;
   return op;
@@ -189,14 +180,9 @@ absl::Status Conv2DOp::Init() {
 absl::Status Conv2DOp::Forward(const float* x, const float* w,
                                uint64_t weights_step, const float* b,
                                float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: b must be given iff use_bias");
-  }
+  const absl::Status checked =
+      CheckWeightedForward("Conv2D", x, w, b, y, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Conv2D forward", [&]() -> absl::Status {
     absl::Status status = fwd_weights_.Prepare("Conv2D forward: reorder w",
                                                engine_, w, weights_step);
@@ -216,19 +202,9 @@ absl::Status Conv2DOp::Forward(const float* x, const float* w,
 absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                 uint64_t weights_step, const float* dy,
                                 float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: db must be given iff use_bias");
-  }
+  const absl::Status checked = CheckWeightedBackward(
+      "Conv2D", x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Conv2D backward", [&]() -> absl::Status {
     if (shape_.bf16) {
       // One conversion of dy for both primitives; x's from the Forward when

@@ -44,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/cpu/bf16_copy.h"
 #include "compute/cpu/engine.h"
 #include "compute/cpu/op_shapes.h"
@@ -55,19 +56,12 @@ namespace pstrain {
 namespace worker {
 namespace cpu {
 
-class Conv2DOp {
+class Conv2DOp : public Conv2DOpGeometry {
  public:
   // INVALID_ARGUMENT for a non-positive size or a kernel larger than a valid
   // input; a oneDNN failure as a status naming Conv2D.
   static absl::StatusOr<std::unique_ptr<Conv2DOp>> Create(
       const Conv2DShape& shape, Engine* engine);
-
-  Conv2DOp(const Conv2DOp&) = delete;
-  Conv2DOp& operator=(const Conv2DOp&) = delete;
-
-  const Conv2DShape& shape() const { return shape_; }
-  int64_t out_height() const { return out_h_.output; }
-  int64_t out_width() const { return out_w_.output; }
 
   // y = conv(x, w) + b, or max(that, 0) with fuse_relu.
   // x: [N, H, W, in]; w: [kh, kw, in, out]; b: [out], null iff !use_bias;
@@ -93,15 +87,12 @@ class Conv2DOp {
   }
 
  private:
-  Conv2DOp(const Conv2DShape& shape, Engine* engine, Window out_h, Window out_w)
-      : shape_(shape), engine_(engine), out_h_(out_h), out_w_(out_w) {}
+  Conv2DOp(const Conv2DShape& shape, Engine* engine, const Conv2DWindows& out)
+      : Conv2DOpGeometry(shape, out), engine_(engine) {}
 
   absl::Status Init();
 
-  const Conv2DShape shape_;
   Engine* const engine_;
-  const Window out_h_;
-  const Window out_w_;
 
   WeightsCache& bwd_data_cache() {
     return bwd_data_shares_weights_ ? fwd_weights_ : bwd_data_weights_;

@@ -24,7 +24,6 @@ namespace pstrain {
 namespace worker {
 namespace {
 
-using cpu::DropoutStep;
 using cpu::Engine;
 using cpu::LayerGraph;
 

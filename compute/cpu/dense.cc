@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compute/cpu/dnnl_util.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -96,13 +97,9 @@ absl::Status DenseOp::Init() {
 
 absl::Status DenseOp::Forward(const float* x, const float* w, const float* b,
                               float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Dense forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Dense forward: b must be given iff use_bias");
-  }
+  const absl::Status checked =
+      CheckWeightedForward("Dense", x, w, b, y, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Dense forward", [&]() -> absl::Status {
     if (shape_.bf16) {
       absl::Status status =
@@ -123,19 +120,9 @@ absl::Status DenseOp::Forward(const float* x, const float* w, const float* b,
 
 absl::Status DenseOp::Backward(const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Dense backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Dense backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Dense backward: db must be given iff use_bias");
-  }
+  const absl::Status checked = CheckWeightedBackward(
+      "Dense", x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias);
+  if (!checked.ok()) return checked;
   return Guard("Dense backward", [&]() -> absl::Status {
     if (shape_.bf16) {
       // The Forward's copies of x and w serve when they are of the same

@@ -7,40 +7,11 @@
 #include "compute/cpu/embedding.h"
 #include "compute/cpu/merge.h"
 #include "compute/cpu/window.h"
+#include "compute/stage_op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
-namespace {
-
-// The attention layer's variables (StagePlan::attention_variables' order)
-// among `values`, one buffer per variable of the model.
-template <typename Pointer>
-std::vector<Pointer> AttentionBuffers(const StagePlan& p,
-                                      absl::Span<Pointer const> values) {
-  std::vector<Pointer> out;
-  for (const int index : p.attention_variables) {
-    out.push_back(index >= 0 ? values[index] : nullptr);
-  }
-  return out;
-}
-
-AttentionWeights AttentionWeightsOf(const StagePlan& p,
-                                    absl::Span<const float* const> weights) {
-  const std::vector<const float*> w = AttentionBuffers(p, weights);
-  AttentionWeights a;
-  a.query_kernel = w[0];
-  a.query_bias = w[1];
-  a.key_kernel = w[2];
-  a.key_bias = w[3];
-  a.value_kernel = w[4];
-  a.value_bias = w[5];
-  a.output_kernel = w[6];
-  a.output_bias = w[7];
-  return a;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
                                                                int64_t batch,
@@ -53,48 +24,43 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
   absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
-      s.embedding_ = p.embedding;
-      s.embedding_.ids *= batch;
+      s.embedding_ = StageEmbeddingShape(p, batch);
       break;
     case StageKind::kConv2D: {
-      Conv2DShape shape = p.conv;
-      shape.batch = batch;
+      Conv2DShape shape = StageConv2DShape(p, batch);
       shape.bf16 = engine->bf16();
-      status = TakeOp(layer, Conv2DOp::Create(shape, engine), &s.conv_);
+      status = TakeOp(layer, Conv2DOp::Create(shape, engine), &s.ops_.conv);
       if (status.ok() && shape.fuse_relu) {
         // The convolution applies the ReLU; its backward runs here.
-        status =
-            TakeOp(layer, ReluOp::Create(batch * p.out_size, engine), &s.relu_);
+        status = TakeOp(layer, ReluOp::Create(batch * p.out_size, engine),
+                        &s.ops_.relu);
       }
       break;
     }
-    case StageKind::kMaxPool2D: {
-      Pool2DShape shape = p.pool;
-      shape.batch = batch;
-      status = TakeOp(layer, MaxPool2DOp::Create(shape, engine), &s.pool_);
+    case StageKind::kMaxPool2D:
+      status =
+          TakeOp(layer, MaxPool2DOp::Create(StagePool2DShape(p, batch), engine),
+                 &s.ops_.pool);
       break;
-    }
     case StageKind::kDense: {
-      DenseShape shape = p.dense;
-      shape.batch *= batch;  // Rows: the plan's are per example.
+      DenseShape shape = StageDenseShape(p, batch);
       shape.bf16 = engine->bf16();
-      status = TakeOp(layer, DenseOp::Create(shape, engine), &s.dense_);
+      status = TakeOp(layer, DenseOp::Create(shape, engine), &s.ops_.dense);
       break;
     }
     case StageKind::kRelu:
+      status = TakeOp(layer, ReluOp::Create(batch * p.in_size, engine),
+                      &s.ops_.relu);
+      break;
+    case StageKind::kSoftmax:
       status =
-          TakeOp(layer, ReluOp::Create(batch * p.in_size, engine), &s.relu_);
+          TakeOp(layer, SoftmaxOp::Create(StageSoftmaxShape(p, batch), engine),
+                 &s.ops_.softmax);
       break;
-    case StageKind::kSoftmax: {
-      SoftmaxShape shape = p.softmax;
-      shape.batch *= batch;
-      status = TakeOp(layer, SoftmaxOp::Create(shape, engine), &s.softmax_);
-      break;
-    }
     case StageKind::kDropout:
       status =
           TakeOp(layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate),
-                 &s.dropout_);
+                 &s.ops_.dropout);
       break;
     case StageKind::kActivation: {
       ActivationShape shape = p.activation;
@@ -111,35 +77,23 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       }
       break;
     case StageKind::kBatchNormalization: {
-      BatchNormShape shape;
-      shape.channels = p.in_shapes[0].back();
-      shape.rows = batch * (p.in_size / shape.channels);
-      shape.epsilon = p.epsilon;
-      shape.center = p.center;
-      shape.scale = p.scale;
+      const BatchNormShape shape = StageBatchNormShape(p, batch);
       s.batch_mean_.resize(shape.channels);
       s.batch_variance_.resize(shape.channels);
       status =
           TakeOp(layer, BatchNormOp::Create(shape, engine), &s.batch_norm_);
       break;
     }
-    case StageKind::kLayerNormalization: {
-      LayerNormShape shape;
-      shape.width = p.in_shapes[0].back();
-      shape.rows = batch * (p.in_size / shape.width);
-      shape.epsilon = p.epsilon;
-      shape.center = p.center;
-      shape.scale = p.scale;
+    case StageKind::kLayerNormalization:
+      status = TakeOp(
+          layer, LayerNormOp::Create(StageLayerNormShape(p, batch), engine),
+          &s.ops_.layer_norm);
+      break;
+    case StageKind::kAveragePooling2D:
       status =
-          TakeOp(layer, LayerNormOp::Create(shape, engine), &s.layer_norm_);
+          TakeOp(layer, AvgPool2DOp::Create(StagePool2DShape(p, batch), engine),
+                 &s.avg_pool_);
       break;
-    }
-    case StageKind::kAveragePooling2D: {
-      Pool2DShape shape = p.pool;
-      shape.batch = batch;
-      status = TakeOp(layer, AvgPool2DOp::Create(shape, engine), &s.avg_pool_);
-      break;
-    }
     case StageKind::kGlobalPooling: {
       GlobalPoolShape shape;
       shape.batch = batch;
@@ -171,42 +125,20 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       status = TakeOp(layer, PermuteOp::Create(shape, engine), &s.permute_);
       break;
     }
-    case StageKind::kMultiHeadAttention: {
-      // Inputs query, value and maybe key (default: the value), each
-      // [sequence, features].
-      const std::vector<int64_t>& q = p.in_shapes[0];
-      const std::vector<int64_t>& v = p.in_shapes[1];
-      const std::vector<int64_t>& k =
-          p.in_shapes.size() > 2 ? p.in_shapes[2] : v;
-      AttentionShape shape;
-      shape.batch = batch;
-      shape.tq = q[0];
-      shape.dq = q[1];
-      shape.tv = v[0];
-      shape.dv = v[1];
-      shape.dk = k[1];
-      shape.heads = p.heads;
-      shape.key_dim = p.key_dim;
-      shape.value_dim = p.value_dim;
-      shape.output_dim = p.output_dim;
-      shape.use_bias = p.use_bias;
-      shape.causal = p.causal;
-      status = TakeOp(layer, AttentionOp::Create(shape, engine), &s.attention_);
+    case StageKind::kMultiHeadAttention:
+      status = TakeOp(
+          layer, AttentionOp::Create(StageAttentionShape(p, batch), engine),
+          &s.ops_.attention);
       break;
-    }
   }
   PSTRAIN_RETURN_IF_ERROR(status);
   return stage;
 }
 
-absl::StatusOr<const void*> GraphStage::Forward(
-    absl::Span<const void* const> inputs,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    const DropoutStep* dropout, float* y) {
+absl::Status GraphStage::OwnForward(const StageCall& call, float* y) {
   const StagePlan& p = plan_;
-  auto weight = [&](int index) {
-    return index >= 0 ? weights[index] : nullptr;
-  };
+  absl::Span<const void* const> inputs = call.inputs;
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
   const float* x = input(0);
   absl::Status status;
@@ -216,37 +148,11 @@ absl::StatusOr<const void*> GraphStage::Forward(
           EmbeddingForward(embedding_, static_cast<const int32_t*>(inputs[0]),
                            weight(p.kernel), y);
       break;
-    case StageKind::kConv2D:
-      status = conv_->Forward(x, weight(p.kernel), weights_version,
-                              weight(p.bias), y);
-      break;
-    case StageKind::kMaxPool2D:
-      status = pool_->Forward(x, y);
-      break;
-    case StageKind::kDense:
-      status = dense_->Forward(x, weight(p.kernel), weight(p.bias), y);
-      break;
-    case StageKind::kRelu:
-      status = relu_->Forward(x, y);
-      break;
-    case StageKind::kSoftmax:
-      status = softmax_->Forward(x, y);
-      break;
-    case StageKind::kDropout: {
-      // Inference: the identity; the input passes on untouched.
-      if (dropout == nullptr) return inputs[0];
-      DropoutKey key;
-      key.seed = p.dropout_seed;
-      key.step = static_cast<uint64_t>(dropout->step);
-      key.offset = DropoutElementOffset(dropout->example_offset, p.in_size);
-      status = dropout_->Forward(x, key, y);
-      break;
-    }
     case StageKind::kActivation:
       status = activation_->Forward(x, y);
       break;
     case StageKind::kBatchNormalization:
-      if (dropout != nullptr) {  // Training: the batch's statistics.
+      if (call.dropout != nullptr) {  // Training: the batch's statistics.
         status = batch_norm_->ForwardTraining(
             x, weight(p.kernel), weight(p.bias), y, batch_mean_.data(),
             batch_variance_.data());
@@ -255,9 +161,6 @@ absl::StatusOr<const void*> GraphStage::Forward(
             x, weight(p.kernel), weight(p.bias), weight(p.moving_mean),
             weight(p.moving_variance), y);
       }
-      break;
-    case StageKind::kLayerNormalization:
-      status = layer_norm_->Forward(x, weight(p.kernel), weight(p.bias), y);
       break;
     case StageKind::kAveragePooling2D:
       status = avg_pool_->Forward(x, y);
@@ -276,13 +179,6 @@ absl::StatusOr<const void*> GraphStage::Forward(
         y[i] = x[i] * p.rescale + p.offset;
       }
       break;
-    case StageKind::kMultiHeadAttention: {
-      const float* value = input(1);
-      const float* key = inputs.size() > 2 ? input(2) : value;
-      status =
-          attention_->Forward(x, key, value, AttentionWeightsOf(p, weights), y);
-      break;
-    }
     case StageKind::kMerge:
     case StageKind::kConcatenate: {
       std::vector<const float*> xs;
@@ -294,23 +190,21 @@ absl::StatusOr<const void*> GraphStage::Forward(
       }
       break;
     }
+    default:  // LayerOps'.
+      break;
   }
-  if (!status.ok()) return InLayer(p.layer, status);
-  return y;
+  return status;
 }
 
-absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
-                                  const float* y, float* dy,
-                                  absl::Span<float* const> dx,
-                                  absl::Span<const float* const> weights,
-                                  uint64_t weights_version,
-                                  absl::Span<float* const> gradients) {
+absl::Status GraphStage::OwnBackward(const StageCall& call) {
   const StagePlan& p = plan_;
-  auto weight = [&](int index) {
-    return index >= 0 ? weights[index] : nullptr;
-  };
+  absl::Span<const void* const> inputs = call.inputs;
+  absl::Span<float* const> dx = call.dx;
+  const float* y = call.y;
+  float* dy = call.dy;
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
   auto gradient = [&](int index) {
-    return index >= 0 ? gradients[index] : nullptr;
+    return StageVariable(call.gradients, index);
   };
   auto input = [&](size_t k) { return static_cast<const float*>(inputs[k]); };
   const float* x = input(0);
@@ -321,28 +215,6 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
       status =
           EmbeddingBackward(embedding_, static_cast<const int32_t*>(inputs[0]),
                             dy, gradient(p.kernel));
-      break;
-    case StageKind::kConv2D:
-      if (relu_ != nullptr) status = relu_->Backward(y, dy, dy);
-      if (!status.ok()) break;
-      status = conv_->Backward(x, weight(p.kernel), weights_version, dy, dx0,
-                               gradient(p.kernel), gradient(p.bias));
-      break;
-    case StageKind::kMaxPool2D:
-      status = pool_->Backward(dy, dx0);
-      break;
-    case StageKind::kDense:
-      status = dense_->Backward(x, weight(p.kernel), dy, dx0,
-                                gradient(p.kernel), gradient(p.bias));
-      break;
-    case StageKind::kRelu:
-      status = relu_->Backward(y, dy, dx0);
-      break;
-    case StageKind::kSoftmax:
-      status = softmax_->Backward(y, dy, dx0);
-      break;
-    case StageKind::kDropout:
-      status = dropout_->Backward(dy, dx0);
       break;
     case StageKind::kActivation:
       status = activation_->Backward(x, y, dy, dx0);
@@ -356,10 +228,6 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
         gradient(p.moving_mean)[c] = batch_mean_[c] * batch_;
         gradient(p.moving_variance)[c] = batch_variance_[c] * batch_;
       }
-      break;
-    case StageKind::kLayerNormalization:
-      status = layer_norm_->Backward(x, weight(p.kernel), dy, dx0,
-                                     gradient(p.kernel), gradient(p.bias));
       break;
     case StageKind::kAveragePooling2D:
       if (dx0 != nullptr) status = avg_pool_->Backward(dy, dx0);
@@ -378,27 +246,6 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
         dx0[i] = dy[i] * p.rescale;
       }
       break;
-    case StageKind::kMultiHeadAttention: {
-      const std::vector<float*> dw = AttentionBuffers(p, gradients);
-      AttentionGradients grads;
-      grads.query_kernel = dw[0];
-      grads.query_bias = dw[1];
-      grads.key_kernel = dw[2];
-      grads.key_bias = dw[3];
-      grads.value_kernel = dw[4];
-      grads.value_bias = dw[5];
-      grads.output_kernel = dw[6];
-      grads.output_bias = dw[7];
-      grads.query = dx[0];
-      grads.value = dx[1];
-      // Keras's key defaults to the value: the op sums its gradient there.
-      grads.key = dx.size() > 2 ? dx[2] : dx[1];
-      const float* value = input(1);
-      const float* key = inputs.size() > 2 ? input(2) : value;
-      status = attention_->Backward(x, key, value,
-                                    AttentionWeightsOf(p, weights), dy, grads);
-      break;
-    }
     case StageKind::kMerge:
     case StageKind::kConcatenate: {
       std::vector<const float*> xs;
@@ -415,8 +262,10 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
       }
       break;
     }
+    default:  // LayerOps'.
+      break;
   }
-  return InLayer(p.layer, status);
+  return status;
 }
 
 }  // namespace cpu

@@ -3,6 +3,9 @@
 // needs. The graph routes the values and gradients between stages; a
 // stage only computes.
 //
+// Forward and Backward (graph_stage_base.h) run the layer ops both devices
+// share; the rest is here.
+//
 //   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<GraphStage> stage,
 //                            GraphStage::Create(plan, batch, engine));
 //   PSTRAIN_ASSIGN_OR_RETURN(const void* value,
@@ -36,67 +39,45 @@
 #include "compute/cpu/relu.h"
 #include "compute/cpu/softmax.h"
 #include "compute/cpu/zero_padding2d.h"
+#include "compute/graph_stage_base.h"
 #include "compute/layer_graph.h"
 #include "compute/layer_plan.h"
+#include "compute/stage_layer_ops.h"
 
 namespace pstrain {
 namespace worker {
 namespace cpu {
 
-using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
+// The layer ops both devices call alike (compute/stage_layer_ops.h).
+using LayerOps = StageLayerOps<Conv2DOp, MaxPool2DOp, DenseOp, ReluOp,
+                               SoftmaxOp, DropoutOp, LayerNormOp, AttentionOp>;
 
-class GraphStage {
+class GraphStage : public GraphStageBase<GraphStage, LayerOps> {
  public:
   // The op of `plan` for `batch` examples; the layer named in errors.
   static absl::StatusOr<std::unique_ptr<GraphStage>> Create(StagePlan plan,
                                                             int64_t batch,
                                                             Engine* engine);
 
-  const StagePlan& plan() const { return plan_; }
-
-  // Computes the stage from `inputs` (one per plan().inputs, [batch, ...])
-  // into `y` ([batch, out_size]; the input itself for an in-place stage);
-  // `weights` are the model's variables in order. `dropout` non-null:
-  // training; null: inference. Returns what the stages reading it see: y,
-  // or inputs[0] for a Dropout in inference.
-  absl::StatusOr<const void*> Forward(absl::Span<const void* const> inputs,
-                                      absl::Span<const float* const> weights,
-                                      uint64_t weights_version,
-                                      const DropoutStep* dropout, float* y);
-
-  // From dy, the gradient of the last (training) Forward's output y (dy may
-  // be overwritten), writes each input's gradient into dx[k] (null: not
-  // wanted; non-null ones are distinct buffers, but dx[0] may be dy for an
-  // in-place stage) and overwrites its variables' gradients in `gradients`
-  // (the moving statistics' with the batch's statistics times the batch).
-  absl::Status Backward(absl::Span<const void* const> inputs, const float* y,
-                        float* dy, absl::Span<float* const> dx,
-                        absl::Span<const float* const> weights,
-                        uint64_t weights_version,
-                        absl::Span<float* const> gradients);
-
  private:
-  GraphStage(StagePlan plan, int64_t batch, int num_threads)
-      : plan_(std::move(plan)), batch_(batch), num_threads_(num_threads) {}
+  friend class GraphStageBase<GraphStage, LayerOps>;
 
-  const StagePlan plan_;
-  const int64_t batch_;
+  GraphStage(StagePlan plan, int64_t batch, int num_threads)
+      : GraphStageBase(std::move(plan), batch), num_threads_(num_threads) {}
+
+  // The stages not of LayerOps (graph_stage_base.h).
+  absl::Status OwnForward(const StageCall& call, float* y);
+  absl::Status OwnBackward(const StageCall& call);
+
   const int num_threads_;  // The engine's, for our own loops.
 
-  std::unique_ptr<Conv2DOp> conv_;
-  std::unique_ptr<MaxPool2DOp> pool_;
-  std::unique_ptr<DenseOp> dense_;
-  std::unique_ptr<ReluOp> relu_;  // Also a Conv2D's fused ReLU's backward.
-  std::unique_ptr<SoftmaxOp> softmax_;
-  std::unique_ptr<DropoutOp> dropout_;
+  // ops_.relu: also a Conv2D's fused ReLU's backward.
   std::unique_ptr<ActivationOp> activation_;
   std::unique_ptr<BatchNormOp> batch_norm_;
-  std::unique_ptr<LayerNormOp> layer_norm_;
   std::unique_ptr<AvgPool2DOp> avg_pool_;
   std::unique_ptr<GlobalPoolOp> global_pool_;
   std::unique_ptr<ZeroPadding2DOp> zero_padding_;
   std::unique_ptr<PermuteOp> permute_;
-  std::unique_ptr<AttentionOp> attention_;
   EmbeddingShape embedding_;
   // BatchNormalization in training: the batch's mean and variance, which
   // Backward hands on as the moving statistics' "gradients".

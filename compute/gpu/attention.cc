@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "compute/attention_checks.h"
 #include "compute/gpu/kernels.h"
 #include "compute/gpu/norm_attention_kernels.h"
 #include "compute/gpu/shape_check.h"
@@ -16,13 +17,6 @@ namespace gpu {
 namespace {
 
 constexpr char kOp[] = "MultiHeadAttention";
-
-// Keras's defaults, as cpu::AttentionOp resolves them.
-AttentionShape WithDefaults(AttentionShape shape) {
-  if (shape.value_dim == 0) shape.value_dim = shape.key_dim;
-  if (shape.output_dim == 0) shape.output_dim = shape.dq;
-  return shape;
-}
 
 cublasOperation_t Op(bool transpose) {
   return transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -75,9 +69,26 @@ absl::Status Launched(cudaError_t error, const char* what) {
 
 }  // namespace
 
+AttentionOp::Sizes AttentionOp::SizesOf(const AttentionShape& s) {
+  Sizes z;
+  z.b = s.batch;
+  z.h = s.heads;
+  z.tq = s.tq;
+  z.tv = s.tv;
+  z.dk = s.key_dim;
+  z.dv = s.value_dim;
+  z.o = s.output_dim;
+  z.rq = z.b * z.tq;
+  z.rv = z.b * z.tv;
+  z.hk = z.h * z.dk;
+  z.hv = z.h * z.dv;
+  z.scale = static_cast<float>(1.0 / std::sqrt(s.key_dim));
+  return z;
+}
+
 absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
     const AttentionShape& requested, Device* device) {
-  const AttentionShape s = WithDefaults(requested);
+  const AttentionShape s = AttentionWithDefaults(requested);
   PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, {{"batch", s.batch},
                                           {"tq", s.tq},
                                           {"tv", s.tv},
@@ -88,14 +99,7 @@ absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
                                           {"key_dim", s.key_dim},
                                           {"value_dim", s.value_dim},
                                           {"output_dim", s.output_dim}}));
-  if (!(s.dropout >= 0 && s.dropout < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": dropout must be in [0, 1), got ", s.dropout));
-  }
-  if (s.dropout != 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        kOp, ": attention dropout is not supported (rate ", s.dropout, ")"));
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckAttentionDropout(s));
   const int64_t b = s.batch, h = s.heads, dk = s.key_dim, dv = s.value_dim;
   PSTRAIN_RETURN_IF_ERROR(CheckElements(kOp, "query", {b, s.tq, s.dq}));
   PSTRAIN_RETURN_IF_ERROR(CheckElements(kOp, "key", {b, s.tv, s.dk}));
@@ -146,47 +150,31 @@ absl::Status AttentionOp::Allocate() {
 absl::Status AttentionOp::Forward(const float* query, const float* key,
                                   const float* value, const AttentionWeights& w,
                                   float* y) {
-  if (query == nullptr || key == nullptr || value == nullptr || y == nullptr ||
-      w.query_kernel == nullptr || w.key_kernel == nullptr ||
-      w.value_kernel == nullptr || w.output_kernel == nullptr) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention forward: the inputs, kernels and y are required");
-  }
-  const bool all_biases = w.query_bias != nullptr && w.key_bias != nullptr &&
-                          w.value_bias != nullptr && w.output_bias != nullptr;
-  const bool no_biases = w.query_bias == nullptr && w.key_bias == nullptr &&
-                         w.value_bias == nullptr && w.output_bias == nullptr;
-  if (shape_.use_bias ? !all_biases : !no_biases) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention forward: the biases must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckAttentionForward(shape_, query, key, value, w, y));
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   const AttentionShape& s = shape_;
-  const int64_t b = s.batch, h = s.heads, tq = s.tq, tv = s.tv;
-  const int64_t dk = s.key_dim, dv = s.value_dim, o = s.output_dim;
-  const int64_t rq = b * tq, rv = b * tv, hk = h * dk, hv = h * dv;
-  const float scale = static_cast<float>(1.0 / std::sqrt(s.key_dim));
+  const auto [b, h, tq, tv, dk, dv, o, rq, rv, hk, hv, scale] = sizes_;
   cudaStream_t stream = device_->stream();
-  Device* d = device_;
   float* staging = staging_.floats();
 
   // The projections, each into the staging rows, then split into heads with
   // its bias added.
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "query", false, false, rq, hk, s.dq, 1.0f,
-                               query, s.dq, w.query_kernel, hk, 0.0f, staging,
-                               hk));
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "query", false, false, rq, hk, s.dq,
+                               1.0f, query, s.dq, w.query_kernel, hk, 0.0f,
+                               staging, hk));
   PSTRAIN_RETURN_IF_ERROR(
       Launched(LaunchSplitHeads(staging, w.query_bias, b, tq, h, dk,
                                 q_.floats(), stream),
                "query heads"));
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "key", false, false, rv, hk, s.dk, 1.0f, key,
-                               s.dk, w.key_kernel, hk, 0.0f, staging, hk));
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "key", false, false, rv, hk, s.dk, 1.0f,
+                               key, s.dk, w.key_kernel, hk, 0.0f, staging, hk));
   PSTRAIN_RETURN_IF_ERROR(Launched(
       LaunchSplitHeads(staging, w.key_bias, b, tv, h, dk, k_.floats(), stream),
       "key heads"));
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "value", false, false, rv, hv, s.dv, 1.0f,
-                               value, s.dv, w.value_kernel, hv, 0.0f, staging,
-                               hv));
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "value", false, false, rv, hv, s.dv,
+                               1.0f, value, s.dv, w.value_kernel, hv, 0.0f,
+                               staging, hv));
   PSTRAIN_RETURN_IF_ERROR(
       Launched(LaunchSplitHeads(staging, w.value_bias, b, tv, h, dv,
                                 v_.floats(), stream),
@@ -194,7 +182,7 @@ absl::Status AttentionOp::Forward(const float* query, const float* key,
 
   // Per head: S = scale Q K^T [Tq, Tv], P = softmax(S) in place.
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "scores", false, true, tq, tv, dk, scale,
+      BatchedGemm(device_, "scores", false, true, tq, tv, dk, scale,
                   {q_.floats(), dk, tq * dk, k_.floats(), dk, tv * dk,
                    probs_.floats(), tv, tq * tv},
                   b * h));
@@ -203,7 +191,7 @@ absl::Status AttentionOp::Forward(const float* query, const float* key,
       "softmax"));
   // C = P V per head into staging, merged into [B, Tq, H, Dv].
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "combine", false, false, tq, dv, tv, 1.0f,
+      BatchedGemm(device_, "combine", false, false, tq, dv, tv, 1.0f,
                   {probs_.floats(), tv, tq * tv, v_.floats(), dv, tv * dv,
                    staging, dv, tq * dv},
                   b * h));
@@ -211,7 +199,7 @@ absl::Status AttentionOp::Forward(const float* query, const float* key,
       LaunchMergeHeads(staging, b, tq, h, dv, context_.floats(), stream),
       "context"));
   // y = C Wo + bo.
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "output", false, false, rq, o, hv, 1.0f,
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "output", false, false, rq, o, hv, 1.0f,
                                context_.floats(), hv, w.output_kernel, o, 0.0f,
                                y, o));
   if (!s.use_bias) return absl::OkStatus();
@@ -223,62 +211,33 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
                                    const float* value,
                                    const AttentionWeights& w, const float* dy,
                                    const AttentionGradients& g) {
-  if (query == nullptr || key == nullptr || value == nullptr || dy == nullptr ||
-      w.output_kernel == nullptr || g.query_kernel == nullptr ||
-      g.key_kernel == nullptr || g.value_kernel == nullptr ||
-      g.output_kernel == nullptr) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: the inputs, attention_output/kernel, "
-        "dy and the kernels' gradients are required");
-  }
-  const bool all_biases = g.query_bias != nullptr && g.key_bias != nullptr &&
-                          g.value_bias != nullptr && g.output_bias != nullptr;
-  const bool no_biases = g.query_bias == nullptr && g.key_bias == nullptr &&
-                         g.value_bias == nullptr && g.output_bias == nullptr;
-  if (shape_.use_bias ? !all_biases : !no_biases) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: the bias gradients must be given iff "
-        "use_bias");
-  }
-  if ((g.query != nullptr && w.query_kernel == nullptr) ||
-      (g.key != nullptr && w.key_kernel == nullptr) ||
-      (g.value != nullptr && w.value_kernel == nullptr)) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: an input's gradient needs its kernel");
-  }
-  if (!SharedGradientsFit(g)) {
-    return absl::InvalidArgumentError(
-        "MultiHeadAttention backward: input gradients share a buffer but "
-        "their shapes differ");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckAttentionBackward(shape_, query, key, value, w, dy, g));
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   const AttentionShape& s = shape_;
-  const int64_t b = s.batch, h = s.heads, tq = s.tq, tv = s.tv;
-  const int64_t dk = s.key_dim, dv = s.value_dim, o = s.output_dim;
-  const int64_t rq = b * tq, rv = b * tv, hk = h * dk, hv = h * dv;
-  const float scale = static_cast<float>(1.0 / std::sqrt(s.key_dim));
+  const auto [b, h, tq, tv, dk, dv, o, rq, rv, hk, hv, scale] = sizes_;
   cudaStream_t stream = device_->stream();
-  Device* d = device_;
   float* staging = staging_.floats();
 
   // Output projection: dWo = C^T dy; dC = dy Wo^T, split into heads.
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d attention_output/kernel", true, false, hv,
-                               o, rq, 1.0f, context_.floats(), hv, dy, o, 0.0f,
-                               g.output_kernel, o));
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d context", false, true, rq, hv, o, 1.0f, dy,
-                               o, w.output_kernel, o, 0.0f, staging, hv));
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d attention_output/kernel", true,
+                               false, hv, o, rq, 1.0f, context_.floats(), hv,
+                               dy, o, 0.0f, g.output_kernel, o));
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d context", false, true, rq, hv, o,
+                               1.0f, dy, o, w.output_kernel, o, 0.0f, staging,
+                               hv));
   PSTRAIN_RETURN_IF_ERROR(
       Launched(LaunchSplitHeads(staging, nullptr, b, tq, h, dv,
                                 d_context_.floats(), stream),
                "d context heads"));
   // Combine: dP = dC V^T, dV = P^T dC; then dS through the softmax.
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "d probabilities", false, true, tq, tv, dv, 1.0f,
+      BatchedGemm(device_, "d probabilities", false, true, tq, tv, dv, 1.0f,
                   {d_context_.floats(), dv, tq * dv, v_.floats(), dv, tv * dv,
                    d_probs_.floats(), tv, tq * tv},
                   b * h));
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "d V", true, false, tv, dv, tq, 1.0f,
+      BatchedGemm(device_, "d V", true, false, tv, dv, tq, 1.0f,
                   {probs_.floats(), tv, tq * tv, d_context_.floats(), dv,
                    tq * dv, d_v_heads_.floats(), dv, tv * dv},
                   b * h));
@@ -288,12 +247,12 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
                "softmax backward"));
   // Scores = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "d Q", false, false, tq, dk, tv, scale,
+      BatchedGemm(device_, "d Q", false, false, tq, dk, tv, scale,
                   {d_probs_.floats(), tv, tq * tv, k_.floats(), dk, tv * dk,
                    d_q_heads_.floats(), dk, tq * dk},
                   b * h));
   PSTRAIN_RETURN_IF_ERROR(
-      BatchedGemm(d, "d K", true, false, tv, dk, tq, scale,
+      BatchedGemm(device_, "d K", true, false, tv, dk, tq, scale,
                   {d_probs_.floats(), tv, tq * tv, q_.floats(), dk, tq * dk,
                    d_k_heads_.floats(), dk, tv * dk},
                   b * h));
@@ -311,14 +270,14 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
                                 d_v_.floats(), stream),
                "d V rows"));
   // Projections' kernels: dW = input^T dProjection.
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d query/kernel", true, false, s.dq, hk, rq,
-                               1.0f, query, s.dq, d_q_.floats(), hk, 0.0f,
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d query/kernel", true, false, s.dq, hk,
+                               rq, 1.0f, query, s.dq, d_q_.floats(), hk, 0.0f,
                                g.query_kernel, hk));
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d key/kernel", true, false, s.dk, hk, rv,
-                               1.0f, key, s.dk, d_k_.floats(), hk, 0.0f,
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d key/kernel", true, false, s.dk, hk,
+                               rv, 1.0f, key, s.dk, d_k_.floats(), hk, 0.0f,
                                g.key_kernel, hk));
-  PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d value/kernel", true, false, s.dv, hv, rv,
-                               1.0f, value, s.dv, d_v_.floats(), hv, 0.0f,
+  PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d value/kernel", true, false, s.dv, hv,
+                               rv, 1.0f, value, s.dv, d_v_.floats(), hv, 0.0f,
                                g.value_kernel, hv));
   if (s.use_bias) {
     PSTRAIN_RETURN_IF_ERROR(
@@ -337,40 +296,27 @@ absl::Status AttentionOp::Backward(const float* query, const float* key,
   return InputGradients(w, g);
 }
 
-bool AttentionOp::SharedGradientsFit(const AttentionGradients& g) const {
-  const AttentionShape& s = shape_;
-  auto shared = [](const float* a, const float* b) {
-    return a != nullptr && a == b;
-  };
-  if (shared(g.key, g.value) && s.dk != s.dv) return false;
-  if (shared(g.query, g.value) && (s.tq != s.tv || s.dq != s.dv)) return false;
-  if (shared(g.query, g.key) && (s.tq != s.tv || s.dq != s.dk)) return false;
-  return true;
-}
-
 absl::Status AttentionOp::InputGradients(const AttentionWeights& w,
                                          const AttentionGradients& g) {
   const AttentionShape& s = shape_;
-  const int64_t rq = s.batch * s.tq, rv = s.batch * s.tv;
-  const int64_t hk = s.heads * s.key_dim, hv = s.heads * s.value_dim;
-  Device* d = device_;
+  const int64_t rq = sizes_.rq, rv = sizes_.rv, hk = sizes_.hk, hv = sizes_.hv;
   // value first; key and query add into a buffer an earlier one wrote.
   if (g.value != nullptr) {
-    PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d value", false, true, rv, s.dv, hv, 1.0f,
-                                 d_v_.floats(), hv, w.value_kernel, hv, 0.0f,
-                                 g.value, s.dv));
+    PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d value", false, true, rv, s.dv, hv,
+                                 1.0f, d_v_.floats(), hv, w.value_kernel, hv,
+                                 0.0f, g.value, s.dv));
   }
   if (g.key != nullptr) {
     const float beta = g.key == g.value ? 1.0f : 0.0f;
-    PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d key", false, true, rv, s.dk, hk, 1.0f,
-                                 d_k_.floats(), hk, w.key_kernel, hk, beta,
-                                 g.key, s.dk));
+    PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d key", false, true, rv, s.dk, hk,
+                                 1.0f, d_k_.floats(), hk, w.key_kernel, hk,
+                                 beta, g.key, s.dk));
   }
   if (g.query != nullptr) {
     const float beta = g.query == g.value || g.query == g.key ? 1.0f : 0.0f;
-    PSTRAIN_RETURN_IF_ERROR(Gemm(d, "d query", false, true, rq, s.dq, hk, 1.0f,
-                                 d_q_.floats(), hk, w.query_kernel, hk, beta,
-                                 g.query, s.dq));
+    PSTRAIN_RETURN_IF_ERROR(Gemm(device_, "d query", false, true, rq, s.dq, hk,
+                                 1.0f, d_q_.floats(), hk, w.query_kernel, hk,
+                                 beta, g.query, s.dq));
   }
   return absl::OkStatus();
 }

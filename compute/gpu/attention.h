@@ -47,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "compute/cpu/op_shapes.h"
 #include "compute/gpu/device.h"
+#include "compute/shaped_op.h"
 
 namespace pstrain {
 namespace worker {
@@ -56,7 +57,7 @@ using ::pstrain::worker::cpu::AttentionGradients;
 using ::pstrain::worker::cpu::AttentionShape;
 using ::pstrain::worker::cpu::AttentionWeights;
 
-class AttentionOp {
+class AttentionOp : public ShapedOp<AttentionShape> {
  public:
   // INVALID_ARGUMENT for a non-positive size (after Keras's defaults:
   // value_dim = key_dim, output_dim = dq), a buffer of more than INT32_MAX
@@ -64,12 +65,6 @@ class AttentionOp {
   // a non-zero dropout; RESOURCE_EXHAUSTED when the buffers do not fit.
   static absl::StatusOr<std::unique_ptr<AttentionOp>> Create(
       const AttentionShape& shape, Device* device);
-
-  AttentionOp(const AttentionOp&) = delete;
-  AttentionOp& operator=(const AttentionOp&) = delete;
-
-  // The shape with value_dim and output_dim resolved.
-  const AttentionShape& shape() const { return shape_; }
 
   // y [B, Tq, O] from query [B, Tq, dq], key [B, Tv, dk] and value
   // [B, Tv, dv]; any of the inputs may be the same buffer. The weights are
@@ -90,16 +85,23 @@ class AttentionOp {
   const float* probabilities() const { return probs_.floats(); }
 
  private:
+  // Forward's and Backward's sizes: shape_'s, with the projections' rows
+  // (rq = B Tq, rv = B Tv) and widths (hk = H Dk, hv = H Dv), and the
+  // scores' scale 1 / sqrt(Dk).
+  struct Sizes {
+    int64_t b, h, tq, tv, dk, dv, o, rq, rv, hk, hv;
+    float scale;
+  };
+  static Sizes SizesOf(const AttentionShape& shape);
+
   AttentionOp(const AttentionShape& shape, Device* device)
-      : shape_(shape), device_(device) {}
+      : ShapedOp(shape), sizes_(SizesOf(shape)), device_(device) {}
 
   absl::Status Allocate();
-  // Whether input gradients that share a buffer have the same shape.
-  bool SharedGradientsFit(const AttentionGradients& grads) const;
   absl::Status InputGradients(const AttentionWeights& weights,
                               const AttentionGradients& grads);
 
-  const AttentionShape shape_;
+  const Sizes sizes_;
   Device* const device_;
 
   // Saved by Forward for Backward, head-major: Q [B, H, Tq, Dk],

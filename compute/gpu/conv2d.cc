@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status_macros.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/gpu/kernels.h"
 #include "compute/gpu/shape_check.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -47,18 +49,16 @@ absl::Status Choose(const char* what, const std::vector<Perf>& ranking,
 
 }  // namespace
 
-Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device, Window out_h,
-                   Window out_w)
-    : shape_(shape),
+Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device,
+                   const Conv2DWindows& out)
+    : Conv2DOpGeometry(shape, out),
       device_(device),
-      out_h_(out_h),
-      out_w_(out_w),
-      extra_top_(std::max<int64_t>(out_h.pad_before - out_h.pad_after, 0)),
-      extra_left_(std::max<int64_t>(out_w.pad_before - out_w.pad_after, 0)),
-      extra_h_(std::abs(out_h.pad_after - out_h.pad_before)),
-      extra_w_(std::abs(out_w.pad_after - out_w.pad_before)),
-      pad_h_(std::min(out_h.pad_before, out_h.pad_after)),
-      pad_w_(std::min(out_w.pad_before, out_w.pad_after)),
+      extra_top_(std::max<int64_t>(out_h_.pad_before - out_h_.pad_after, 0)),
+      extra_left_(std::max<int64_t>(out_w_.pad_before - out_w_.pad_after, 0)),
+      extra_h_(std::abs(out_h_.pad_after - out_h_.pad_before)),
+      extra_w_(std::abs(out_w_.pad_after - out_w_.pad_before)),
+      pad_h_(std::min(out_h_.pad_before, out_h_.pad_after)),
+      pad_w_(std::min(out_w_.pad_before, out_w_.pad_after)),
       pads_input_(extra_h_ != 0 || extra_w_ != 0) {}
 
 absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
@@ -75,27 +75,15 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                                           {"dilation_h", shape.dilation_h},
                                           {"dilation_w", shape.dilation_w},
                                           {"groups", shape.groups}}));
-  if (shape.in_channels % shape.groups != 0 ||
-      shape.out_channels % shape.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kOp, ": groups ", shape.groups, " must divide in_channels ",
-        shape.in_channels, " and out_channels ", shape.out_channels));
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckConv2DGroups(shape));
   if (shape.fuse_relu) {
     return absl::InvalidArgumentError(
         "Conv2D: fuse_relu is a CPU (oneDNN) option; apply ReluOp after the "
         "GPU convolution");
   }
-  PSTRAIN_ASSIGN_OR_RETURN(
-      const Window out_h,
-      cpu::KerasWindow(shape.height,
-                       cpu::DilatedExtent(shape.kernel_h, shape.dilation_h),
-                       shape.stride_h, shape.padding));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      const Window out_w,
-      cpu::KerasWindow(shape.width,
-                       cpu::DilatedExtent(shape.kernel_w, shape.dilation_w),
-                       shape.stride_w, shape.padding));
+  PSTRAIN_ASSIGN_OR_RETURN(const Conv2DWindows out, Conv2DOutputWindows(shape));
+  const Window& out_h = out.height;
+  const Window& out_w = out.width;
   // The input with its asymmetric part of the padding ("same": 0 or 1 after;
   // "causal": extent - 1 before).
   PSTRAIN_RETURN_IF_ERROR(CheckElements(
@@ -110,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
                     {shape.kernel_h, shape.kernel_w,
                      shape.in_channels / shape.groups, shape.out_channels}));
   PSTRAIN_RETURN_IF_ERROR(CheckDevice(kOp, device));
-  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, device, out_h, out_w));
+  std::unique_ptr<Conv2DOp> op(new Conv2DOp(shape, device, out));
   PSTRAIN_RETURN_IF_ERROR(op->Init());
   return op;
 }
@@ -272,8 +260,7 @@ absl::Status Conv2DOp::PrepareWeights(const float* w, uint64_t weights_step) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
-  if (!pads_input_) return x;
+PadGeometry Conv2DOp::InputPadding() const {
   const Conv2DShape& s = shape_;
   PadGeometry g;
   g.height = s.height;
@@ -283,23 +270,23 @@ absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
   g.left = extra_left_;
   g.padded_height = s.height + extra_h_;
   g.padded_width = s.width + extra_w_;
-  PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-      LaunchPadNhwc(x, s.batch, g, 0.0f, x_padded_.floats(), device_->stream()),
-      "Conv2D: pad x"));
+  return g;
+}
+
+absl::StatusOr<const float*> Conv2DOp::Input(const float* x) {
+  if (!pads_input_) return x;
+  PSTRAIN_RETURN_IF_ERROR(
+      CudaStatus(LaunchPadNhwc(x, shape_.batch, InputPadding(), 0.0f,
+                               x_padded_.floats(), device_->stream()),
+                 "Conv2D: pad x"));
   return x_padded_.floats();
 }
 
 absl::Status Conv2DOp::Forward(const float* x, const float* w,
                                uint64_t weights_step, const float* b,
                                float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D forward: b must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckWeightedForward(kOp, x, w, b, y, shape_.use_bias));
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   PSTRAIN_RETURN_IF_ERROR(PrepareWeights(w, weights_step));
   PSTRAIN_ASSIGN_OR_RETURN(const float* input, Input(x));
@@ -321,19 +308,8 @@ absl::Status Conv2DOp::Forward(const float* x, const float* w,
 absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                 uint64_t weights_step, const float* dy,
                                 float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Conv2D backward: db must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckWeightedBackward(
+      kOp, x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias));
   const Conv2DShape& s = shape_;
   cudaStream_t stream = device_->stream();
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
@@ -350,17 +326,10 @@ absl::Status Conv2DOp::Backward(const float* x, const float* w,
                                      &zero, x_desc_.get(), out),
         "Conv2D backward: cudnnConvolutionBackwardData"));
     if (pads_input_) {
-      PadGeometry g;
-      g.height = s.height;
-      g.width = s.width;
-      g.channels = s.in_channels;
-      g.top = extra_top_;
-      g.left = extra_left_;
-      g.padded_height = s.height + extra_h_;
-      g.padded_width = s.width + extra_w_;
-      PSTRAIN_RETURN_IF_ERROR(CudaStatus(
-          LaunchCropNhwc(dx_padded_.floats(), s.batch, g, dx, stream),
-          "Conv2D backward: crop dx"));
+      PSTRAIN_RETURN_IF_ERROR(
+          CudaStatus(LaunchCropNhwc(dx_padded_.floats(), s.batch,
+                                    InputPadding(), dx, stream),
+                     "Conv2D backward: crop dx"));
     }
   }
   PSTRAIN_ASSIGN_OR_RETURN(const float* input, Input(x));

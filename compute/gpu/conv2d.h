@@ -56,10 +56,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "compute/conv2d_geometry.h"
 #include "compute/cpu/op_shapes.h"
 #include "compute/cpu/window.h"
 #include "compute/gpu/cudnn_util.h"
 #include "compute/gpu/device.h"
+#include "compute/gpu/kernel_math.h"
 
 namespace pstrain {
 namespace worker {
@@ -70,20 +72,13 @@ using ::pstrain::worker::cpu::Window;
 
 using ::pstrain::worker::cpu::Conv2DShape;
 
-class Conv2DOp {
+class Conv2DOp : public Conv2DOpGeometry {
  public:
   // INVALID_ARGUMENT for a non-positive size, a kernel larger than a valid
   // input or a null device; a CUDA or cuDNN failure as a status naming
   // Conv2D and the call.
   static absl::StatusOr<std::unique_ptr<Conv2DOp>> Create(
       const Conv2DShape& shape, Device* device);
-
-  Conv2DOp(const Conv2DOp&) = delete;
-  Conv2DOp& operator=(const Conv2DOp&) = delete;
-
-  const Conv2DShape& shape() const { return shape_; }
-  int64_t out_height() const { return out_h_.output; }
-  int64_t out_width() const { return out_w_.output; }
 
   // y = conv(x, w) + b.
   // x: [N, H, W, in]; w: [kh, kw, in, out]; b: [out], null iff !use_bias;
@@ -111,20 +106,18 @@ class Conv2DOp {
   }
 
  private:
-  Conv2DOp(const Conv2DShape& shape, Device* device, Window out_h,
-           Window out_w);
+  Conv2DOp(const Conv2DShape& shape, Device* device, const Conv2DWindows& out);
 
   absl::Status Init();
   absl::Status ChooseAlgorithms();
   // Makes w_krsc_ hold the KRSC transpose of `w` for `weights_step`.
   absl::Status PrepareWeights(const float* w, uint64_t weights_step);
+  // x_padded_ (dx_padded_) as the pad (crop) kernels see it.
+  PadGeometry InputPadding() const;
   // The input cuDNN reads: x itself, or x copied into x_padded_.
   absl::StatusOr<const float*> Input(const float* x);
 
-  const Conv2DShape shape_;
   Device* const device_;
-  const Window out_h_;
-  const Window out_w_;
   // The input as cuDNN sees it: extra_h_ / extra_w_ zero rows / columns
   // added where Keras pads one side more than the other ("same": one after;
   // "causal": all before, extra_top_ / extra_left_ of them), and cuDNN's

@@ -4,6 +4,7 @@
 #include "common/status_macros.h"
 #include "compute/gpu/kernels.h"
 #include "compute/gpu/shape_check.h"
+#include "compute/weighted_op_checks.h"
 
 namespace pstrain {
 namespace worker {
@@ -11,6 +12,9 @@ namespace gpu {
 namespace {
 
 constexpr char kOp[] = "Dense";
+// cuBLAS's alpha and beta.
+constexpr float kOne = 1.0f;
+constexpr float kZero = 0.0f;
 
 }  // namespace
 
@@ -27,23 +31,16 @@ absl::StatusOr<std::unique_ptr<DenseOp>> DenseOp::Create(
 
 absl::Status DenseOp::Forward(const float* x, const float* w, const float* b,
                               float* y) {
-  if (x == nullptr || w == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("Dense forward: x, w and y are required");
-  }
-  if ((b != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Dense forward: b must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckWeightedForward(kOp, x, w, b, y, shape_.use_bias));
   const int n = static_cast<int>(shape_.batch);
   const int in = static_cast<int>(shape_.in);
   const int out = static_cast<int>(shape_.out);
-  const float one = 1.0f;
-  const float zero = 0.0f;
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   // y^T [out, N] = w^T [out, in] * x^T [in, N].
   PSTRAIN_RETURN_IF_ERROR(
       CublasStatus(cublasSgemm(device_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, out,
-                               n, in, &one, w, out, x, in, &zero, y, out),
+                               n, in, &kOne, w, out, x, in, &kZero, y, out),
                    "Dense forward: cublasSgemm"));
   if (!shape_.use_bias) return absl::OkStatus();
   return CudaStatus(
@@ -53,36 +50,23 @@ absl::Status DenseOp::Forward(const float* x, const float* w, const float* b,
 
 absl::Status DenseOp::Backward(const float* x, const float* w, const float* dy,
                                float* dx, float* dw, float* db) {
-  if (x == nullptr || dy == nullptr || dw == nullptr) {
-    return absl::InvalidArgumentError(
-        "Dense backward: x, dy and dw are required");
-  }
-  if ((dx != nullptr) != shape_.compute_dx ||
-      (shape_.compute_dx && w == nullptr)) {
-    return absl::InvalidArgumentError(
-        "Dense backward: dx (and w) must be given iff compute_dx");
-  }
-  if ((db != nullptr) != shape_.use_bias) {
-    return absl::InvalidArgumentError(
-        "Dense backward: db must be given iff use_bias");
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckWeightedBackward(
+      kOp, x, w, dy, dx, dw, db, shape_.compute_dx, shape_.use_bias));
   const int n = static_cast<int>(shape_.batch);
   const int in = static_cast<int>(shape_.in);
   const int out = static_cast<int>(shape_.out);
-  const float one = 1.0f;
-  const float zero = 0.0f;
   PSTRAIN_RETURN_IF_ERROR(device_->MakeCurrent());
   if (shape_.compute_dx) {
     // dx^T [in, N] = (w^T)^T [in, out] * dy^T [out, N].
     PSTRAIN_RETURN_IF_ERROR(CublasStatus(
         cublasSgemm(device_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, in, n, out,
-                    &one, w, out, dy, out, &zero, dx, in),
+                    &kOne, w, out, dy, out, &kZero, dx, in),
         "Dense backward: cublasSgemm for dx"));
   }
   // dw^T [out, in] = dy^T [out, N] * (x^T)^T [N, in].
   PSTRAIN_RETURN_IF_ERROR(
       CublasStatus(cublasSgemm(device_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, out,
-                               in, n, &one, dy, out, x, in, &zero, dw, out),
+                               in, n, &kOne, dy, out, x, in, &kZero, dw, out),
                    "Dense backward: cublasSgemm for dw"));
   if (!shape_.use_bias) return absl::OkStatus();
   return CudaStatus(

@@ -32,7 +32,6 @@ namespace {
 using gpu::BatchSlice;
 using gpu::Device;
 using gpu::DeviceBuffer;
-using gpu::DropoutStep;
 using gpu::LayerGraph;
 
 // Batch sizes whose graphs are kept per GPU, as on the CPU.

@@ -1,24 +1,22 @@
 // The kernels of graph_kernels.h. Grid-stride loops over 256-thread blocks;
 // the per-element arithmetic follows the CPU op each kernel names.
 #include "compute/gpu/graph_kernels.h"
+#include "compute/gpu/kernel_grid.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;
-
+// BlocksFor(n), but at least one block (for n = 0 too).
 int Blocks(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<int>(
       blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
-#define PSTRAIN_GRID_LOOP(i, n)                                             \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
-       i += int64_t{blockDim.x} * gridDim.x)
+#define PSTRAIN_GRID_LOOP(i, n) \
+  for (int64_t i = FirstIndex(); i < (n); i += GridStride())
 
 constexpr float kSeluAlpha = 1.6732632423543772f;
 constexpr float kSeluScale = 1.0507009873554805f;

@@ -8,41 +8,11 @@
 #include "common/status_macros.h"
 #include "compute/gpu/stage_geometry.h"
 #include "compute/rng_tracker.h"
+#include "compute/stage_op_shapes.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
-namespace {
-
-// The attention layer's variables (StagePlan::attention_variables' order)
-// among `values`, one buffer per variable of the model.
-template <typename Pointer>
-std::vector<Pointer> AttentionBuffers(const StagePlan& p,
-                                      absl::Span<Pointer const> values) {
-  std::vector<Pointer> out;
-  for (const int index : p.attention_variables) {
-    out.push_back(index >= 0 ? values[index] : nullptr);
-  }
-  return out;
-}
-
-AttentionWeights AttentionWeightsOf(const StagePlan& p,
-                                    absl::Span<const float* const> weights) {
-  const std::vector<const float*> w = AttentionBuffers(p, weights);
-  AttentionWeights a;
-  a.query_kernel = w[0];
-  a.query_bias = w[1];
-  a.key_kernel = w[2];
-  a.key_bias = w[3];
-  a.value_kernel = w[4];
-  a.value_bias = w[5];
-  a.output_kernel = w[6];
-  a.output_bias = w[7];
-  return a;
-}
-
-}  // namespace
-
 absl::Status GraphStage::Supports(const StagePlan& p) {
   switch (p.kind) {
     case StageKind::kMerge:
@@ -80,47 +50,41 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
       new GraphStage(std::move(plan), batch, device));
   GraphStage& s = *stage;
   const StagePlan& p = s.plan_;
-  const std::string& layer = p.layer;
   absl::Status status;
   switch (p.kind) {
-    case StageKind::kEmbedding: {
-      EmbeddingShape shape = p.embedding;
-      shape.ids *= batch;
-      status = TakeOp(layer, EmbeddingOp::Create(shape, device), &s.embedding_);
+    case StageKind::kEmbedding:
+      status = TakeOp(
+          p.layer, EmbeddingOp::Create(StageEmbeddingShape(p, batch), device),
+          &s.embedding_);
       break;
-    }
-    case StageKind::kConv2D: {
-      Conv2DShape shape = p.conv;
-      shape.batch = batch;
-      status = TakeOp(layer, Conv2DOp::Create(shape, device), &s.conv_);
-      break;
-    }
-    case StageKind::kMaxPool2D: {
-      Pool2DShape shape = p.pool;
-      shape.batch = batch;
-      status = TakeOp(layer, MaxPool2DOp::Create(shape, device), &s.pool_);
-      break;
-    }
-    case StageKind::kDense: {
-      DenseShape shape = p.dense;
-      shape.batch *= batch;  // Rows: the plan's are per example.
-      status = TakeOp(layer, DenseOp::Create(shape, device), &s.dense_);
-      break;
-    }
-    case StageKind::kRelu:
+    case StageKind::kConv2D:
       status =
-          TakeOp(layer, ReluOp::Create(batch * p.in_size, device), &s.relu_);
+          TakeOp(p.layer, Conv2DOp::Create(StageConv2DShape(p, batch), device),
+                 &s.ops_.conv);
       break;
-    case StageKind::kSoftmax: {
-      SoftmaxShape shape = p.softmax;
-      shape.batch *= batch;
-      status = TakeOp(layer, SoftmaxOp::Create(shape, device), &s.softmax_);
+    case StageKind::kMaxPool2D:
+      status = TakeOp(p.layer,
+                      MaxPool2DOp::Create(StagePool2DShape(p, batch), device),
+                      &s.ops_.pool);
       break;
-    }
+    case StageKind::kDense:
+      status =
+          TakeOp(p.layer, DenseOp::Create(StageDenseShape(p, batch), device),
+                 &s.ops_.dense);
+      break;
+    case StageKind::kRelu:
+      status = TakeOp(p.layer, ReluOp::Create(batch * p.in_size, device),
+                      &s.ops_.relu);
+      break;
+    case StageKind::kSoftmax:
+      status = TakeOp(p.layer,
+                      SoftmaxOp::Create(StageSoftmaxShape(p, batch), device),
+                      &s.ops_.softmax);
+      break;
     case StageKind::kDropout:
       status = TakeOp(
-          layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
-          &s.dropout_);
+          p.layer, DropoutOp::Create(batch * p.in_size, p.dropout_rate, device),
+          &s.ops_.dropout);
       break;
     case StageKind::kActivation:
     case StageKind::kMerge:
@@ -130,53 +94,23 @@ absl::StatusOr<std::unique_ptr<GraphStage>> GraphStage::Create(StagePlan plan,
     case StageKind::kZeroPadding2D:
     case StageKind::kAveragePooling2D:
     case StageKind::kGlobalPooling:
-      status = InLayer(layer, s.InitKernelStage());
+      status = InLayer(p.layer, s.InitKernelStage());
       break;
-    case StageKind::kBatchNormalization: {
-      BatchNormShape shape;
-      shape.channels = p.in_shapes[0].back();
-      shape.rows = batch * (p.in_size / shape.channels);
-      shape.epsilon = p.epsilon;
-      shape.center = p.center;
-      shape.scale = p.scale;
-      status =
-          TakeOp(layer, BatchNormOp::Create(shape, device), &s.batch_norm_);
+    case StageKind::kBatchNormalization:
+      status = TakeOp(
+          p.layer, BatchNormOp::Create(StageBatchNormShape(p, batch), device),
+          &s.batch_norm_);
       break;
-    }
-    case StageKind::kLayerNormalization: {
-      LayerNormShape shape;
-      shape.width = p.in_shapes[0].back();
-      shape.rows = batch * (p.in_size / shape.width);
-      shape.epsilon = p.epsilon;
-      shape.center = p.center;
-      shape.scale = p.scale;
-      status =
-          TakeOp(layer, LayerNormOp::Create(shape, device), &s.layer_norm_);
+    case StageKind::kLayerNormalization:
+      status = TakeOp(
+          p.layer, LayerNormOp::Create(StageLayerNormShape(p, batch), device),
+          &s.ops_.layer_norm);
       break;
-    }
-    case StageKind::kMultiHeadAttention: {
-      // Inputs query, value and maybe key (default: the value), each
-      // [sequence, features].
-      const std::vector<int64_t>& q = p.in_shapes[0];
-      const std::vector<int64_t>& v = p.in_shapes[1];
-      const std::vector<int64_t>& k =
-          p.in_shapes.size() > 2 ? p.in_shapes[2] : v;
-      AttentionShape shape;
-      shape.batch = batch;
-      shape.tq = q[0];
-      shape.dq = q[1];
-      shape.tv = v[0];
-      shape.dv = v[1];
-      shape.dk = k[1];
-      shape.heads = p.heads;
-      shape.key_dim = p.key_dim;
-      shape.value_dim = p.value_dim;
-      shape.output_dim = p.output_dim;
-      shape.use_bias = p.use_bias;
-      shape.causal = p.causal;
-      status = TakeOp(layer, AttentionOp::Create(shape, device), &s.attention_);
+    case StageKind::kMultiHeadAttention:
+      status = TakeOp(
+          p.layer, AttentionOp::Create(StageAttentionShape(p, batch), device),
+          &s.ops_.attention);
       break;
-    }
   }
   PSTRAIN_RETURN_IF_ERROR(status);
   return stage;
@@ -222,49 +156,19 @@ absl::Status GraphStage::InitKernelStage() {
   }
 }
 
-absl::StatusOr<const void*> GraphStage::Forward(
-    absl::Span<const void* const> inputs,
-    absl::Span<const float* const> weights, uint64_t weights_version,
-    const DropoutStep* dropout, float* y) {
+absl::Status GraphStage::BeginPass() { return device_->MakeCurrent(); }
+
+absl::Status GraphStage::OwnForward(const StageCall& call, float* y) {
   const StagePlan& p = plan_;
-  auto weight = [&](int index) {
-    return index >= 0 ? weights[index] : nullptr;
-  };
-  const float* x = static_cast<const float*>(inputs[0]);
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
+  const float* x = static_cast<const float*>(call.inputs[0]);
   const cudaStream_t stream = device_->stream();
-  absl::Status status = device_->MakeCurrent();
-  if (!status.ok()) return InLayer(p.layer, status);
+  absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
-      status = embedding_->Forward(static_cast<const int32_t*>(inputs[0]),
+      status = embedding_->Forward(static_cast<const int32_t*>(call.inputs[0]),
                                    weight(p.kernel), y);
       break;
-    case StageKind::kConv2D:
-      status = conv_->Forward(x, weight(p.kernel), weights_version,
-                              weight(p.bias), y);
-      break;
-    case StageKind::kMaxPool2D:
-      status = pool_->Forward(x, y);
-      break;
-    case StageKind::kDense:
-      status = dense_->Forward(x, weight(p.kernel), weight(p.bias), y);
-      break;
-    case StageKind::kRelu:
-      status = relu_->Forward(x, y);
-      break;
-    case StageKind::kSoftmax:
-      status = softmax_->Forward(x, y);
-      break;
-    case StageKind::kDropout: {
-      // Inference: the identity; the input passes on untouched.
-      if (dropout == nullptr) return inputs[0];
-      DropoutKey key;
-      key.seed = p.dropout_seed;
-      key.step = static_cast<uint64_t>(dropout->step);
-      key.offset = DropoutElementOffset(dropout->example_offset, p.in_size);
-      status = dropout_->Forward(x, key, y);
-      break;
-    }
     case StageKind::kActivation: {
       const cpu::ActivationShape& a = p.activation;
       status = CudaStatus(
@@ -278,7 +182,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
     }
     case StageKind::kMerge:
     case StageKind::kConcatenate:
-      status = MergeForward(inputs, y);
+      status = MergeForward(call.inputs, y);
       break;
     case StageKind::kRescaling:
       status = CudaStatus(LaunchScaleShift(x, batch_ * p.out_size, p.rescale,
@@ -304,7 +208,7 @@ absl::StatusOr<const void*> GraphStage::Forward(
           "global pooling forward");
       break;
     case StageKind::kBatchNormalization:
-      if (dropout != nullptr) {  // Training: the batch's statistics.
+      if (call.dropout != nullptr) {  // Training: the batch's statistics.
         status = batch_norm_->ForwardTraining(
             x, weight(p.kernel), weight(p.bias), y, nullptr, nullptr);
       } else {
@@ -313,20 +217,10 @@ absl::StatusOr<const void*> GraphStage::Forward(
             weight(p.moving_variance), y);
       }
       break;
-    case StageKind::kLayerNormalization:
-      status = layer_norm_->Forward(x, weight(p.kernel), weight(p.bias), y);
+    default:  // LayerOps'.
       break;
-    case StageKind::kMultiHeadAttention: {
-      const float* value = static_cast<const float*>(inputs[1]);
-      const float* key =
-          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
-      status =
-          attention_->Forward(x, key, value, AttentionWeightsOf(p, weights), y);
-      break;
-    }
   }
-  if (!status.ok()) return InLayer(p.layer, status);
-  return y;
+  return status;
 }
 
 absl::Status GraphStage::MergeForward(absl::Span<const void* const> inputs,
@@ -393,39 +287,39 @@ absl::Status GraphStage::MergeBackward(absl::Span<const void* const> inputs,
   return absl::OkStatus();
 }
 
-absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
-                                  const float* y, float* dy,
-                                  absl::Span<float* const> dx,
-                                  absl::Span<const float* const> weights,
-                                  uint64_t weights_version,
-                                  absl::Span<float* const> gradients) {
+bool GraphStage::SkipsBackward(absl::Span<float* const> dx) const {
+  if (dx[0] != nullptr) return false;
+  switch (plan_.kind) {
+    case StageKind::kEmbedding:
+    case StageKind::kConv2D:
+    case StageKind::kDense:
+    case StageKind::kBatchNormalization:
+    case StageKind::kLayerNormalization:
+    case StageKind::kMultiHeadAttention:
+    case StageKind::kMerge:
+    case StageKind::kConcatenate:
+      return false;
+    default:
+      return true;
+  }
+}
+
+absl::Status GraphStage::OwnBackward(const StageCall& call) {
   const StagePlan& p = plan_;
-  auto weight = [&](int index) {
-    return index >= 0 ? weights[index] : nullptr;
-  };
+  const float* x = static_cast<const float*>(call.inputs[0]);
+  const float* y = call.y;
+  float* dy = call.dy;
+  float* dx0 = call.dx[0];
+  auto weight = [&](int index) { return StageVariable(call.weights, index); };
   auto gradient = [&](int index) {
-    return index >= 0 ? gradients[index] : nullptr;
+    return StageVariable(call.gradients, index);
   };
-  const float* x = static_cast<const float*>(inputs[0]);
-  float* dx0 = dx[0];
   const cudaStream_t stream = device_->stream();
-  absl::Status status = device_->MakeCurrent();
-  if (!status.ok()) return InLayer(p.layer, status);
-  // The stages without variables run only for an input's gradient.
-  const bool no_dx = dx0 == nullptr && p.kind != StageKind::kMerge &&
-                     p.kind != StageKind::kConcatenate;
+  absl::Status status;
   switch (p.kind) {
     case StageKind::kEmbedding:
-      status = embedding_->Backward(static_cast<const int32_t*>(inputs[0]), dy,
-                                    gradient(p.kernel));
-      break;
-    case StageKind::kConv2D:
-      status = conv_->Backward(x, weight(p.kernel), weights_version, dy, dx0,
-                               gradient(p.kernel), gradient(p.bias));
-      break;
-    case StageKind::kDense:
-      status = dense_->Backward(x, weight(p.kernel), dy, dx0,
-                                gradient(p.kernel), gradient(p.bias));
+      status = embedding_->Backward(static_cast<const int32_t*>(call.inputs[0]),
+                                    dy, gradient(p.kernel));
       break;
     case StageKind::kBatchNormalization:
       status = batch_norm_->Backward(x, weight(p.kernel), dy, dx0,
@@ -437,56 +331,6 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
                                                gradient(p.moving_mean),
                                                gradient(p.moving_variance));
       }
-      break;
-    case StageKind::kLayerNormalization:
-      status = layer_norm_->Backward(x, weight(p.kernel), dy, dx0,
-                                     gradient(p.kernel), gradient(p.bias));
-      break;
-    case StageKind::kMultiHeadAttention: {
-      const std::vector<float*> dw = AttentionBuffers(p, gradients);
-      AttentionGradients grads;
-      grads.query_kernel = dw[0];
-      grads.query_bias = dw[1];
-      grads.key_kernel = dw[2];
-      grads.key_bias = dw[3];
-      grads.value_kernel = dw[4];
-      grads.value_bias = dw[5];
-      grads.output_kernel = dw[6];
-      grads.output_bias = dw[7];
-      grads.query = dx[0];
-      grads.value = dx[1];
-      // Keras's key defaults to the value: the op sums its gradient there.
-      grads.key = dx.size() > 2 ? dx[2] : dx[1];
-      const float* value = static_cast<const float*>(inputs[1]);
-      const float* key =
-          inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : value;
-      status = attention_->Backward(x, key, value,
-                                    AttentionWeightsOf(p, weights), dy, grads);
-      break;
-    }
-    default:
-      if (no_dx) return absl::OkStatus();
-      break;
-  }
-  switch (p.kind) {
-    case StageKind::kEmbedding:
-    case StageKind::kConv2D:
-    case StageKind::kDense:
-    case StageKind::kBatchNormalization:
-    case StageKind::kLayerNormalization:
-    case StageKind::kMultiHeadAttention:
-      break;
-    case StageKind::kMaxPool2D:
-      status = pool_->Backward(dy, dx0);
-      break;
-    case StageKind::kRelu:
-      status = relu_->Backward(y, dy, dx0);
-      break;
-    case StageKind::kSoftmax:
-      status = softmax_->Backward(y, dy, dx0);
-      break;
-    case StageKind::kDropout:
-      status = dropout_->Backward(dy, dx0);
       break;
     case StageKind::kActivation: {
       const cpu::ActivationShape& a = p.activation;
@@ -501,7 +345,7 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
     }
     case StageKind::kMerge:
     case StageKind::kConcatenate:
-      status = MergeBackward(inputs, dy, dx);
+      status = MergeBackward(call.inputs, dy, call.dx);
       break;
     case StageKind::kRescaling:
       status = CudaStatus(LaunchScaleShift(dy, batch_ * p.in_size, p.rescale,
@@ -527,8 +371,10 @@ absl::Status GraphStage::Backward(absl::Span<const void* const> inputs,
                                    global_channels_, p.global_max, dx0, stream),
           "global pooling backward");
       break;
+    default:  // LayerOps'.
+      break;
   }
-  return InLayer(p.layer, status);
+  return status;
 }
 
 }  // namespace gpu

@@ -1,7 +1,8 @@
 // One stage of the GPU's LayerGraph (layer_graph.h): the GPU op of a
 // StagePlan (compute/layer_plan.h) for one batch size, with the state its
 // backward needs: the twin of compute/cpu/graph_stage.h, with the same
-// Forward/Backward contract on device pointers of the stage's GPU. The
+// Forward/Backward (graph_stage_base.h) on device pointers of the stage's
+// GPU. The
 // graph routes values and gradients between stages; a stage only computes.
 //
 //   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<GraphStage> stage,
@@ -57,16 +58,20 @@
 #include "compute/gpu/max_pool2d.h"
 #include "compute/gpu/relu.h"
 #include "compute/gpu/softmax.h"
+#include "compute/graph_stage_base.h"
 #include "compute/layer_graph.h"
 #include "compute/layer_plan.h"
+#include "compute/stage_layer_ops.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 
-using ::pstrain::worker::DropoutStep;  // compute/layer_graph.h.
+// The layer ops both devices call alike (compute/stage_layer_ops.h).
+using LayerOps = StageLayerOps<Conv2DOp, MaxPool2DOp, DenseOp, ReluOp,
+                               SoftmaxOp, DropoutOp, LayerNormOp, AttentionOp>;
 
-class GraphStage {
+class GraphStage : public GraphStageBase<GraphStage, LayerOps> {
  public:
   // The op of `plan` for `batch` examples on `device`; errors name the
   // layer.
@@ -78,24 +83,19 @@ class GraphStage {
   // (yet): what Create refuses before it makes anything.
   static absl::Status Supports(const StagePlan& plan);
 
-  const StagePlan& plan() const { return plan_; }
-
-  // As cpu::GraphStage::Forward, on device pointers.
-  absl::StatusOr<const void*> Forward(absl::Span<const void* const> inputs,
-                                      absl::Span<const float* const> weights,
-                                      uint64_t weights_version,
-                                      const DropoutStep* dropout, float* y);
-
-  // As cpu::GraphStage::Backward, on device pointers.
-  absl::Status Backward(absl::Span<const void* const> inputs, const float* y,
-                        float* dy, absl::Span<float* const> dx,
-                        absl::Span<const float* const> weights,
-                        uint64_t weights_version,
-                        absl::Span<float* const> gradients);
-
  private:
+  friend class GraphStageBase<GraphStage, LayerOps>;
+
   GraphStage(StagePlan plan, int64_t batch, Device* device)
-      : plan_(std::move(plan)), batch_(batch), device_(device) {}
+      : GraphStageBase(std::move(plan), batch), device_(device) {}
+
+  // GraphStageBase's hooks: the stages not of LayerOps; making the device
+  // current before each pass; skipping the Backward of a stage without
+  // variables when no input's gradient is wanted.
+  absl::Status OwnForward(const StageCall& call, float* y);
+  absl::Status OwnBackward(const StageCall& call);
+  absl::Status BeginPass();
+  bool SkipsBackward(absl::Span<float* const> dx) const;
 
   // Sets up what Create's ops do not: kernel geometries.
   absl::Status InitKernelStage();
@@ -104,20 +104,10 @@ class GraphStage {
   absl::Status MergeBackward(absl::Span<const void* const> inputs,
                              const float* dy, absl::Span<float* const> dx);
 
-  const StagePlan plan_;
-  const int64_t batch_;
   Device* const device_;
 
   std::unique_ptr<EmbeddingOp> embedding_;
-  std::unique_ptr<Conv2DOp> conv_;
-  std::unique_ptr<MaxPool2DOp> pool_;
-  std::unique_ptr<DenseOp> dense_;
-  std::unique_ptr<ReluOp> relu_;
-  std::unique_ptr<SoftmaxOp> softmax_;
-  std::unique_ptr<DropoutOp> dropout_;
   std::unique_ptr<BatchNormOp> batch_norm_;
-  std::unique_ptr<LayerNormOp> layer_norm_;
-  std::unique_ptr<AttentionOp> attention_;
   // kActivation: elementwise, or softmax / log_softmax along an axis.
   bool axiswise_ = false;
   PointwiseParams pointwise_;

@@ -1,26 +1,10 @@
+#include "compute/gpu/kernel_grid.h"
 #include "compute/gpu/kernels.h"
 
 namespace pstrain {
 namespace worker {
 namespace gpu {
 namespace {
-
-constexpr int kThreads = 256;
-// Grid-stride loops cover any n with at most this many blocks.
-constexpr int64_t kMaxBlocks = 4096;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-__device__ int64_t FirstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 __global__ void TransposeKernel(const float* in, int64_t rows, int64_t cols,
                                 float* out) {

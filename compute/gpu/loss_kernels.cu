@@ -1,3 +1,4 @@
+#include "compute/gpu/kernel_grid.h"
 #include "compute/gpu/loss_kernels.h"
 #include "compute/gpu/loss_math.h"
 
@@ -5,23 +6,6 @@ namespace pstrain {
 namespace worker {
 namespace gpu {
 namespace {
-
-constexpr int kThreads = 256;
-// Grid-stride loops cover any batch with at most this many blocks.
-constexpr int64_t kMaxBlocks = 4096;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-__device__ int64_t FirstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // True if the row's label is 0 or 1; else records the row and zeroes its
 // result and gradient.

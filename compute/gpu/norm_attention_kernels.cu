@@ -1,3 +1,4 @@
+#include "compute/gpu/kernel_grid.h"
 #include "compute/gpu/norm_attention_kernels.h"
 
 namespace pstrain {
@@ -5,24 +6,8 @@ namespace worker {
 namespace gpu {
 namespace {
 
-constexpr int kThreads = 256;
-// Grid-stride loops cover any n with at most this many blocks.
-constexpr int64_t kMaxBlocks = 4096;
 // Row-per-block kernels loop over rows past this many blocks.
 constexpr int64_t kMaxRowBlocks = 65535;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-__device__ int64_t FirstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
 
 // ---------------------------------------------------------------------------
 // Column sums in two steps (see the header): a block of kColumnTile x
