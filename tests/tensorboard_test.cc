@@ -111,8 +111,12 @@ TEST(TensorBoard, EventFilesHoldTheRunsLossAndAccuracy) {
   const std::string model_dir = TempPath("tb-run");
   std::string data_dir;
   const std::vector<std::string> flags = SmallRun("tb", model_dir, &data_dir);
-  const std::string chief_log =
-      LocalCluster(1, 2).Run("tb", flags, {"--data_dir=" + data_dir});
+  // Pushes slowed down (20 ms a step) so that the chief wakes at each
+  // epoch's end before the workers pass the next: unslowed, the 48 steps
+  // take a few milliseconds, and on a busy machine the chief could first
+  // look at step 48 and print two epochs' lines there, one without reports.
+  const std::string chief_log = LocalCluster(1, 2).Run(
+      "tb", flags, {"--data_dir=" + data_dir, "--push_delay_ms=20"});
 
   const nlohmann::json summary = nlohmann::json::parse(
       ReadFile(model_dir + "/summary.json"), nullptr, false);
