@@ -62,16 +62,7 @@ void ColumnSums(const float* x, int64_t rows, int64_t cols, float* sum) {
 absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
     const AttentionShape& requested, Engine* engine) {
   const AttentionShape s = AttentionWithDefaults(requested);
-  absl::Status status = CheckPositive(kOp, {{"batch", s.batch},
-                                            {"tq", s.tq},
-                                            {"tv", s.tv},
-                                            {"dq", s.dq},
-                                            {"dk", s.dk},
-                                            {"dv", s.dv},
-                                            {"heads", s.heads},
-                                            {"key_dim", s.key_dim},
-                                            {"value_dim", s.value_dim},
-                                            {"output_dim", s.output_dim}});
+  absl::Status status = CheckPositive(kOp, PositiveSizes(s));
   if (status.ok()) status = CheckAttentionDropout(s);
   if (!status.ok()) return status;
   const int64_t b = s.batch, h = s.heads;

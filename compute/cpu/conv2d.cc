@@ -21,19 +21,7 @@ constexpr char kOp[] = "Conv2D";
 
 absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
     const Conv2DShape& shape, Engine* engine) {
-  absl::Status status =
-      CheckPositive(kOp, {{"batch", shape.batch},
-                          {"height", shape.height},
-                          {"width", shape.width},
-                          {"in_channels", shape.in_channels},
-                          {"out_channels", shape.out_channels},
-                          {"kernel_h", shape.kernel_h},
-                          {"kernel_w", shape.kernel_w},
-                          {"stride_h", shape.stride_h},
-                          {"stride_w", shape.stride_w},
-                          {"dilation_h", shape.dilation_h},
-                          {"dilation_w", shape.dilation_w},
-                          {"groups", shape.groups}});
+  absl::Status status = CheckPositive(kOp, PositiveSizes(shape));
   if (status.ok()) status = CheckConv2DGroups(shape);
   if (!status.ok()) return status;
   const absl::StatusOr<Conv2DWindows> out = Conv2DOutputWindows(shape);

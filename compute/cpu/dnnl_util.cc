@@ -26,9 +26,8 @@ absl::Status OutOfMemoryError(absl::string_view what) {
   return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory"));
 }
 
-absl::Status CheckPositive(
-    absl::string_view op,
-    std::initializer_list<std::pair<absl::string_view, int64_t>> sizes) {
+absl::Status CheckPositive(absl::string_view op,
+                           absl::Span<const NamedSize> sizes) {
   for (const auto& [name, value] : sizes) {
     if (value <= 0) {
       return absl::InvalidArgumentError(

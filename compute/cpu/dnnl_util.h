@@ -17,6 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "compute/cpu/op_shapes.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace pstrain {
@@ -50,9 +52,8 @@ absl::Status Guard(absl::string_view what, Body&& body) {
 
 // INVALID_ARGUMENT naming `op` and the first of `sizes` (name, value) whose
 // value is not positive.
-absl::Status CheckPositive(
-    absl::string_view op,
-    std::initializer_list<std::pair<absl::string_view, int64_t>> sizes);
+absl::Status CheckPositive(absl::string_view op,
+                           absl::Span<const NamedSize> sizes);
 
 // INVALID_ARGUMENT naming `op` and `what` if `pointer` is null.
 absl::Status CheckNotNull(absl::string_view op, absl::string_view what,

@@ -5,6 +5,8 @@
 #define PSTRAIN_COMPUTE_CPU_OP_SHAPES_H_
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "compute/cpu/window.h"
 #include "model/model_spec.h"
@@ -163,6 +165,39 @@ struct AttentionGradients {
   float* key = nullptr;    // [B, Tv, dk]
   float* value = nullptr;  // [B, Tv, dv]
 };
+
+// A size and the name an op's argument check gives it.
+using NamedSize = std::pair<const char*, int64_t>;
+
+// The sizes of a shape that its ops require positive, named as its fields
+// (both devices' argument checks: cpu/dnnl_util.h's CheckPositive,
+// gpu/shape_check.h's CheckDims).
+inline std::vector<NamedSize> PositiveSizes(const Conv2DShape& s) {
+  return {{"batch", s.batch},
+          {"height", s.height},
+          {"width", s.width},
+          {"in_channels", s.in_channels},
+          {"out_channels", s.out_channels},
+          {"kernel_h", s.kernel_h},
+          {"kernel_w", s.kernel_w},
+          {"stride_h", s.stride_h},
+          {"stride_w", s.stride_w},
+          {"dilation_h", s.dilation_h},
+          {"dilation_w", s.dilation_w},
+          {"groups", s.groups}};
+}
+inline std::vector<NamedSize> PositiveSizes(const AttentionShape& s) {
+  return {{"batch", s.batch},
+          {"tq", s.tq},
+          {"tv", s.tv},
+          {"dq", s.dq},
+          {"dk", s.dk},
+          {"dv", s.dv},
+          {"heads", s.heads},
+          {"key_dim", s.key_dim},
+          {"value_dim", s.value_dim},
+          {"output_dim", s.output_dim}};
+}
 
 }  // namespace cpu
 }  // namespace worker

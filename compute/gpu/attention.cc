@@ -89,16 +89,7 @@ AttentionOp::Sizes AttentionOp::SizesOf(const AttentionShape& s) {
 absl::StatusOr<std::unique_ptr<AttentionOp>> AttentionOp::Create(
     const AttentionShape& requested, Device* device) {
   const AttentionShape s = AttentionWithDefaults(requested);
-  PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, {{"batch", s.batch},
-                                          {"tq", s.tq},
-                                          {"tv", s.tv},
-                                          {"dq", s.dq},
-                                          {"dk", s.dk},
-                                          {"dv", s.dv},
-                                          {"heads", s.heads},
-                                          {"key_dim", s.key_dim},
-                                          {"value_dim", s.value_dim},
-                                          {"output_dim", s.output_dim}}));
+  PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, cpu::PositiveSizes(s)));
   PSTRAIN_RETURN_IF_ERROR(CheckAttentionDropout(s));
   const int64_t b = s.batch, h = s.heads, dk = s.key_dim, dv = s.value_dim;
   PSTRAIN_RETURN_IF_ERROR(CheckElements(kOp, "query", {b, s.tq, s.dq}));

@@ -63,18 +63,7 @@ Conv2DOp::Conv2DOp(const Conv2DShape& shape, Device* device,
 
 absl::StatusOr<std::unique_ptr<Conv2DOp>> Conv2DOp::Create(
     const Conv2DShape& shape, Device* device) {
-  PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, {{"batch", shape.batch},
-                                          {"height", shape.height},
-                                          {"width", shape.width},
-                                          {"in_channels", shape.in_channels},
-                                          {"out_channels", shape.out_channels},
-                                          {"kernel_h", shape.kernel_h},
-                                          {"kernel_w", shape.kernel_w},
-                                          {"stride_h", shape.stride_h},
-                                          {"stride_w", shape.stride_w},
-                                          {"dilation_h", shape.dilation_h},
-                                          {"dilation_w", shape.dilation_w},
-                                          {"groups", shape.groups}}));
+  PSTRAIN_RETURN_IF_ERROR(CheckDims(kOp, cpu::PositiveSizes(shape)));
   PSTRAIN_RETURN_IF_ERROR(CheckConv2DGroups(shape));
   if (shape.fuse_relu) {
     return absl::InvalidArgumentError(

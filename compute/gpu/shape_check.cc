@@ -13,9 +13,8 @@ constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 }  // namespace
 
-absl::Status CheckDims(
-    absl::string_view op,
-    std::initializer_list<std::pair<const char*, int64_t>> dims) {
+absl::Status CheckDims(absl::string_view op,
+                       absl::Span<const cpu::NamedSize> dims) {
   for (const auto& [name, value] : dims) {
     if (value <= 0 || value > kIntMax) {
       return absl::InvalidArgumentError(absl::StrCat(

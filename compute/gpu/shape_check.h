@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "compute/cpu/op_shapes.h"
 
 namespace pstrain {
 namespace worker {
@@ -20,9 +22,8 @@ namespace gpu {
 
 // INVALID_ARGUMENT naming `op` and the first size that is not in
 // [1, INT32_MAX].
-absl::Status CheckDims(
-    absl::string_view op,
-    std::initializer_list<std::pair<const char*, int64_t>> dims);
+absl::Status CheckDims(absl::string_view op,
+                       absl::Span<const cpu::NamedSize> dims);
 
 // INVALID_ARGUMENT naming `op` unless the product of `dims` fits in int32
 // (cuDNN tensors and cuBLAS matrices address elements with int).
