@@ -35,17 +35,18 @@ ShardPlan::ShardPlan(int64_t num_examples, const ShardOptions& options)
     : num_examples_(num_examples), options_(options) {
   const int64_t n = num_examples, w = options.worker_index,
                 workers = options.num_workers, b = options.batch_size;
-  // Divided in two steps, so W*B never overflows:
-  // floor(N/(W*B)) = floor(floor(N/W)/B), and likewise for ceil.
+  // floor(N/(W*B)) = floor(floor(N/W)/B): W*B, which may overflow, is
+  // formed only where it is at most N.
   const int64_t full_steps = n / workers / b;
-  // What is left after the full global batches: below W*B, so
-  // R - w*B does not overflow.
-  const int64_t left = n - full_steps * workers * b;
   steps_per_epoch_ = full_steps;
   worker_examples_ = full_steps * b;
+  // The last global batch's R examples, when kept, cut into blocks of B:
+  // full for the first R / B workers, R mod B for the next, none after.
+  const int64_t left = n - full_steps * workers * b;
   if (!options.drop_remainder && left > 0) {
     ++steps_per_epoch_;
-    worker_examples_ += std::clamp<int64_t>(left - w * b, 0, b);
+    const int64_t full_blocks = left / b;
+    worker_examples_ += w < full_blocks ? b : w == full_blocks ? left % b : 0;
   }
 }
 

@@ -168,11 +168,6 @@ absl::Span<float> DenseVariable::MutableValueLocked() {
   return value_->flat<float>();
 }
 
-void DenseVariable::ApplyLocked(absl::Span<const float> g) {
-  std::vector<float*> slots = slot_data_;
-  optimizer_->Apply(MutableValueLocked(), g, slots, version_ + 1);
-}
-
 int64_t DenseVariable::ApplyAsync(int64_t batch_size,
                                   absl::Span<const Chunk> chunks) {
   // The gradient is scaled and applied a block at a time, so the scaled

@@ -152,8 +152,6 @@ class DenseVariable {
                 const Optimizer* optimizer, Tensor value,
                 std::vector<Tensor> slots);
 
-  // Applies `g` (already divided by the batch) to the value.
-  void ApplyLocked(absl::Span<const float> g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value, to be updated in place: first copied if a pull holds it.
   absl::Span<float> MutableValueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sync: applies the step's sum divided by its global batch (element by
