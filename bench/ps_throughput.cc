@@ -7,7 +7,9 @@
 // 127.0.0.1. The run's dense variables total --mb / 2 MB,
 // row-split over every ps task; each round, every worker pushes a gradient
 // of all of them (--mb / 2 MB) and pulls them all back (--mb / 2 MB), in
-// async mode with SGD, so the ps applies every push. Prints a final JSON line
+// async mode with SGD, so the ps applies every push; or, with --sync, in
+// sync mode: each round is a step, the ps sums the workers' pushes and
+// applies them once, and a pull waits for that step. Prints a final JSON line
 // with each worker's median push_mb_per_s, pull_mb_per_s and round_ms, and
 // aggregate_mb_per_s: all bytes moved by all workers in the measured rounds
 // over the wall time they took (4 ps x 4 workers: more processes than
@@ -49,6 +51,8 @@ ABSL_FLAG(double, mb, 4, "MB moved per round per worker (half pushed, half pulle
 ABSL_FLAG(int, rounds, 100, "Measured rounds (after 10 warm-up rounds)");
 ABSL_FLAG(std::string, ps_binary, "ps/ps", "Path of the ps binary");
 ABSL_FLAG(int64_t, chunk_kb, 4096, "Largest tensor chunk per message, KB");
+ABSL_FLAG(bool, sync, false,
+          "Sync mode: each round is a step of all the workers");
 ABSL_FLAG(bool, metrics, false,
           "Each ps serves Prometheus metrics (--metrics_port), scraped every "
           "second during the run, to measure what they cost");
@@ -151,9 +155,12 @@ int RunWorker() {
   for (int round = 0; round < kWarmup + absl::GetFlag(FLAGS_rounds); ++round) {
     const absl::Time start = absl::Now();
     if (round == kWarmup) measured_start = start;
-    absl::Status pushed = (*client)->PushDense(0, 1, map);
+    // Sync: round r pushes to step r and pulls its result, version r + 1.
+    const int64_t step = absl::GetFlag(FLAGS_sync) ? round : 0;
+    absl::Status pushed = (*client)->PushDense(step, 1, map);
     const absl::Time mid = absl::Now();
-    absl::StatusOr<int64_t> pulled = (*client)->PullDense(0, map);
+    absl::StatusOr<int64_t> pulled =
+        (*client)->PullDense(absl::GetFlag(FLAGS_sync) ? step + 1 : 0, map);
     const absl::Time end = absl::Now();
     if (!pushed.ok() || !pulled.ok()) {
       std::cerr << "round " << round << ": " << pushed << " " << pulled.status()
@@ -222,7 +229,8 @@ int RunBench() {
   }
   if (rc == 0 && client.ok()) {
     UpdateConfig update;
-    update.set_mode(UpdateConfig::ASYNC);
+    update.set_mode(absl::GetFlag(FLAGS_sync) ? UpdateConfig::SYNC
+                                              : UpdateConfig::ASYNC);
     update.set_num_workers(num_workers);
     update.set_max_staleness(-1);
     OptimizerConfig sgd;
@@ -252,15 +260,16 @@ int RunBench() {
     std::vector<pid_t> workers;
     for (int w = 0; w < num_workers; ++w) {
       results.push_back(absl::StrCat("/tmp/ps_throughput.", getpid(), ".", w));
-      workers.push_back(Spawn(
-          "/proc/self/exe",
-          {absl::StrCat("--worker_index=", w),
-           absl::StrCat("--addresses=", absl::StrJoin(addresses, ",")),
-           absl::StrCat("--mb=", absl::GetFlag(FLAGS_mb)),
-           absl::StrCat("--rounds=", absl::GetFlag(FLAGS_rounds)),
-           absl::StrCat("--chunk_kb=", absl::GetFlag(FLAGS_chunk_kb)),
-           absl::StrCat("--result_file=", results.back())},
-          ""));
+      workers.push_back(
+          Spawn("/proc/self/exe",
+                {absl::StrCat("--worker_index=", w),
+                 absl::StrCat("--addresses=", absl::StrJoin(addresses, ",")),
+                 absl::StrCat("--mb=", absl::GetFlag(FLAGS_mb)),
+                 absl::StrCat("--rounds=", absl::GetFlag(FLAGS_rounds)),
+                 absl::StrCat("--chunk_kb=", absl::GetFlag(FLAGS_chunk_kb)),
+                 absl::GetFlag(FLAGS_sync) ? "--sync" : "--nosync",
+                 absl::StrCat("--result_file=", results.back())},
+                ""));
     }
     for (pid_t pid : workers) {
       int status = 0;
