@@ -96,6 +96,9 @@ class GpuBackend : public Backend {
   // slice of the batch.
   absl::StatusOr<StepResult> RunSlice(Replica& replica, const StepInput& input,
                                       const BatchSlice& slice, bool train);
+  // The weights uploaded, then RunSlice on every GPU's slice; their sums.
+  absl::StatusOr<StepResult> RunSlices(const StepInput& input,
+                                       const Weights& weights, bool train);
   // The regularizers' penalty; with gradient_batch > 0 adds gradient_batch
   // times its gradient to the first GPU's gradients.
   absl::StatusOr<double> L2Penalty(int64_t gradient_batch);
@@ -385,6 +388,24 @@ absl::StatusOr<double> GpuBackend::L2Penalty(int64_t gradient_batch) {
   return penalty;
 }
 
+absl::StatusOr<StepResult> GpuBackend::RunSlices(const StepInput& input,
+                                                 const Weights& weights,
+                                                 bool train) {
+  PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
+  PSTRAIN_ASSIGN_OR_RETURN(
+      std::vector<BatchSlice> slices,
+      gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
+  StepResult result;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    PSTRAIN_ASSIGN_OR_RETURN(StepResult part,
+                             RunSlice(replicas_[i], input, slices[i], train));
+    result.loss_sum += part.loss_sum;
+    result.correct += part.correct;
+    result.examples += part.examples;
+  }
+  return result;
+}
+
 absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
                                                  const Weights& weights,
                                                  Gradients* gradients) {
@@ -400,19 +421,8 @@ absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
         CheckVariableTensor("GpuBackend", "gradient", def, tensor));
     outputs.push_back(tensor);
   }
-  PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      std::vector<BatchSlice> slices,
-      gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
-  StepResult result;
-  for (size_t i = 0; i < replicas_.size(); ++i) {
-    PSTRAIN_ASSIGN_OR_RETURN(
-        StepResult part,
-        RunSlice(replicas_[i], input, slices[i], /*train=*/true));
-    result.loss_sum += part.loss_sum;
-    result.correct += part.correct;
-    result.examples += part.examples;
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(StepResult result,
+                           RunSlices(input, weights, /*train=*/true));
   // L2: the penalty once, its gradient batch times (backend.h).
   PSTRAIN_ASSIGN_OR_RETURN(result.l2_loss, L2Penalty(input.batch));
   if (reducer_ != nullptr) {
@@ -434,19 +444,8 @@ absl::StatusOr<StepResult> GpuBackend::TrainStep(const StepInput& input,
 absl::StatusOr<StepResult> GpuBackend::Evaluate(const StepInput& input,
                                                 const Weights& weights) {
   PSTRAIN_RETURN_IF_ERROR(CheckInput(input));
-  PSTRAIN_RETURN_IF_ERROR(UploadWeights(weights, input.weights_version));
-  PSTRAIN_ASSIGN_OR_RETURN(
-      std::vector<BatchSlice> slices,
-      gpu::SplitBatch(input.batch, static_cast<int>(replicas_.size())));
-  StepResult result;
-  for (size_t i = 0; i < replicas_.size(); ++i) {
-    PSTRAIN_ASSIGN_OR_RETURN(StepResult part,
-                             RunSlice(replicas_[i], input, slices[i],
-                                      /*train=*/false));
-    result.loss_sum += part.loss_sum;
-    result.correct += part.correct;
-    result.examples += part.examples;
-  }
+  PSTRAIN_ASSIGN_OR_RETURN(StepResult result,
+                           RunSlices(input, weights, /*train=*/false));
   PSTRAIN_ASSIGN_OR_RETURN(result.l2_loss, L2Penalty(/*gradient_batch=*/0));
   return result;
 }

@@ -148,19 +148,37 @@ PSTRAIN_HOST_DEVICE inline double CrossEntropyFromProbabilitiesRow(
   return log(sum) - log(clipped_label);
 }
 
+// The elementwise regression losses' loop: sum_j f.Value(e_j) for one row,
+// e_j = p[j] - t[j] (not yet divided by `outputs`); when grad is not null,
+// grad[j] = f.Derivative(e_j) / outputs.
+template <typename F>
+PSTRAIN_HOST_DEVICE inline double ErrorRow(const float* predictions,
+                                           const float* targets,
+                                           int64_t outputs, const F& f,
+                                           float* grad) {
+  double total = 0;
+  for (int64_t j = 0; j < outputs; ++j) {
+    const double e = static_cast<double>(predictions[j]) - targets[j];
+    total += f.Value(e);
+    if (grad != nullptr) {
+      grad[j] = static_cast<float>(f.Derivative(e) / outputs);
+    }
+  }
+  return total;
+}
+
+struct SquaredError {
+  PSTRAIN_HOST_DEVICE double Value(double e) const { return e * e; }
+  PSTRAIN_HOST_DEVICE double Derivative(double e) const { return 2.0 * e; }
+};
+
 // sum_j (p[j] - t[j])^2 for one row (not yet divided by `outputs`); when
 // grad is not null, grad[j] = 2 (p[j] - t[j]) / outputs.
 PSTRAIN_HOST_DEVICE inline double SquaredErrorRow(const float* predictions,
                                                   const float* targets,
                                                   int64_t outputs,
                                                   float* grad) {
-  double total = 0;
-  for (int64_t j = 0; j < outputs; ++j) {
-    const double diff = static_cast<double>(predictions[j]) - targets[j];
-    total += diff * diff;
-    if (grad != nullptr) grad[j] = static_cast<float>(2.0 * diff / outputs);
-  }
-  return total;
+  return ErrorRow(predictions, targets, outputs, SquaredError(), grad);
 }
 
 // Index of the first maximum of row[0, classes), as std::max_element.

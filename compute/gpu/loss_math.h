@@ -125,40 +125,38 @@ PSTRAIN_HOST_DEVICE inline double BinaryCrossEntropyFromProbabilityRow(
 
 // sum_j |p[j] - t[j]| for one row (not yet divided by `outputs`); grad[j] =
 // sign(p[j] - t[j]) / outputs (0 where equal).
+struct AbsoluteError {
+  PSTRAIN_HOST_DEVICE double Value(double e) const { return fabs(e); }
+  PSTRAIN_HOST_DEVICE double Derivative(double e) const {
+    return e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0);
+  }
+};
+
 PSTRAIN_HOST_DEVICE inline double AbsoluteErrorRow(const float* predictions,
                                                    const float* targets,
                                                    int64_t outputs,
                                                    float* grad) {
-  double total = 0;
-  for (int64_t j = 0; j < outputs; ++j) {
-    const double diff = static_cast<double>(predictions[j]) - targets[j];
-    total += fabs(diff);
-    if (grad != nullptr) {
-      const double sign = diff > 0 ? 1.0 : (diff < 0 ? -1.0 : 0.0);
-      grad[j] = static_cast<float>(sign / outputs);
-    }
-  }
-  return total;
+  return ErrorRow(predictions, targets, outputs, AbsoluteError(), grad);
 }
 
 // sum_j h(p[j] - t[j]) for one row (not yet divided by `outputs`), h the
 // Huber function of `delta`; grad[j] = h'(e) / outputs.
+struct HuberError {
+  float delta;
+  PSTRAIN_HOST_DEVICE double Value(double e) const {
+    const double abs_e = fabs(e);
+    return abs_e <= delta ? 0.5 * e * e : delta * abs_e - 0.5 * delta * delta;
+  }
+  PSTRAIN_HOST_DEVICE double Derivative(double e) const {
+    return fabs(e) <= delta ? e : (e > 0 ? delta : -delta);
+  }
+};
+
 PSTRAIN_HOST_DEVICE inline double HuberRow(const float* predictions,
                                            const float* targets,
                                            int64_t outputs, float delta,
                                            float* grad) {
-  double total = 0;
-  for (int64_t j = 0; j < outputs; ++j) {
-    const double e = static_cast<double>(predictions[j]) - targets[j];
-    const double abs_e = fabs(e);
-    const bool quadratic = abs_e <= delta;
-    total += quadratic ? 0.5 * e * e : delta * abs_e - 0.5 * delta * delta;
-    if (grad != nullptr) {
-      const double g = quadratic ? e : (e > 0 ? delta : -delta);
-      grad[j] = static_cast<float>(g / outputs);
-    }
-  }
-  return total;
+  return ErrorRow(predictions, targets, outputs, HuberError{delta}, grad);
 }
 
 // 1 if the predicted class (score above `threshold`: 0 for a logit, 0.5 for
