@@ -456,6 +456,41 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
   thread_local std::vector<float> scaled;
   scaled.resize(width_);
   std::vector<float*> slots(num_arrays_ - 1);
+  // Without admission or eviction a row's place is fixed once found, so the
+  // rows are found first and updated after, each row's arrays prefetched a
+  // few rows ahead (a growing table is far larger than the caches: else
+  // every update waits for its rows' memory in turn).
+  const bool rows_stay =
+      min_count_ <= 1 &&
+      !(max_rows_ > 0 && rows_ + static_cast<int64_t>(ids.size()) > max_rows_);
+  if (rows_stay) {
+    thread_local std::vector<int64_t> indices;
+    indices.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (growing_ && i + kPrefetchAhead < ids.size()) {
+        index_.prefetch(ids[i + kPrefetchAhead]);
+      }
+      indices[i] = RowIndex(ids[i]);
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i + kPrefetchAhead < ids.size()) {
+        for (int a = 0; a < num_arrays_; ++a) {
+          const float* ahead = Row(a, indices[i + kPrefetchAhead]);
+          __builtin_prefetch(ahead, 1);
+          __builtin_prefetch(ahead + width_ - 1, 1);
+        }
+      }
+      const int64_t index = indices[i];
+      if (growing_) {
+        RowMeta& meta = meta_[index];
+        meta.count += 1;
+        meta.last_update = version_ + 1;
+      }
+      ApplyRowLocked(index, g + i * width_, scale, scaled, slots);
+    }
+    AdvanceVersionLocked();
+    return;
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     if (growing_ && i + kPrefetchAhead < ids.size()) {
       index_.prefetch(ids[i + kPrefetchAhead]);
@@ -484,12 +519,18 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
       meta.count = admitted > 0 ? admitted : meta.count + 1;
       meta.last_update = version_ + 1;
     }
-    for (int64_t j = 0; j < width_; ++j) scaled[j] = g[i * width_ + j] * scale;
-    for (size_t s = 0; s < slots.size(); ++s) slots[s] = Row(1 + s, index);
-    optimizer_->Apply(absl::MakeSpan(Row(0, index), width_), scaled, slots,
-                      version_ + 1);
+    ApplyRowLocked(index, g + i * width_, scale, scaled, slots);
   }
   AdvanceVersionLocked();
+}
+
+void EmbeddingTable::ApplyRowLocked(int64_t index, const float* g, float scale,
+                                    std::vector<float>& scaled,
+                                    std::vector<float*>& slots) {
+  for (int64_t j = 0; j < width_; ++j) scaled[j] = g[j] * scale;
+  for (size_t s = 0; s < slots.size(); ++s) slots[s] = Row(1 + s, index);
+  optimizer_->Apply(absl::MakeSpan(Row(0, index), width_), scaled, slots,
+                    version_ + 1);
 }
 
 int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,

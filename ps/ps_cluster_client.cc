@@ -2,7 +2,6 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/placement.h"
@@ -203,22 +202,17 @@ absl::Status PsClusterClient::PullRows(const std::string& name,
     PSTRAIN_ASSIGN_OR_RETURN(
         PullSparseResponse response,
         clients_[task]->PullSparse(name, task_ids, min_version, read_only));
-    // The reply lists distinct ids; map each requested id to its row.
-    absl::flat_hash_map<int64_t, int> row;
-    for (int i = 0; i < response.ids_size(); ++i) row[response.ids(i)] = i;
+    // A row per id asked for, in order.
     const std::string& values = response.values().content();
     if (static_cast<int64_t>(values.size()) !=
-        response.ids_size() * width * 4) {
-      return absl::InternalError(absl::StrCat(
-          "ps sent ", values.size(), " bytes of rows of '", name, "'"));
+        static_cast<int64_t>(task_ids.size()) * width * 4) {
+      return absl::InternalError(
+          absl::StrCat("ps sent ", values.size(), " bytes of rows of '", name,
+                       "' for ", task_ids.size(), " ids of width ", width));
     }
-    for (int64_t p : positions[task]) {
-      auto it = row.find(ids[p]);
-      if (it == row.end()) {
-        return absl::InternalError(absl::StrCat("ps did not send id ", ids[p]));
-      }
-      std::memcpy(out + p * width, values.data() + it->second * width * 4,
-                  width * 4);
+    for (size_t i = 0; i < task_ids.size(); ++i) {
+      std::memcpy(out + positions[task][i] * width,
+                  values.data() + i * width * 4, width * 4);
     }
     return absl::OkStatus();
   });

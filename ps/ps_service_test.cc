@@ -398,7 +398,7 @@ TEST(PsServicePools, SparsePullsOfACompleteStepAreNotQueuedBehindWaitingOnes) {
       client(1, absl::Seconds(5))->PullSparse("emb", ids, 1);
   ASSERT_TRUE(pulled.ok()) << pulled.status();
   EXPECT_EQ(pulled->version(), 1);
-  ASSERT_EQ(pulled->ids_size(), 2);
+  ASSERT_EQ(pulled->values().shape().dims(0), 2);
   const float* values =
       reinterpret_cast<const float*>(pulled->values().content().data());
   // The mean gradient 1 of both workers, once, by plain SGD: 0 - 0.1.

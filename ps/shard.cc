@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
@@ -436,24 +435,17 @@ absl::Status Shard::PullSparse(const PullSparseRequest& request,
         "min_version ", request.min_version(), " is negative"));
   }
   PSTRAIN_RETURN_IF_ERROR(table->CheckIds(request.ids()));
-  absl::flat_hash_map<int64_t, int> seen;
-  seen.reserve(request.ids_size());
-  response->mutable_ids()->Reserve(request.ids_size());
-  for (int64_t id : request.ids()) {
-    if (seen.emplace(id, response->ids_size()).second) response->add_ids(id);
-  }
   TensorProto* values = response->mutable_values();
   values->set_dtype(DT_FLOAT);
-  values->mutable_shape()->add_dims(response->ids_size());
+  values->mutable_shape()->add_dims(request.ids_size());
   values->mutable_shape()->add_dims(table->width());
   std::string* content = values->mutable_content();
-  content->resize(response->ids_size() * table->width() * sizeof(float));
+  content->resize(request.ids_size() * table->width() * sizeof(float));
   PSTRAIN_ASSIGN_OR_RETURN(
       const int64_t version,
-      table->Read(response->ids(), request.min_version(),
-                  absl::Now() + run->step_timeout,
-                  reinterpret_cast<float*>(content->data()),
-                  request.read_only()));
+      table->Read(
+          request.ids(), request.min_version(), absl::Now() + run->step_timeout,
+          reinterpret_cast<float*>(content->data()), request.read_only()));
   response->set_version(version);
   return absl::OkStatus();
 }

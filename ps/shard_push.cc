@@ -89,6 +89,30 @@ uint64_t PushKey(const RequestHeader& header) {
   return header.request_id() << 1;
 }
 
+// A push's rows with those of duplicate ids summed, in first-seen order:
+// what an async update applies (it applies each row it is given).
+struct SummedRows {
+  std::vector<int64_t> ids;
+  std::vector<float> rows;
+};
+SummedRows SumDuplicateRows(absl::Span<const int64_t> ids, const float* rows,
+                            int64_t width) {
+  SummedRows summed;
+  absl::flat_hash_map<int64_t, int64_t> position;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, inserted] = position.emplace(ids[i], summed.ids.size());
+    if (inserted) {
+      summed.ids.push_back(ids[i]);
+      summed.rows.insert(summed.rows.end(), rows + i * width,
+                         rows + (i + 1) * width);
+    } else {
+      float* sum = summed.rows.data() + it->second * width;
+      for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
+    }
+  }
+  return summed;
+}
+
 }  // namespace
 
 absl::StatusOr<int> Shard::CheckPusher(const Run& run,
@@ -421,21 +445,6 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   PSTRAIN_RETURN_IF_ERROR(
       CheckFinite(run, name, Chunk{0, g.content()}, &skip_update));
 
-  // Sum the rows of duplicate ids.
-  std::vector<int64_t> ids;
-  std::vector<float> sums;
-  absl::flat_hash_map<int64_t, int64_t> position;
-  const int64_t width = table->width();
-  for (int i = 0; i < request.ids_size(); ++i) {
-    auto [it, inserted] = position.emplace(request.ids(i), ids.size());
-    if (inserted) {
-      ids.push_back(request.ids(i));
-      sums.insert(sums.end(), rows + i * width, rows + (i + 1) * width);
-    } else {
-      float* sum = sums.data() + it->second * width;
-      for (int64_t j = 0; j < width; ++j) sum[j] += rows[i * width + j];
-    }
-  }
   if (remember) {
     if (auto earlier = recent_sparse_.Reserve(who, key, request.version())) {
       *response = *earlier;
@@ -444,8 +453,9 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
   }
   bool applied = true;
   if (run.update.mode() == UpdateConfig::SYNC) {
+    // The step's sums add the rows of duplicate ids as they come.
     applied = table->AccumulateSync(
-        request.version(), ids, sums.data(),
+        request.version(), request.ids(), rows,
         SyncContribution(request.header(), worker, request.batch_size(),
                          skip_update));
     response->set_version(request.version() + 1);
@@ -453,8 +463,10 @@ absl::Status Shard::PushSparse(const PushSparseRequest& request,
     applied = false;
     response->set_version(request.version());
   } else {
-    response->set_version(
-        table->ApplyAsync(ids, sums.data(), request.batch_size()));
+    const SummedRows summed =
+        SumDuplicateRows(request.ids(), rows, table->width());
+    response->set_version(table->ApplyAsync(summed.ids, summed.rows.data(),
+                                            request.batch_size()));
   }
   response->set_applied(applied);
   (applied ? pushes_applied_ : pushes_dropped_stale_)

@@ -922,33 +922,47 @@ TEST_F(ShardTest, APullServesANameGivenTwiceOnceAndKnowsItsDenseBytes) {
   EXPECT_EQ(served, (std::vector<std::string>{"b", "w"}));
 }
 
-TEST(ShardSparse, PullServesDuplicatesOnceAndCreatesRowsOnFirstTouch) {
+TEST(ShardSparse, PullAnswersEveryIdInOrderAndCreatesRowsOnFirstTouch) {
   Shard shard{ShardOptions()};
   CreateVariablesResponse created;
   ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 1), &created).ok());
   PullSparseResponse r;
   ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {8, 4, 8, 1000000}), &r).ok());
-  EXPECT_EQ(std::vector<int64_t>(r.ids().begin(), r.ids().end()),
-            (std::vector<int64_t>{8, 4, 1000000}));
-  EXPECT_EQ(r.values().shape().dims(0), 3);
-  EXPECT_EQ(Rows(r), std::vector<float>(6, 1.0f));
+  EXPECT_EQ(r.values().shape().dims(0), 4);
+  EXPECT_EQ(r.values().shape().dims(1), 2);
+  EXPECT_EQ(Rows(r), std::vector<float>(8, 1.0f));
+  // Three rows were created: 8 once, though asked for twice.
+  GetShardStatusRequest request;
+  request.mutable_header()->set_run_id(kRun);
+  ShardStatus status;
+  ASSERT_TRUE(shard.GetShardStatus(request, &status).ok());
+  EXPECT_EQ(status.embedding_tables().at("emb").rows(), 3);
 }
 
 TEST(ShardSparse, PushSumsDuplicatesAndUpdatesOnlyTouchedRows) {
-  Shard shard{ShardOptions()};
-  CreateVariablesResponse created;
-  ASSERT_TRUE(shard.CreateVariables(CreateSparse(UpdateConfig::ASYNC, 1), &created).ok());
-  PullSparseResponse before;
-  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {2}), &before).ok());
-  PushSparseResponse pushed;
-  // id 4 twice: its gradient is (1 + 3, 2 + 2); lr 0.5, batch 2.
-  ASSERT_TRUE(shard.PushSparse(SparsePush("emb", {4, 6, 4}, {1, 2, 0, 4, 3, 2}, 0, 2),
-                               &pushed).ok());
-  EXPECT_EQ(pushed.version(), 1);
-  PullSparseResponse after;
-  ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4, 6, 2}), &after).ok());
-  EXPECT_EQ(Rows(after), (std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f, 1.0f, 1.0f}));
-  EXPECT_EQ(after.version(), 1);
+  // Async sums a push's duplicates before its update; a sync step sums them
+  // with the step's other rows.
+  for (UpdateConfig::Mode mode : {UpdateConfig::ASYNC, UpdateConfig::SYNC}) {
+    SCOPED_TRACE(UpdateConfig::Mode_Name(mode));
+    Shard shard{ShardOptions()};
+    CreateVariablesResponse created;
+    ASSERT_TRUE(shard.CreateVariables(CreateSparse(mode, 1), &created).ok());
+    PullSparseResponse before;
+    ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {2}), &before).ok());
+    PushSparseResponse pushed;
+    // id 4 twice: its gradient is (1 + 3, 2 + 2); lr 0.5, batch 2.
+    ASSERT_TRUE(shard
+                    .PushSparse(SparsePush("emb", {4, 6, 4},
+                                           {1, 2, 0, 4, 3, 2}, 0, 2),
+                                &pushed)
+                    .ok());
+    EXPECT_EQ(pushed.version(), 1);
+    PullSparseResponse after;
+    ASSERT_TRUE(shard.PullSparse(SparsePull("emb", {4, 6, 2}), &after).ok());
+    EXPECT_EQ(Rows(after),
+              (std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f, 1.0f, 1.0f}));
+    EXPECT_EQ(after.version(), 1);
+  }
 }
 
 TEST(ShardSparse, SyncAppliesOnceAllWorkersPushed) {

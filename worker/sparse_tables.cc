@@ -286,26 +286,18 @@ absl::Status SparseTables::Pull(int64_t min_version,
     const int task = calls[i].task;
     const PullSparseResponse& response = *results[i];
     ps_->client(task)->CountReceived(response);
-    // The ids asked for, distinct: the ps sends them back in this order.
-    const std::vector<int64_t>& ids = table.ids[task];
+    // A row per id asked for, in order.
     const std::vector<int64_t>& rows = table.mirror_rows[task];
     const int asked = requests[i].ids_size();
     const std::string& values = response.values().content();
-    if (response.ids_size() != asked ||
-        static_cast<int64_t>(values.size()) !=
-            response.ids_size() * table.width * 4) {
-      return absl::InternalError(
-          absl::StrCat("ps ", task, " sent ", response.ids_size(), " rows in ",
-                       values.size(), " bytes of '", table.name, "' for ",
-                       asked, " distinct ids"));
+    if (static_cast<int64_t>(values.size()) !=
+        int64_t{asked} * table.width * 4) {
+      return absl::InternalError(absl::StrCat(
+          "ps ", task, " sent ", values.size(), " bytes of '", table.name,
+          "' rows for ", asked, " ids of width ", table.width));
     }
     float* mirror = out[calls[i].table]->flat<float>().data();
-    for (int r = 0; r < response.ids_size(); ++r) {
-      if (response.ids(r) != ids[r]) {
-        return absl::InternalError(
-            absl::StrCat("ps ", task, " sent id ", response.ids(r), " of '",
-                         table.name, "' where id ", ids[r], " was asked for"));
-      }
+    for (int r = 0; r < asked; ++r) {
       std::memcpy(mirror + rows[r] * table.width,
                   values.data() + r * table.width * 4, table.width * 4);
     }

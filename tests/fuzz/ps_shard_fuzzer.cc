@@ -232,12 +232,12 @@ class ShardFuzzer {
     CheckRefusal(status);
     if (!status.ok()) return;
     const TensorProto& values = response.values();
-    PSTRAIN_FUZZ_EXPECT(values.shape().dims_size() == 2 &&
-                            values.shape().dims(0) == response.ids_size() &&
-                            static_cast<int64_t>(values.content().size()) ==
-                                values.shape().dims(0) *
-                                    values.shape().dims(1) * 4,
-                        values.ShortDebugString());
+    PSTRAIN_FUZZ_EXPECT(
+        values.shape().dims_size() == 2 &&
+            values.shape().dims(0) == request.ids_size() &&
+            static_cast<int64_t>(values.content().size()) ==
+                values.shape().dims(0) * values.shape().dims(1) * 4,
+        values.ShortDebugString());
   }
 
   void PushSparse(absl::string_view record) {
