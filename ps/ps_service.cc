@@ -14,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/health_check.h"
 #include "grpcpp/alarm.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "ps/pull_reply.h"
 #include "ps/tensor_encoding.h"
 
@@ -32,8 +33,23 @@ std::string Concat(const std::vector<grpc::Slice>& slices) {
   return bytes;
 }
 
+// Parses `message` from the slices gRPC received it in, read in place
+// (a row push's gradients are megabytes: no string of them first).
+bool ParseSlices(const std::vector<grpc::Slice>& slices,
+                 google::protobuf::MessageLite* message) {
+  if (slices.size() == 1) {
+    return message->ParseFromArray(slices[0].begin(),
+                                   static_cast<int>(slices[0].size()));
+  }
+  grpc::ByteBuffer buffer(slices.data(), slices.size());
+  grpc::ProtoBufferReader reader(&buffer);
+  return message->ParseFromZeroCopyStream(&reader);
+}
+
+// Serializes `message` straight into a slice of its size.
 grpc::ByteBuffer Serialize(const google::protobuf::MessageLite& message) {
-  grpc::Slice bytes(message.SerializeAsString());
+  grpc::Slice bytes(message.ByteSizeLong());
+  message.SerializeWithCachedSizesToArray(const_cast<uint8_t*>(bytes.begin()));
   return grpc::ByteBuffer(&bytes, 1);
 }
 
@@ -45,7 +61,7 @@ grpc::Status InvalidArgument(const std::string& message) {
 template <typename Request>
 bool ParseOne(const std::vector<std::vector<grpc::Slice>>& messages,
               Request* request) {
-  return messages.size() == 1 && request->ParseFromString(Concat(messages[0]));
+  return messages.size() == 1 && ParseSlices(messages[0], request);
 }
 
 // Parses the request of a unary method and has the Shard answer it;
