@@ -18,16 +18,16 @@ void IdRemap::Clear() {
 }
 
 absl::StatusOr<int64_t> IdRemap::Insert(int64_t id) {
-  auto it = rows_.find(id);
-  if (it != rows_.end()) return it->second;
   if (size() >= capacity_) {
+    const int64_t row = Find(id);
+    if (row >= 0) return row;
     return absl::ResourceExhaustedError(absl::StrCat(
         "more than ", capacity_, " distinct ids in one step (id ", id, ")"));
   }
-  const int64_t row = size();
-  rows_.emplace(id, row);
-  ids_.push_back(id);
-  return row;
+  // One probe of the map, for a known id and a new one alike.
+  const auto [it, inserted] = rows_.try_emplace(id, size());
+  if (inserted) ids_.push_back(id);
+  return it->second;
 }
 
 int64_t IdRemap::Find(int64_t id) const {
