@@ -153,11 +153,15 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
                      features.num_elements(), " features"));
   }
   // The id of feature i of the batch (an int32, or an exact float).
-  const auto id = [&features](int64_t i) -> int64_t {
-    return features.dtype() == DT_INT32
-               ? features.data<int32_t>()[i]
-               : static_cast<int64_t>(features.data<float>()[i]);
+  const int32_t* const int_ids =
+      features.dtype() == DT_INT32 ? features.data<int32_t>() : nullptr;
+  const float* const float_ids =
+      features.dtype() == DT_FLOAT ? features.data<float>() : nullptr;
+  const auto id = [int_ids, float_ids](int64_t i) -> int64_t {
+    return int_ids != nullptr ? int_ids[i] : static_cast<int64_t>(float_ids[i]);
   };
+  const int64_t* const wide =
+      wide_ids != nullptr ? wide_ids->data<int64_t>() : nullptr;
   // Checked first, so that a refused batch adds nothing.
   for (const Table& table : tables_) {
     if (table.remap != nullptr) {
@@ -180,13 +184,19 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
       }
     }
   }
+  // Where the local rows go: the features, rewritten in place.
+  int32_t* const int_rows = writable != nullptr && int_ids != nullptr
+                                ? writable->data<int32_t>()
+                                : nullptr;
+  float* const float_rows = writable != nullptr && float_ids != nullptr
+                                ? writable->data<float>()
+                                : nullptr;
   for (Table& table : tables_) {
     if (table.remap != nullptr) {
       for (int64_t e = 0; e < batch; ++e) {
         for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
           const int64_t i = e * row + f;
-          const int64_t key = TableKey(
-              wide_ids != nullptr ? wide_ids->data<int64_t>()[i] : id(i));
+          const int64_t key = TableKey(wide != nullptr ? wide[i] : id(i));
           const int64_t before = table.remap->size();
           absl::StatusOr<int64_t> local = table.remap->Insert(key);
           if (!local.ok()) {
@@ -195,10 +205,10 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
                 absl::StrCat("example ", examples[e], ": embedding table '",
                              table.name, "': ", local.status().message()));
           }
-          if (writable->dtype() == DT_INT32) {
-            writable->data<int32_t>()[i] = static_cast<int32_t>(*local);
+          if (int_rows != nullptr) {
+            int_rows[i] = static_cast<int32_t>(*local);
           } else {
-            writable->data<float>()[i] = static_cast<float>(*local);
+            float_rows[i] = static_cast<float>(*local);
           }
           if (table.remap->size() == before) continue;
           PSTRAIN_ASSIGN_OR_RETURN(const int slice,
