@@ -6,7 +6,8 @@
 // sockets.
 //
 //   CallQueue cq;  // declared before the calls: they go first
-//   std::unique_ptr<DenseCall> call = StartPullCall(..., cq.get(), &result);
+//   std::unique_ptr<DenseCall> call =
+//       StartPullCall({channel, cq.get(), deadline}, ..., &result);
 //   RunCalls({call.get()}, cq.get());
 //   ... result holds the call's outcome ...
 //
