@@ -59,20 +59,20 @@ absl::Status TakeChunk(const NamedTensor& value, int64_t version,
 class PushCall : public DenseCall {
  public:
   // `borrowed` lends the gradients in `messages` (see EncodePushDenseRequest).
-  PushCall(grpc::ChannelInterface* channel,
+  PushCall(const CallTarget& target,
            const grpc::internal::RpcMethod& unary_method,
            const grpc::internal::RpcMethod& stream_method,
            std::unique_ptr<BorrowedContent> borrowed,
-           std::vector<grpc::ByteBuffer> messages, absl::Time deadline,
-           grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result)
+           std::vector<grpc::ByteBuffer> messages,
+           absl::StatusOr<PushDenseResponse>* result)
       : borrowed_(std::move(borrowed)),
         messages_(std::move(messages)),
         result_(result) {
-    context_.set_deadline(absl::ToChronoTime(deadline));
+    context_.set_deadline(absl::ToChronoTime(target.deadline));
     if (messages_.size() == 1) {
       unary_.reset(grpc::internal::ClientAsyncResponseReaderHelper::Create<
-                   PushDenseResponse>(channel, cq, unary_method, &context_,
-                                      messages_[0]));
+                   PushDenseResponse>(target.channel, target.cq, unary_method,
+                                      &context_, messages_[0]));
       unary_->StartCall();
       unary_->Finish(&response_, &status_, this);
       state_ = kFinishing;
@@ -80,7 +80,7 @@ class PushCall : public DenseCall {
     }
     stream_.reset(
         grpc::internal::ClientAsyncWriterFactory<grpc::ByteBuffer>::Create(
-            channel, cq, stream_method, &context_, &response_,
+            target.channel, target.cq, stream_method, &context_, &response_,
             /*start=*/true, this));
     state_ = kWriting;
   }
@@ -139,21 +139,20 @@ class PushCall : public DenseCall {
 // into a message string first.
 class PullCall : public DenseCall {
  public:
-  PullCall(grpc::ChannelInterface* channel,
-           const grpc::internal::RpcMethod& method,
+  PullCall(const CallTarget& target, const grpc::internal::RpcMethod& method,
            const PullDenseRequest& request, absl::Span<const DensePiece> values,
-           absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-           absl::StatusOr<int64_t>* result, Counter* received_bytes)
+           PullDenseView* view, absl::StatusOr<int64_t>* result,
+           Counter* received_bytes)
       : values_(values),
         min_version_(request.min_version()),
         view_(view),
         result_(result),
         received_bytes_(received_bytes) {
     for (const DensePiece& piece : values) by_name_[piece.name] = &piece;
-    context_.set_deadline(absl::ToChronoTime(deadline));
+    context_.set_deadline(absl::ToChronoTime(target.deadline));
     reader_.reset(
         grpc::internal::ClientAsyncReaderFactory<grpc::ByteBuffer>::Create(
-            channel, cq, method, &context_, request,
+            target.channel, target.cq, method, &context_, request,
             /*start=*/true, this));
   }
 
@@ -258,24 +257,23 @@ void RunCalls(absl::Span<DenseCall* const> calls, grpc::CompletionQueue* cq) {
 }
 
 std::unique_ptr<DenseCall> StartPushCall(
-    grpc::ChannelInterface* channel,
-    const grpc::internal::RpcMethod& unary_method,
+    const CallTarget& target, const grpc::internal::RpcMethod& unary_method,
     const grpc::internal::RpcMethod& stream_method,
     std::unique_ptr<BorrowedContent> borrowed,
-    std::vector<grpc::ByteBuffer> messages, absl::Time deadline,
-    grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result) {
-  return std::make_unique<PushCall>(channel, unary_method, stream_method,
+    std::vector<grpc::ByteBuffer> messages,
+    absl::StatusOr<PushDenseResponse>* result) {
+  return std::make_unique<PushCall>(target, unary_method, stream_method,
                                     std::move(borrowed), std::move(messages),
-                                    deadline, cq, result);
+                                    result);
 }
 
 std::unique_ptr<DenseCall> StartPullCall(
-    grpc::ChannelInterface* channel, const grpc::internal::RpcMethod& method,
+    const CallTarget& target, const grpc::internal::RpcMethod& method,
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
-    absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-    absl::StatusOr<int64_t>* result, Counter* received_bytes) {
-  return std::make_unique<PullCall>(channel, method, request, values, deadline,
-                                    view, cq, result, received_bytes);
+    PullDenseView* view, absl::StatusOr<int64_t>* result,
+    Counter* received_bytes) {
+  return std::make_unique<PullCall>(target, method, request, values, view,
+                                    result, received_bytes);
 }
 
 }  // namespace ps

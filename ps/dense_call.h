@@ -6,7 +6,8 @@
 // sockets.
 //
 //   CallQueue cq;  // declared before the calls: they go first
-//   std::unique_ptr<DenseCall> call = StartPullCall(..., cq.get(), &result);
+//   std::unique_ptr<DenseCall> call =
+//       StartPullCall({channel, cq.get(), deadline}, ..., &result);
 //   RunCalls({call.get()}, cq.get());
 //   ... result holds the call's outcome ...
 //
@@ -55,6 +56,14 @@ class DenseCall {
   virtual bool Proceed(bool ok) = 0;
 };
 
+// Where and until when a call runs: the channel to its ps task, the queue
+// it is started on (and polled through, RunCalls) and its deadline.
+struct CallTarget {
+  grpc::ChannelInterface* channel = nullptr;
+  grpc::CompletionQueue* cq = nullptr;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
 // A completion queue, shut down and drained when it goes. Declare it before
 // the calls started on it, so that they go first.
 class CallQueue {
@@ -78,12 +87,11 @@ void RunCalls(absl::Span<DenseCall* const> calls, grpc::CompletionQueue* cq);
 // call, and as one it goes in a single batch of operations), else streamed
 // on `stream_method`. Its response or error goes to *result.
 std::unique_ptr<DenseCall> StartPushCall(
-    grpc::ChannelInterface* channel,
-    const grpc::internal::RpcMethod& unary_method,
+    const CallTarget& target, const grpc::internal::RpcMethod& unary_method,
     const grpc::internal::RpcMethod& stream_method,
     std::unique_ptr<BorrowedContent> borrowed,
-    std::vector<grpc::ByteBuffer> messages, absl::Time deadline,
-    grpc::CompletionQueue* cq, absl::StatusOr<PushDenseResponse>* result);
+    std::vector<grpc::ByteBuffer> messages,
+    absl::StatusOr<PushDenseResponse>* result);
 
 // A pull of `request` whose reply messages are decoded in place into `view`
 // and their chunks copied once, from gRPC's buffers, into `values` (which
@@ -93,10 +101,10 @@ std::unique_ptr<DenseCall> StartPushCall(
 // chunks from two versions). `received_bytes` (null: none) counts the
 // reply messages' serialized bytes as they arrive.
 std::unique_ptr<DenseCall> StartPullCall(
-    grpc::ChannelInterface* channel, const grpc::internal::RpcMethod& method,
+    const CallTarget& target, const grpc::internal::RpcMethod& method,
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
-    absl::Time deadline, PullDenseView* view, grpc::CompletionQueue* cq,
-    absl::StatusOr<int64_t>* result, Counter* received_bytes = nullptr);
+    PullDenseView* view, absl::StatusOr<int64_t>* result,
+    Counter* received_bytes = nullptr);
 
 }  // namespace ps
 }  // namespace pstrain

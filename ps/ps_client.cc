@@ -168,9 +168,9 @@ std::unique_ptr<DenseCall> PsClient::StartPush(
   for (const grpc::ByteBuffer& message : messages) {
     Count(options_.bytes_sent, message.Length());
   }
-  return StartPushCall(channel_.get(), push_unary_method_, push_method_,
-                       std::move(borrowed), std::move(messages),
-                       absl::Now() + options_.timeout, cq, result);
+  return StartPushCall({channel_.get(), cq, absl::Now() + options_.timeout},
+                       push_unary_method_, push_method_, std::move(borrowed),
+                       std::move(messages), result);
 }
 
 PullDenseRequest PsClient::NewPull(int64_t min_version,
@@ -206,8 +206,8 @@ std::unique_ptr<DenseCall> PsClient::StartPull(
     const PullDenseRequest& request, absl::Span<const DensePiece> values,
     grpc::CompletionQueue* cq, absl::StatusOr<int64_t>* result) {
   Count(options_.bytes_sent, request.ByteSizeLong());
-  return StartPullCall(channel_.get(), pull_method_, request, values,
-                       absl::Now() + options_.timeout, &pull_view_, cq, result,
+  return StartPullCall({channel_.get(), cq, absl::Now() + options_.timeout},
+                       pull_method_, request, values, &pull_view_, result,
                        options_.bytes_received);
 }
 
