@@ -115,8 +115,8 @@ class Shard {
       absl::Span<const PushDenseRequest* const> messages)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Rows of an embedding table by id: the distinct ids in first-seen order
-  // and their rows, after the table reached request.min_version (sync).
+  // Rows of an embedding table by id: a row for each of the request's ids,
+  // in order, after the table reached request.min_version (sync).
   absl::Status PullSparse(const PullSparseRequest& request,
                           PullSparseResponse* response)
       ABSL_LOCKS_EXCLUDED(mu_);
