@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -19,6 +23,24 @@ namespace {
 
 std::string NewAddress() {
   return absl::StrCat("\"127.0.0.1:", PickFreePort(), "\"");
+}
+
+// When this test binary started (its static initialization).
+const absl::Time kBinaryStarted = absl::Now();
+
+// How long Run waits for the chief: 600 s, but 30 s less than what is left
+// of Bazel's timeout of the test (TEST_TIMEOUT), so that a run that hangs
+// fails with every task's log instead of being killed without one.
+double ChiefWaitSeconds() {
+  double seconds = 600;
+  double timeout = 0;
+  const char* env = std::getenv("TEST_TIMEOUT");
+  if (env != nullptr && absl::SimpleAtod(env, &timeout) && timeout > 0) {
+    const double left =
+        timeout - absl::ToDoubleSeconds(absl::Now() - kBinaryStarted);
+    seconds = std::min(seconds, left - 30);
+  }
+  return std::max(seconds, 10.0);
 }
 
 }  // namespace
@@ -89,8 +111,13 @@ std::string LocalCluster::Run(
     tasks.push_back(Start(name, "worker", i, flags));
   }
   Subprocess chief = Start(name, "chief", 0, chief_flags);
-  EXPECT_EQ(chief.Wait(600), 0) << Log(chief);
-  for (Subprocess& task : tasks) EXPECT_EQ(task.Wait(60), 0) << Log(task);
+  const int chief_exit = chief.Wait(ChiefWaitSeconds());
+  EXPECT_EQ(chief_exit, 0) << Log(chief);
+  // After a chief that did not end (-1: killed), the tasks get a few
+  // seconds: their logs say where they were.
+  for (Subprocess& task : tasks) {
+    EXPECT_EQ(task.Wait(chief_exit == -1 ? 5 : 60), 0) << Log(task);
+  }
   return Log(chief);
 }
 

@@ -50,7 +50,8 @@ class LocalCluster {
   // Runs a whole run: every ps (with the chief's --model_dir) and worker
   // (with `worker_flags`; in a collective run, one without ps tasks, with the
   // chief's --model_dir too), then the chief with `chief_flags`; expects
-  // every process to exit 0 and returns the chief's log.
+  // every process to exit 0 and returns the chief's log. The chief gets
+  // up to 600 s, less near the end of Bazel's timeout of the test.
   std::string Run(const std::string& name,
                   const std::vector<std::string>& chief_flags,
                   const std::vector<std::string>& worker_flags = {}) const;
