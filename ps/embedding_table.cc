@@ -474,11 +474,13 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
     }
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i + kPrefetchAhead < ids.size()) {
+        const int64_t ahead_index = indices[i + kPrefetchAhead];
         for (int a = 0; a < num_arrays_; ++a) {
-          const float* ahead = Row(a, indices[i + kPrefetchAhead]);
+          const float* ahead = Row(a, ahead_index);
           __builtin_prefetch(ahead, 1);
           __builtin_prefetch(ahead + width_ - 1, 1);
         }
+        if (growing_) __builtin_prefetch(&meta_[ahead_index], 1);
       }
       const int64_t index = indices[i];
       if (growing_) {
@@ -586,17 +588,21 @@ void EmbeddingTable::CompleteStepLocked() {
   std::vector<float> rows;
   const bool skip_update = step_.skip_update();
   if (!skip_update) {
-    // By id, so the update does not depend on the order of the pushes.
-    std::vector<std::pair<int64_t, int64_t>> by_id;  // (id, position)
-    by_id.reserve(sum_ids_.size());
-    for (size_t p = 0; p < sum_ids_.size(); ++p)
-      by_id.emplace_back(sum_ids_[p], p);
-    std::sort(by_id.begin(), by_id.end());
-    touched.reserve(by_id.size());
-    rows.resize(by_id.size() * width_);
-    for (size_t k = 0; k < by_id.size(); ++k) {
-      touched.push_back(by_id[k].first);
-      const double* sum = sum_values_.data() + by_id[k].second * width_;
+    // Rows are updated each on its own, so their order matters only where
+    // admission or eviction may be decided along the way: there by id, so
+    // that the update does not depend on the order of the pushes.
+    std::vector<int64_t> order(sum_ids_.size());  // positions in the sums
+    for (size_t p = 0; p < order.size(); ++p) order[p] = p;
+    if (min_count_ > 1 || max_rows_ > 0) {
+      const std::vector<int64_t>& ids = sum_ids_;
+      std::sort(order.begin(), order.end(),
+                [&ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+    }
+    touched.reserve(order.size());
+    rows.resize(order.size() * width_);
+    for (size_t k = 0; k < order.size(); ++k) {
+      touched.push_back(sum_ids_[order[k]]);
+      const double* sum = sum_values_.data() + order[k] * width_;
       for (int64_t j = 0; j < width_; ++j) {
         rows[k * width_ + j] = static_cast<float>(sum[j]);
       }
