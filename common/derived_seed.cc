@@ -2,13 +2,6 @@
 
 namespace pstrain {
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint64_t Fnv1a64(absl::string_view bytes) {
   uint64_t hash = 0xcbf29ce484222325ULL;
   for (const char c : bytes) {

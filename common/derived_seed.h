@@ -21,7 +21,13 @@ namespace pstrain {
 // Steele, Lea and Flood's SplitMix64 output function (golden-ratio increment
 // 0x9e3779b97f4a7c15, then the two xor-shift-multiply rounds): a bijection
 // of 64-bit integers under which nearby inputs give unrelated outputs.
-uint64_t SplitMix64(uint64_t x);
+// Inline: the Criteo reader hashes every categorical value with it.
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 // 64-bit FNV-1a of `bytes` (offset basis 0xcbf29ce484222325, prime
 // 0x100000001b3).

@@ -13,7 +13,12 @@ IdRemap::IdRemap(int64_t capacity) : capacity_(std::max<int64_t>(1, capacity)) {
 }
 
 void IdRemap::Clear() {
+  // The next step has about as many distinct ids: room for them at once
+  // (clear() frees a large map's array, which would then grow by doubling,
+  // rehashing each time).
+  const size_t seen = ids_.size();
   rows_.clear();
+  rows_.reserve(seen);
   ids_.clear();
 }
 

@@ -70,6 +70,22 @@ TEST(IdRemap, ClearStartsAStep) {
   EXPECT_EQ(*remap.Insert(20), 0);
 }
 
+TEST(IdRemap, LargeStepsAfterClearNumberFromZeroAndForgetTheLastStep) {
+  // Steps of more ids than a small map holds (the map is kept sized for
+  // them across Clear).
+  IdRemap remap(5000);
+  for (int step = 0; step < 3; ++step) {
+    for (int64_t i = 0; i < 4000; ++i) {
+      ASSERT_EQ(*remap.Insert(step * 100000 + i * 7), i);
+      ASSERT_EQ(*remap.Insert(step * 100000 + i * 7), i);  // seen: same row
+    }
+    ASSERT_EQ(remap.size(), 4000);
+    remap.Clear();
+    EXPECT_EQ(remap.size(), 0);
+    EXPECT_EQ(remap.Find(step * 100000), -1);
+  }
+}
+
 TEST(TableKey, ClearsOnlyTheSignBit) {
   EXPECT_EQ(TableKey(5), 5);
   EXPECT_EQ(TableKey(INT64_MAX), INT64_MAX);

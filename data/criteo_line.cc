@@ -73,8 +73,18 @@ std::string CriteoColumnName(int column) {
 }
 
 float CriteoDenseValue(int64_t x) {
-  return static_cast<float>(
-      std::log1p(static_cast<double>(std::max<int64_t>(x, 0))));
+  // Most integer features are small: theirs come from a table of the same
+  // values (13 log1p calls a line were a tenth of the reader's time).
+  constexpr int64_t kTabled = 1024;
+  static const std::array<float, kTabled>* const tabled = [] {
+    auto* values = new std::array<float, kTabled>;
+    for (int64_t v = 0; v < kTabled; ++v) {
+      (*values)[v] = static_cast<float>(std::log1p(static_cast<double>(v)));
+    }
+    return values;
+  }();
+  if (x < kTabled) return (*tabled)[std::max<int64_t>(x, 0)];
+  return static_cast<float>(std::log1p(static_cast<double>(x)));
 }
 
 bool ParseCriteoHex(absl::string_view text, uint64_t* value) {

@@ -108,6 +108,16 @@ TEST(CriteoLine, IntegerFeaturesAreLogOnePlusClampedAtZero) {
   }
 }
 
+TEST(CriteoLine, DenseValuesEqualLog1pExactlyOnBothSidesOfTheTable) {
+  // Small values come from a table, larger ones from log1p: every value
+  // must be the float of log1p(x) either way.
+  for (int64_t x = -3; x < 3000; ++x) {
+    const float want =
+        static_cast<float>(std::log1p(static_cast<double>(x < 0 ? 0 : x)));
+    ASSERT_EQ(CriteoDenseValue(x), want) << x;
+  }
+}
+
 TEST(CriteoLine, MalformedIntegersAreRefusedNamingTheColumn) {
   for (const std::string text :
        {"1.5", "+3", " 3", "3 ", "-", "--1", "1e3", "0x10", "abc",
