@@ -594,9 +594,9 @@ void EmbeddingTable::CompleteStepLocked() {
     std::vector<int64_t> order(sum_ids_.size());  // positions in the sums
     for (size_t p = 0; p < order.size(); ++p) order[p] = p;
     if (min_count_ > 1 || max_rows_ > 0) {
-      const std::vector<int64_t>& ids = sum_ids_;
+      const int64_t* const ids = sum_ids_.data();
       std::sort(order.begin(), order.end(),
-                [&ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+                [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
     }
     touched.reserve(order.size());
     rows.resize(order.size() * width_);
