@@ -41,12 +41,8 @@ for mode in $modes; do
     exit 2
   }
 done
-if [ -z "$bin_dir" ]; then
-  bazel build --config=opt //chief //ps //worker >&2
-  bin_dir=$(bazel info --config=opt bazel-bin 2>/dev/null)
-fi
-openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-[[ -d "$openblas" ]] || openblas=/tmp/openblas/usr/lib/x86_64-linux-gnu/openblas-openmp
+source bench/side_by_side.sh
+bin_dir=$(opt_bin_dir "$bin_dir")
 
 out=$(mktemp)
 scratch=$(mktemp -d)
@@ -68,9 +64,7 @@ print(json.dumps({"framework": "pstrain", "mode": sys.argv[2],
                   "images_per_sec": round(trained / sum(h["seconds"]), 1),
                   "test_accuracy": s["test_accuracy"]}))
 PY
-    LD_LIBRARY_PATH="$openblas" \
-      GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295 \
-      /usr/bin/python3 bench/pytorch_rpc_ps.py --mode "$mode" 2>/dev/null |
+    pytorch_python bench/pytorch_rpc_ps.py --mode "$mode" 2>/dev/null |
       tail -1 | tee -a "$out"
   done
 done

@@ -54,12 +54,8 @@ if [ ! -f "$data_dir/test.tsv.bayes.json" ]; then
   /usr/bin/python3 bench/criteo_gen.py --out_dir "$data_dir" \
     --train_rows "$rows" --test_rows $((rows / 10)) --scale "$scale" --seed 1 >&2
 fi
-if [ -z "$bin_dir" ]; then
-  bazel build --config=opt //chief //ps //worker >&2
-  bin_dir=$(bazel info --config=opt bazel-bin 2>/dev/null)
-fi
-openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-[[ -d "$openblas" ]] || openblas=/tmp/openblas/usr/lib/x86_64-linux-gnu/openblas-openmp
+source bench/side_by_side.sh
+bin_dir=$(opt_bin_dir "$bin_dir")
 
 out=$(mktemp)
 model_dir=$(mktemp -d)
@@ -83,9 +79,7 @@ print(json.dumps({"framework": "pstrain", "threads": 1,
                   "test_auc": s["test_auc"], "test_logloss": s["test_logloss"]}))
 PY
   for threads in $pytorch_threads; do
-    LD_LIBRARY_PATH="$openblas" \
-      GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295 \
-      /usr/bin/python3 bench/ctr_pytorch.py --data_dir "$data_dir" \
+    pytorch_python bench/ctr_pytorch.py --data_dir "$data_dir" \
       --threads "$threads" --batch 1024 --epochs "$epochs" | tail -1 | tee -a "$out"
   done
 done

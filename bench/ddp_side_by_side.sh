@@ -45,11 +45,9 @@ for v in workers ps steps batch runs; do
   }
 done
 
-if [[ -z $bin ]]; then
-  third_party/install_deps.sh >&2
-  bazel build --config=opt //chief //ps //worker >&2
-  bin=$(bazel info --config=opt bazel-bin 2>/dev/null)
-fi
+source bench/side_by_side.sh
+[[ -n $bin ]] || third_party/install_deps.sh >&2
+bin=$(opt_bin_dir "$bin")
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 # The binaries again, the worker's with --noallreduce_overlap.
@@ -79,9 +77,7 @@ print(sys.argv[2], round(json.load(open(sys.argv[1]))["images_per_sec"], 1))' \
 }
 ddp() {
   local out
-  out=$(LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \
-    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295 \
-    /usr/bin/python3 bench/pytorch_ddp_cnn.py --workers "$workers" \
+  out=$(pytorch_python bench/pytorch_ddp_cnn.py --workers "$workers" \
     --threads 1 --steps "$steps" --batch "$batch" --optimizer adam \
     --lr 0.001 2>"$scratch/ddp.log" | tail -1) || {
     echo "ddp_side_by_side.sh: the DDP run failed:" >&2

@@ -54,6 +54,17 @@ def read_idx(path, magic, header_ints):
     return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(dims)
 
 
+def load_fashion_mnist(data_dir):
+    """Fashion-MNIST's training images (float32 NCHW in [0, 1]) and labels."""
+    images = read_idx(
+        os.path.join(data_dir, "train-images-idx3-ubyte.gz"), 0x803, 3)
+    labels = read_idx(
+        os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), 0x801, 1)
+    x_all = torch.from_numpy(
+        images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
+    return x_all, torch.from_numpy(labels.astype(np.int64))
+
+
 class Cnn(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -99,13 +110,7 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(42)
-    images = read_idx(
-        os.path.join(args.data_dir, "train-images-idx3-ubyte.gz"), 0x803, 3)
-    labels = read_idx(
-        os.path.join(args.data_dir, "train-labels-idx1-ubyte.gz"), 0x801, 1)
-    x_all = torch.from_numpy(
-        images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
-    y_all = torch.from_numpy(labels.astype(np.int64))
+    x_all, y_all = load_fashion_mnist(args.data_dir)
     x_all, y_all = x_all.to(device), y_all.to(device)
     batches = len(y_all) // args.batch
 

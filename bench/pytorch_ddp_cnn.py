@@ -29,14 +29,13 @@ import socket
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pytorch_cnn import WARMUP_STEPS, Cnn, read_idx  # noqa: E402
+from pytorch_cnn import WARMUP_STEPS, Cnn, load_fashion_mnist  # noqa: E402
 
 
 def train(rank, args, port, out):
@@ -45,13 +44,7 @@ def train(rank, args, port, out):
     dist.init_process_group("gloo", rank=rank, world_size=args.workers)
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)  # the same initial weights on every worker
-    images = read_idx(
-        os.path.join(args.data_dir, "train-images-idx3-ubyte.gz"), 0x803, 3)
-    labels = read_idx(
-        os.path.join(args.data_dir, "train-labels-idx1-ubyte.gz"), 0x801, 1)
-    x_all = torch.from_numpy(
-        images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
-    y_all = torch.from_numpy(labels.astype(np.int64))
+    x_all, y_all = load_fashion_mnist(args.data_dir)
     batches = len(y_all) // args.batch
     model = Cnn()
     ddp = DistributedDataParallel(model)

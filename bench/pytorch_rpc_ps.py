@@ -50,7 +50,7 @@ import torch.distributed.rpc as rpc
 import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pytorch_cnn import Cnn, read_idx  # noqa: E402
+from pytorch_cnn import Cnn, load_fashion_mnist  # noqa: E402
 
 
 def placement(model, num_ps):
@@ -146,13 +146,7 @@ def run(rank, args, port, ready, go, out):
         rpc.shutdown()  # serves the workers until every process is done
         return
     w = rank - num_ps
-    images = read_idx(
-        os.path.join(args.data_dir, "train-images-idx3-ubyte.gz"), 0x803, 3)
-    labels = read_idx(
-        os.path.join(args.data_dir, "train-labels-idx1-ubyte.gz"), 0x801, 1)
-    x_all = torch.from_numpy(
-        images.astype(np.float32) / 255.0).unsqueeze(1).contiguous()
-    y_all = torch.from_numpy(labels.astype(np.int64))
+    x_all, y_all = load_fashion_mnist(args.data_dir)
     batches = len(y_all) // args.batch
     steps = args.epochs * (len(y_all) // (args.batch * args.workers))
     model = Cnn()

@@ -33,8 +33,7 @@ done
 
 declare -A json=([resnet]=examples/resnet_small.keras3.json
                  [transformer]=examples/transformer.keras3.json)
-openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-[[ -d "$openblas" ]] || openblas=/tmp/openblas/usr/lib/x86_64-linux-gnu/openblas-openmp
+source bench/side_by_side.sh
 export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967295
 
 bazel build --config=opt //bench:train_throughput >&2
@@ -47,7 +46,7 @@ for model in $models; do
     for ((run = 1; run <= runs; run++)); do
       "$pstrain" --model "${json[$model]}" --threads "$threads" \
         --steps "$steps" --batch 64 | tail -1 | sed "s/^/$model /" | tee -a "$out"
-      LD_LIBRARY_PATH="$openblas" /usr/bin/python3 bench/pytorch_examples.py \
+      pytorch_python bench/pytorch_examples.py \
         --model "$model" --threads "$threads" --steps "$steps" \
         --batch_size 64 | tail -1 | sed "s/^/$model /" | tee -a "$out"
     done
