@@ -55,13 +55,12 @@ for ((run = 1; run <= runs; run++)); do
     OMP_NUM_THREADS=1 deploy/local/run_cluster.sh --bin_dir "$bin_dir" \
       --model_dir "$scratch/run" --mode="$mode" > "$scratch/log" 2>&1 ||
       { tail -20 "$scratch/log" >&2; exit 1; }
-    /usr/bin/python3 - "$scratch/run/summary.json" "$mode" <<'PY' | tee -a "$out"
+    /usr/bin/python3 - "$scratch/run/summary.json" "$mode" \
+      "$(pstrain_training_rate "$scratch/run/summary.json")" <<'PY' | tee -a "$out"
 import json, sys
 s = json.load(open(sys.argv[1]))
-h = s["history"]
-trained = sum(r * t for r, t in zip(h["examples_per_sec"], h["seconds"]))
 print(json.dumps({"framework": "pstrain", "mode": sys.argv[2],
-                  "images_per_sec": round(trained / sum(h["seconds"]), 1),
+                  "images_per_sec": float(sys.argv[3]),
                   "test_accuracy": s["test_accuracy"]}))
 PY
     pytorch_python bench/pytorch_rpc_ps.py --mode "$mode" 2>/dev/null |

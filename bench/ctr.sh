@@ -68,13 +68,12 @@ for ((run = 1; run <= runs; run++)); do
     --example criteo --data_dir "$data_dir" --model_dir "$model_dir/run" \
     --epochs "$epochs" > "$model_dir/log" 2>&1 ||
     { tail -20 "$model_dir/log" >&2; exit 1; }
-  /usr/bin/python3 - "$model_dir/run/summary.json" <<'PY' | tee -a "$out"
+  /usr/bin/python3 - "$model_dir/run/summary.json" \
+    "$(pstrain_training_rate "$model_dir/run/summary.json")" <<'PY' | tee -a "$out"
 import json, sys
 s = json.load(open(sys.argv[1]))
-h = s["history"]
-trained = sum(r * t for r, t in zip(h["examples_per_sec"], h["seconds"]))
 print(json.dumps({"framework": "pstrain", "threads": 1,
-                  "examples_per_sec": trained / sum(h["seconds"]),
+                  "examples_per_sec": float(sys.argv[2]),
                   "run_examples_per_sec": s["images_per_sec"],
                   "test_auc": s["test_auc"], "test_logloss": s["test_logloss"]}))
 PY

@@ -13,9 +13,10 @@
 #   bench/ddp_side_by_side.sh [--workers 2] [--ps 1] [--steps 200]
 #                             [--batch_size 64] [--runs 3] [--bin_dir DIR]
 #
-# pstrain's figures are the chief's summary.json (its first step to the
-# final checkpoint); DDP's are timed between two barriers after 10 untimed
-# steps. (run_cluster.sh gives each worker --threads=1 and builds
+# pstrain's figures are its training rate (the chief's epoch figure in
+# summary.json's history: the run's steps, the first included, without the
+# final evaluation and checkpoint); DDP's are timed between two barriers
+# after 10 untimed steps. (run_cluster.sh gives each worker --threads=1 and builds
 # --config=opt binaries unless --bin_dir names a folder holding
 # {chief,ps,worker}/.)
 set -euo pipefail
@@ -71,9 +72,7 @@ pstrain() {  # pstrain WAY NUM_PS BIN_DIR
     tail -20 "$dir.log" >&2
     exit 1
   }
-  /usr/bin/python3 -c 'import json, sys
-print(sys.argv[2], round(json.load(open(sys.argv[1]))["images_per_sec"], 1))' \
-    "$dir/summary.json" "$1"
+  echo "$1 $(pstrain_training_rate "$dir/summary.json")"
 }
 ddp() {
   local out

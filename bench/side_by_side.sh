@@ -24,3 +24,15 @@ opt_bin_dir() {
   bazel build --config=opt //chief //ps //worker >&2 || return 1
   bazel info --config=opt bazel-bin 2>/dev/null
 }
+
+# pstrain_training_rate SUMMARY_JSON: a pstrain run's training examples per
+# second: its epochs' examples over their training seconds (summary.json's
+# history), the figure to set beside a peer's training loop. Its
+# images_per_sec, over the run's wall time, also holds the start, the final
+# evaluation and the final checkpoint.
+pstrain_training_rate() {
+  /usr/bin/python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["history"]
+done = sum(r * t for r, t in zip(h["examples_per_sec"], h["seconds"]))
+print(round(done / sum(h["seconds"]), 1))' "$1"
+}
