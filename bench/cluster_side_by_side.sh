@@ -15,8 +15,8 @@
 # (summary.json's history: images over the epoch's training seconds; not
 # the final evaluation and checkpoint), PyTorch's its workers' images over
 # the time from a common start, after loading the data, to the last step.
-# (run_cluster.sh builds --config=opt binaries unless --bin_dir names a
-# folder holding {chief,ps,worker}/.)
+# (The --config=opt binaries are built unless --bin_dir names a folder
+# holding {chief,ps,worker}/.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,8 +63,10 @@ print(json.dumps({"framework": "pstrain", "mode": sys.argv[2],
                   "images_per_sec": float(sys.argv[3]),
                   "test_accuracy": s["test_accuracy"]}))
 PY
-    pytorch_python bench/pytorch_rpc_ps.py --mode "$mode" 2>/dev/null |
-      tail -1 | tee -a "$out"
+    pytorch_python bench/pytorch_rpc_ps.py --mode "$mode" \
+      > "$scratch/pytorch.log" 2>&1 ||
+      { tail -20 "$scratch/pytorch.log" >&2; exit 1; }
+    grep '^{' "$scratch/pytorch.log" | tail -1 | tee -a "$out"
   done
 done
 echo "medians over $runs runs [min, max]:"

@@ -39,6 +39,7 @@ of the last 50 steps.
 import argparse
 import json
 import os
+import queue
 import socket
 import sys
 import threading
@@ -201,10 +202,23 @@ def main():
              for r in range(args.ps + args.workers)]
     for p in procs:
         p.start()
+
+    def receive(q):
+        # A process that died never answers: fail instead of waiting forever.
+        while True:
+            try:
+                return q.get(timeout=5)
+            except queue.Empty:
+                dead = [p for p in procs if p.exitcode not in (None, 0)]
+                if dead:
+                    for p in procs:
+                        p.kill()
+                    sys.exit(f"a process exited with {dead[0].exitcode}")
+
     for _ in procs:
-        ready.get()
+        receive(ready)
     go.set()
-    done = [out.get() for _ in range(args.workers)]
+    done = [receive(out) for _ in range(args.workers)]
     for p in procs:
         p.join()
         if p.exitcode != 0:
