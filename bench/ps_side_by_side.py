@@ -4,7 +4,7 @@
     bench/pslite/build.sh /path/to/ps-lite /tmp/pslite-bench
     bazel build --config=opt //bench:ps_throughput //ps:ps
     bench/ps_side_by_side.py --pslite /tmp/pslite-bench/pslite_throughput \
-        --mb 4 40 --runs 3 [--busy] [--ps 2 --workers 2]
+        --mb 4 40 --runs 3 [--busy] [--ps 2 --workers 2] [--transport tcp]
 
 For each size, runs bench/ps_throughput (ours) and bench/pslite/
 pslite_throughput (ps-lite, the same model and measurement) alternately,
@@ -13,6 +13,12 @@ per-worker push and pull MB/s and of the aggregate MB/s (all bytes moved
 over the wall time), the spread (min-max over runs), and the ratios
 ours / ps-lite. --busy keeps one core busy with a spinning process
 for the whole measurement, as another job on a shared host would.
+
+--transport says how both sides cross between processes on this host:
+"local" (the default) lets each use its own same-host transport, as a user
+running them on one host gets: ours an abstract Unix socket (the ps's
+--local_socket), ps-lite ZeroMQ's ipc:// (DMLC_LOCAL=1); "tcp" keeps both on
+loopback TCP, the path between hosts.
 """
 import argparse
 import json
@@ -69,6 +75,10 @@ def main():
     parser.add_argument("--timeout", type=int, default=600,
                         help="seconds a run may take before it counts as "
                         "not ended")
+    parser.add_argument("--transport", choices=("local", "tcp"),
+                        default="local",
+                        help="both sides over their same-host transport, or "
+                        "both over loopback TCP")
     parser.add_argument("--busy", action="store_true",
                         help="a spinning process holds one core throughout")
     args = parser.parse_args()
@@ -80,18 +90,26 @@ def main():
     if args.busy:
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        print("| %s ps x %s workers%s, MB per round | pstrain push / pull / "
-              "aggregate MB/s | ps-lite push / pull / aggregate MB/s "
+        print("| %s ps x %s workers, %s%s, MB per round | pstrain push / "
+              "pull / aggregate MB/s | ps-lite push / pull / aggregate MB/s "
               "| ratio push / pull / aggregate |" %
-              (args.ps, args.workers, ", busy core" if args.busy else ""))
+              (args.ps, args.workers, args.transport,
+               ", busy core" if args.busy else ""))
         print("|---|---|---|---|")
         common = ["--ps", str(args.ps), "--workers", str(args.workers),
                   "--rounds", str(args.rounds)]
+        local = args.transport == "local"
+        if local:
+            os.environ["DMLC_LOCAL"] = "1"  # read by ps-lite's processes
+        else:
+            os.environ.pop("DMLC_LOCAL", None)
         for mb in args.mb:
             ours, theirs = [], []
             for _ in range(args.runs):
                 ours.append(run([args.ours, "--ps_binary", args.ps_binary,
-                                 "--mb", str(mb)] + common, args.timeout))
+                                 "--mb", str(mb),
+                                 "--local_socket=%s" % str(local).lower()] +
+                                common, args.timeout))
                 theirs.append(run([args.pslite, "--mb", str(mb)] + common,
                                   args.timeout))
             cells = []

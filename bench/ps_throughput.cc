@@ -56,6 +56,9 @@ ABSL_FLAG(bool, sync, false,
 ABSL_FLAG(bool, metrics, false,
           "Each ps serves Prometheus metrics (--metrics_port), scraped every "
           "second during the run, to measure what they cost");
+ABSL_FLAG(bool, local_socket, true,
+          "The ps's --local_socket: workers reach it over an abstract Unix "
+          "socket (false: over loopback TCP, the path between hosts)");
 ABSL_FLAG(int, worker_index, -1, "Internal: run as this worker");
 ABSL_FLAG(std::string, addresses, "", "Internal: ps addresses, comma-separated");
 ABSL_FLAG(std::string, result_file, "", "Internal: where a worker writes results");
@@ -208,7 +211,8 @@ int RunBench() {
   std::vector<pid_t> ps;
   std::vector<int> metrics_ports;
   for (int i = 0; i < num_ps; ++i) {
-    std::vector<std::string> args;
+    std::vector<std::string> args = {
+        absl::StrCat("--local_socket=", absl::GetFlag(FLAGS_local_socket))};
     if (absl::GetFlag(FLAGS_metrics)) {
       metrics_ports.push_back(testing::PickFreePort());
       args.push_back(absl::StrCat("--metrics_port=", metrics_ports.back()));

@@ -241,25 +241,25 @@ void ConfigurePstrainServer(grpc::ServerBuilder* builder) {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
     int* bound_port, const GrpcSecurity& security,
-    const std::function<void(grpc::ServerBuilder*)>& register_more,
-    bool grpc_health) {
+    const PstrainServerOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       PstrainServerCredentials(security);
   if (!credentials.ok()) return credentials.status();
   // A process-wide setting, read when the server is built.
-  grpc::EnableDefaultHealthCheckService(grpc_health);
+  grpc::EnableDefaultHealthCheckService(options.grpc_health);
   grpc::ServerBuilder builder;
   ConfigurePstrainServer(&builder);
   builder.AddListeningPort(address, *credentials, bound_port);
   // Same-host peers talk over the local socket (CreatePstrainChannel). With
   // port 0 the port, hence the socket's name, is not known yet.
   const std::string local = LocalSocketTarget(address);
-  if (!local.empty() && !absl::EndsWith(address, ":0")) {
+  if (options.local_socket && !local.empty() &&
+      !absl::EndsWith(address, ":0")) {
     builder.AddListeningPort(local, *credentials);
     builder.SetOption(std::make_unique<LocalSocketOption>());
   }
   for (grpc::Service* service : services) builder.RegisterService(service);
-  if (register_more) register_more(&builder);
+  if (options.register_more) options.register_more(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *bound_port == 0) {
     // gRPC also refuses to start on a certificate and key that do not

@@ -47,25 +47,35 @@ std::string LocalSocketTarget(const std::string& address);
 // Applies pstrain's limits to a server under construction.
 void ConfigurePstrainServer(grpc::ServerBuilder* builder);
 
+// What a server may add to pstrain's defaults (StartPstrainServer).
+struct PstrainServerOptions {
+  // Registers what else the server serves with the builder before it starts
+  // (an async generic service and its completion queue).
+  std::function<void(grpc::ServerBuilder*)> register_more;
+  // False leaves gRPC's health service out, for a server that answers
+  // grpc.health.v1.Health itself (common/health_check.h).
+  bool grpc_health = true;
+  // At a loopback address with a fixed port, also listen on
+  // LocalSocketTarget(address), which same-host clients then use
+  // (CreatePstrainChannel). False keeps them on TCP, as peers on other hosts
+  // are (for measuring the TCP path on one host).
+  bool local_socket = true;
+};
+
 // Starts a server on `address` ("host:port"; port 0 picks one) with
 // pstrain's limits, `services` and gRPC's standard health service (which
 // Kubernetes probes use), behind `security`'s TLS when it has TLS (the
 // services check its token themselves: CheckAuthToken). Sets *bound_port.
 // At a loopback address with a fixed port it also listens on
-// LocalSocketTarget(address), an abstract Unix socket: like the loopback
-// port, it is private to the host's network namespace, and it takes the
-// same credentials.
+// LocalSocketTarget(address), an abstract Unix socket (unless
+// `options.local_socket` is false): like the loopback port, it is private to
+// the host's network namespace, and it takes the same credentials.
 // UNAVAILABLE naming the address if it cannot listen; INVALID_ARGUMENT if
 // `security` asks for TLS without a certificate, key and CA.
-// `register_more`, when given, registers what else the server serves with
-// the builder before it starts (an async generic service and its completion
-// queue). `grpc_health` false leaves gRPC's health service out, for a
-// server that answers grpc.health.v1.Health itself (common/health_check.h).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPstrainServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
     int* bound_port, const GrpcSecurity& security = GrpcSecurity(),
-    const std::function<void(grpc::ServerBuilder*)>& register_more = nullptr,
-    bool grpc_health = true);
+    const PstrainServerOptions& options = PstrainServerOptions());
 
 }  // namespace pstrain
 

@@ -123,6 +123,32 @@ TEST(LocalSocket, ChannelFallsBackToTcpWithoutOne) {
   server->Shutdown();
 }
 
+TEST(LocalSocket, NoneWhenTurnedOff) {
+  const std::string address = absl::StrCat("127.0.0.1:", FreePort());
+  PstrainServerOptions options;
+  options.local_socket = false;
+  int port = 0;
+  auto server =
+      StartPstrainServer(address, {&service}, &port, GrpcSecurity(), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  // Nothing listens on the socket's name: a channel to it fails fast.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  GetShardStatusRequest request;
+  ShardStatus response;
+  EXPECT_EQ(ParameterServer::NewStub(
+                grpc::CreateChannel(LocalSocketTarget(address),
+                                    grpc::InsecureChannelCredentials()))
+                ->GetShardStatus(&context, request, &response)
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  const int before = LargeUnixSockets();
+  EXPECT_TRUE(Reaches(CreatePstrainChannel(address)));
+  EXPECT_EQ(LargeUnixSockets(), before);
+  (*server)->Shutdown();
+}
+
 TEST(LocalSocket, NoneForPortZero) {
   int port = 0;
   auto server = StartPstrainServer("127.0.0.1:0", {&service}, &port);

@@ -72,13 +72,14 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(
   std::unique_ptr<HealthServer> health(new HealthServer);
   GrpcSecurity no_token = security;
   no_token.auth_token.clear();
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
-      address, {}, bound_port, no_token,
-      [&health](grpc::ServerBuilder* builder) {
-        builder->RegisterAsyncGenericService(&health->generic_);
-        health->cq_ = builder->AddCompletionQueue();
-      },
-      /*grpc_health=*/false);
+  PstrainServerOptions options;
+  options.register_more = [&health](grpc::ServerBuilder* builder) {
+    builder->RegisterAsyncGenericService(&health->generic_);
+    health->cq_ = builder->AddCompletionQueue();
+  };
+  options.grpc_health = false;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+      StartPstrainServer(address, {}, bound_port, no_token, options);
   if (!server.ok()) return server.status();
   health->server_ = std::move(*server);
   new Call(health.get());

@@ -47,6 +47,10 @@ ABSL_FLAG(std::string, nan_policy, "",
 ABSL_FLAG(int, pull_threads, 16,
           "Threads serving pulls that wait for a sync step (>= 1); pushes, "
           "CreateVariables, Save and Restore have threads of their own");
+ABSL_FLAG(bool, local_socket, true,
+          "At a loopback address, also listen on an abstract Unix socket, "
+          "which clients on this host then use instead of TCP (false: they "
+          "use TCP, as clients on other hosts do)");
 ABSL_FLAG(std::string, model_dir, "/tmp/pstrain",
           "The run's model directory, shared with the chief (its "
           "--model_dir): this task writes and reads its part of every "
@@ -160,6 +164,7 @@ int Main() {
   ps::PsServiceOptions service_options;
   if (*metrics_server != nullptr) service_options.metrics = &ps_metrics;
   service_options.pull_threads = pull_threads;
+  service_options.local_socket = absl::GetFlag(FLAGS_local_socket);
   absl::StatusOr<HostPort> chief_address =
       config->cluster.Address(MakeTask(JOB_CHIEF, 0));
   if (chief_address.ok()) service_options.chief_host = chief_address->host;

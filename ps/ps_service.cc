@@ -311,13 +311,15 @@ PsService::~PsService() { Stop(); }
 absl::Status PsService::Start(const std::string& address, int* bound_port,
                               const GrpcSecurity& security) {
   security_ = security;
-  absl::StatusOr<std::unique_ptr<grpc::Server>> server = StartPstrainServer(
-      address, {}, bound_port, security,
-      [this](grpc::ServerBuilder* builder) {
-        builder->RegisterAsyncGenericService(&generic_);
-        cq_ = builder->AddCompletionQueue();
-      },
-      /*grpc_health=*/false);
+  PstrainServerOptions server_options;
+  server_options.register_more = [this](grpc::ServerBuilder* builder) {
+    builder->RegisterAsyncGenericService(&generic_);
+    cq_ = builder->AddCompletionQueue();
+  };
+  server_options.grpc_health = false;
+  server_options.local_socket = options_.local_socket;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+      StartPstrainServer(address, {}, bound_port, security, server_options);
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
   new Call(this);

@@ -74,6 +74,9 @@ struct PsServiceOptions {
   // Where requests are counted and timed (null: nowhere). Must outlive the
   // service.
   PsMetrics* metrics = nullptr;
+  // Whether same-host clients may reach it over a local socket
+  // (common/grpc_options.h: PstrainServerOptions::local_socket).
+  bool local_socket = true;
 };
 
 class PsService {
