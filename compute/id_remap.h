@@ -16,6 +16,13 @@
 // into [0, 2^63) by clearing its sign bit, so two ids differing only there
 // share a row (for hashed ids, a collision as rare as any other).
 //
+// The ids live in an open-addressing table (linear probing, at most half
+// full, grown by doubling and never shrunk) whose slots carry the step they
+// were filled in: Clear() starts a step by counting one more, touching no
+// slot, and a slot of an earlier step reads as empty. A step's ids are
+// Insert()ed once per feature of the batch (26 per Criteo example), so this
+// is on every step's path.
+//
 // Not thread-safe.
 #ifndef PSTRAIN_COMPUTE_ID_REMAP_H_
 #define PSTRAIN_COMPUTE_ID_REMAP_H_
@@ -23,7 +30,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -37,7 +43,7 @@ inline int64_t TableKey(int64_t id) {
 
 class IdRemap {
  public:
-  // Room for `capacity` distinct ids per step (>= 1).
+  // Room for `capacity` distinct ids per step (>= 1; at most 2^31 - 1).
   explicit IdRemap(int64_t capacity);
 
   // Forgets the ids of the step.
@@ -46,6 +52,12 @@ class IdRemap {
   // The local row of `id`: its row when seen before in the step, else the
   // next one. RESOURCE_EXHAUSTED naming the capacity when it is full.
   absl::StatusOr<int64_t> Insert(int64_t id);
+
+  // Starts loading the slot where `id`'s probe will start: a step's table is
+  // cold (the step's compute ran since the last one), so Insert()ing a
+  // batch's ids, each a cache miss, goes several times faster when each is
+  // announced some ids ahead.
+  void Prefetch(int64_t id) const { __builtin_prefetch(&slots_[Home(id)]); }
 
   // The local row of `id`, or -1 when it was not inserted in the step.
   int64_t Find(int64_t id) const;
@@ -56,8 +68,29 @@ class IdRemap {
   int64_t capacity() const { return capacity_; }
 
  private:
+  struct Slot {
+    int64_t id;
+    uint32_t step;  // the slot is empty unless this is step_
+    int32_t row;
+  };
+
+  // Where `id`'s probe starts.
+  size_t Home(int64_t id) const {
+    // Fibonacci hashing: the product's top bits (ids may be small integers
+    // as well as hashes).
+    return static_cast<size_t>(
+        (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15u) >> shift_);
+  }
+  // The index of the slot holding `id` in this step, or of the empty one
+  // where it would go.
+  size_t Probe(int64_t id) const;
+  // Doubles the slots and puts the step's ids back.
+  void Grow();
+
   const int64_t capacity_;
-  absl::flat_hash_map<int64_t, int64_t> rows_;
+  std::vector<Slot> slots_;  // a power of two of them
+  int shift_;                // 64 - log2(slots_.size())
+  uint32_t step_ = 1;
   std::vector<int64_t> ids_;
 };
 

@@ -86,6 +86,26 @@ TEST(IdRemap, LargeStepsAfterClearNumberFromZeroAndForgetTheLastStep) {
   }
 }
 
+TEST(IdRemap, AStepSeesOnlyItsOwnIdsWhereTheLastStepsCollide) {
+  // Ids 0..2999 fill most slots of the table in step 1; step 2 inserts every
+  // third of them in reverse, with 0 among them (the value an unused slot
+  // holds), and new ones: rows follow step 2's order, and step 1's other ids
+  // are not found however their probes ran.
+  IdRemap remap(3000);
+  for (int64_t id = 0; id < 3000; ++id) ASSERT_EQ(*remap.Insert(id), id);
+  remap.Clear();
+  std::vector<int64_t> step;
+  for (int64_t id = 2999; id >= 0; id -= 3) step.push_back(id - 2);
+  for (int64_t id = 5000; id < 5100; ++id) step.push_back(id);
+  for (size_t row = 0; row < step.size(); ++row) {
+    ASSERT_EQ(*remap.Insert(step[row]), static_cast<int64_t>(row));
+  }
+  EXPECT_EQ(remap.ids(), absl::MakeConstSpan(step));
+  for (int64_t id = 0; id < 3000; ++id) {
+    EXPECT_EQ(remap.Find(id) >= 0, id % 3 == 0) << id;
+  }
+}
+
 TEST(TableKey, ClearsOnlyTheSignBit) {
   EXPECT_EQ(TableKey(5), 5);
   EXPECT_EQ(TableKey(INT64_MAX), INT64_MAX);

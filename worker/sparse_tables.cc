@@ -193,10 +193,24 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
                                 : nullptr;
   for (Table& table : tables_) {
     if (table.remap != nullptr) {
+      const auto key_at = [&](int64_t i) {
+        return TableKey(wide != nullptr ? wide[i] : id(i));
+      };
+      // The feature kPrefetchDistance ids ahead, whose slot is prefetched.
+      constexpr int64_t kPrefetchDistance = 16;
+      int64_t ahead_e = kPrefetchDistance / table.count;
+      int64_t ahead_f = table.begin + kPrefetchDistance % table.count;
       for (int64_t e = 0; e < batch; ++e) {
         for (int64_t f = table.begin; f < table.begin + table.count; ++f) {
+          if (ahead_e < batch) {
+            table.remap->Prefetch(key_at(ahead_e * row + ahead_f));
+            if (++ahead_f == table.begin + table.count) {
+              ahead_f = table.begin;
+              ++ahead_e;
+            }
+          }
           const int64_t i = e * row + f;
-          const int64_t key = TableKey(wide != nullptr ? wide[i] : id(i));
+          const int64_t key = key_at(i);
           const int64_t before = table.remap->size();
           absl::StatusOr<int64_t> local = table.remap->Insert(key);
           if (!local.ok()) {

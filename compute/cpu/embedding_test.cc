@@ -41,6 +41,34 @@ TEST(EmbeddingBackward, ScatterAddsIntoAFullSizeZeroedGradient) {
   EXPECT_EQ(dtable, (std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0}));
 }
 
+TEST(EmbeddingBackward, NamedRowsOnlyLeavesTheOtherRowsAsTheyWere) {
+  const std::vector<int32_t> ids = {2, 0, 2};
+  const std::vector<float> dy = {1, 2, 3, 4, 5, 6};
+  std::vector<float> dtable(8, 99.0f);
+  EmbeddingShape shape = Shape(3, 4, 2);
+  shape.named_rows_only = true;
+  ASSERT_TRUE(
+      EmbeddingBackward(shape, ids.data(), dy.data(), dtable.data()).ok());
+  EXPECT_EQ(dtable, (std::vector<float>{3, 4, 99, 99, 6, 8, 99, 99}));
+}
+
+TEST(EmbeddingForward, GathersRowsOfEveryWidth) {
+  // The widths with a loop of their own and others, against a plain gather.
+  for (const int64_t width : {1, 8, 16, 17, 32}) {
+    const std::vector<float> table = RandomFloats(5 * width, 3);
+    const std::vector<int32_t> ids = {4, 0, 4, 2, 1, 3, 3};
+    std::vector<float> y(ids.size() * width, -1.0f), expected;
+    for (const int32_t id : ids) {
+      expected.insert(expected.end(), table.begin() + id * width,
+                      table.begin() + (id + 1) * width);
+    }
+    ASSERT_TRUE(
+        EmbeddingForward(Shape(7, 5, width), ids.data(), table.data(), y.data())
+            .ok());
+    EXPECT_EQ(y, expected) << "width " << width;
+  }
+}
+
 TEST(EmbeddingBackward, GradientMatchesFiniteDifferences) {
   const EmbeddingShape shape = Shape(6, 5, 3);
   const std::vector<int32_t> ids = {4, 1, 1, 0, 4, 4};
