@@ -53,10 +53,10 @@ class IdRemap {
   // next one. RESOURCE_EXHAUSTED naming the capacity when it is full.
   absl::StatusOr<int64_t> Insert(int64_t id);
 
-  // Starts loading the slot where `id`'s probe will start: a step's table is
-  // cold (the step's compute ran since the last one), so Insert()ing a
-  // batch's ids, each a cache miss, goes several times faster when each is
-  // announced some ids ahead.
+  // Starts loading the slot where `id`'s probe will start. A step's table is
+  // cold (the step's compute ran since the last one), so each new id is a
+  // cache miss: announcing ids some way ahead of their Insert() made a
+  // batch's inserts about a third faster here.
   void Prefetch(int64_t id) const { __builtin_prefetch(&slots_[Home(id)]); }
 
   // The local row of `id`, or -1 when it was not inserted in the step.

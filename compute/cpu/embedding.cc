@@ -72,7 +72,7 @@ absl::Status EmbeddingBackward(const EmbeddingShape& shape, const int32_t* ids,
   const int64_t width = shape.output_dim;
   if (shape.named_rows_only) {
     // A step names a few thousand of a mirror's rows: zeroing those, not
-    // all, writes a third of the memory on the Criteo example.
+    // all, touches about a third of the memory on the Criteo example.
     for (int64_t i = 0; i < shape.ids; ++i) {
       std::fill_n(dtable + ids[i] * width, width, 0.0f);
     }
