@@ -169,8 +169,6 @@ absl::StatusOr<bool> Planner::LayerStage(const LayerSpec& layer,
       stage->embedding.ids = stage->in_size;
       stage->embedding.input_dim = layer.input_dim;
       stage->embedding.output_dim = layer.output_dim;
-      stage->embedding.named_rows_only =
-          spec_.variables[stage->kernel].sparse();
       return true;
     }
     case LayerKind::kConv2D: {

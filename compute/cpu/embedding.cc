@@ -70,15 +70,7 @@ absl::Status EmbeddingBackward(const EmbeddingShape& shape, const int32_t* ids,
   absl::Status status = CheckArgs("Embedding backward", shape, ids, dy, dtable);
   if (!status.ok()) return status;
   const int64_t width = shape.output_dim;
-  if (shape.named_rows_only) {
-    // A step names a few thousand of a mirror's rows: zeroing those, not
-    // all, touches about a third of the memory on the Criteo example.
-    for (int64_t i = 0; i < shape.ids; ++i) {
-      std::fill_n(dtable + ids[i] * width, width, 0.0f);
-    }
-  } else {
-    std::fill(dtable, dtable + shape.input_dim * width, 0.0f);
-  }
+  std::fill(dtable, dtable + shape.input_dim * width, 0.0f);
   for (int64_t i = 0; i < shape.ids; ++i) {
     float* row = dtable + ids[i] * width;
     const float* g = dy + i * width;

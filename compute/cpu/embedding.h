@@ -32,8 +32,7 @@ namespace cpu {
 absl::Status EmbeddingForward(const EmbeddingShape& shape, const int32_t* ids,
                               const float* table, float* y);
 
-// dtable = 0 (with named_rows_only: dtable[ids[i], :] = 0 for every i), then
-// dtable[ids[i], :] += dy[i, :] for every i.
+// dtable = 0, then dtable[ids[i], :] += dy[i, :] for every i.
 absl::Status EmbeddingBackward(const EmbeddingShape& shape, const int32_t* ids,
                                const float* dy, float* dtable);
 

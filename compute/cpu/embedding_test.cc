@@ -41,17 +41,6 @@ TEST(EmbeddingBackward, ScatterAddsIntoAFullSizeZeroedGradient) {
   EXPECT_EQ(dtable, (std::vector<float>{3, 4, 0, 0, 6, 8, 0, 0}));
 }
 
-TEST(EmbeddingBackward, NamedRowsOnlyLeavesTheOtherRowsAsTheyWere) {
-  const std::vector<int32_t> ids = {2, 0, 2};
-  const std::vector<float> dy = {1, 2, 3, 4, 5, 6};
-  std::vector<float> dtable(8, 99.0f);
-  EmbeddingShape shape = Shape(3, 4, 2);
-  shape.named_rows_only = true;
-  ASSERT_TRUE(
-      EmbeddingBackward(shape, ids.data(), dy.data(), dtable.data()).ok());
-  EXPECT_EQ(dtable, (std::vector<float>{3, 4, 99, 99, 6, 8, 99, 99}));
-}
-
 TEST(EmbeddingForward, GathersRowsOfEveryWidth) {
   // The widths with a loop of their own and others, against a plain gather.
   for (const int64_t width : {1, 8, 16, 17, 32}) {

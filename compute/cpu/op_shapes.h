@@ -95,10 +95,6 @@ struct EmbeddingShape {
   int64_t ids = 0;  // Number of ids per call (batch * sequence length).
   int64_t input_dim = 0;
   int64_t output_dim = 0;
-  // The table's gradient is read only at the rows the ids name (a sparse
-  // table's, pushed by row: worker/sparse_tables.h), so the CPU backward
-  // writes only those and leaves the others as they are.
-  bool named_rows_only = false;
 };
 
 // BatchNormalization over the last axis: x viewed as [rows, channels]
