@@ -440,6 +440,41 @@ TEST(CpuBackend, RefusesBadInputsWithInvalidArgument) {
       backend->TrainStep(Input(b), vars.weight_map, &vars.gradient_map).ok());
 }
 
+TEST(CpuBackend, AnEmbeddingsGradientIsZeroAtEveryRowNoIdNames) {
+  // Gradients are dense and full-size: a step's gradient of a table holds
+  // zeros at the rows its batch does not name, whatever the buffer held.
+  // worker/trainer_covered.cc adds a covered batch's gradients into the
+  // step's over every element, and relies on it.
+  const ModelSpec spec = MustParse(TinyEmbedding());
+  std::unique_ptr<Backend> backend = MakeBackend(spec);
+  ModelVariables vars = MakeVariables(spec, Init::kKeras);
+  const std::vector<int32_t> labels = {0, 2};
+  StepInput in;
+  in.labels = labels.data();
+  in.batch = 2;
+  // Step 1 names rows 1 and 6, step 2 neither (ids 0, 2, 3, 4, 5).
+  const std::vector<int32_t> first = {1, 6, 1, 6, 6, 1, 1, 6};
+  const std::vector<int32_t> second = {5, 0, 2, 5, 3, 4, 0, 5};
+  Tensor* table = vars.gradient_map.at("embedding/embeddings");
+  for (const std::vector<int32_t>* ids : {&first, &second}) {
+    std::fill(table->flat<float>().begin(), table->flat<float>().end(), NAN);
+    in.features = ids->data();
+    ASSERT_TRUE(
+        backend->TrainStep(in, vars.weight_map, &vars.gradient_map).ok());
+    const float* g = table->data<float>();
+    for (int row = 0; row < 7; ++row) {
+      const bool named = std::count(ids->begin(), ids->end(), row) > 0;
+      for (int j = 0; j < 3; ++j) {
+        if (named) {
+          EXPECT_TRUE(std::isfinite(g[row * 3 + j])) << row;
+        } else {
+          EXPECT_EQ(g[row * 3 + j], 0.0f) << "row " << row;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, RefusesEmbeddingIdsOutsideTheTable) {
   const ModelSpec spec = MustParse(TinyEmbedding());
   std::unique_ptr<Backend> backend = MakeBackend(spec);
