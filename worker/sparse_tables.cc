@@ -193,6 +193,7 @@ absl::Status SparseTables::TouchImpl(const Tensor& features, Tensor* writable,
                                 : nullptr;
   for (Table& table : tables_) {
     if (table.remap != nullptr) {
+      if (table.count == 0) continue;  // no ids, and no stride to look ahead
       const auto key_at = [&](int64_t i) {
         return TableKey(wide != nullptr ? wide[i] : id(i));
       };
