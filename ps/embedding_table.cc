@@ -91,7 +91,8 @@ EmbeddingTable::EmbeddingTable(const VariableDef& def, bool growing, int bucket,
       min_count_(growing ? std::max<int64_t>(1, def.lifecycle().min_count())
                          : 1),
       ttl_steps_(growing ? def.lifecycle().ttl_steps() : 0),
-      max_rows_(growing ? def.lifecycle().max_rows() : 0) {}
+      max_rows_(growing ? def.lifecycle().max_rows() : 0),
+      big_shift_(BigShift(std::max<int64_t>(width_, 1))) {}
 
 int64_t EmbeddingTable::version() const {
   absl::ReaderMutexLock lock(&mu_);
@@ -105,8 +106,7 @@ int64_t EmbeddingTable::num_rows() const {
 
 int64_t EmbeddingTable::bytes_held() const {
   absl::ReaderMutexLock lock(&mu_);
-  return static_cast<int64_t>(blocks_.size()) * kRowsPerBlock * width_ *
-         num_arrays_ * sizeof(float);
+  return BlockStart(blocks_.size()) * width_ * num_arrays_ * sizeof(float);
 }
 
 int64_t EmbeddingTable::slot_bytes() const {
@@ -261,17 +261,56 @@ absl::Status EmbeddingTable::CheckIds(absl::Span<const int64_t> ids) const {
   return absl::OkStatus();
 }
 
-void EmbeddingTable::AddBlock() {
-  std::vector<std::unique_ptr<float[]>> block;
-  for (int a = 0; a < num_arrays_; ++a) {
-    block.emplace_back(new float[kRowsPerBlock * width_]);
+int EmbeddingTable::BigShift(int64_t width) {
+  int shift = 0;
+  while ((kRowsPerBlock << shift) * width *
+             static_cast<int64_t>(sizeof(float)) <
+         static_cast<int64_t>(kHugePageBytes)) {
+    ++shift;
   }
+  return shift;
+}
+
+int64_t EmbeddingTable::BlockStart(size_t block) const {
+  const int64_t doubling = big_shift_ + 1;  // blocks before the first big one
+  if (static_cast<int64_t>(block) <= doubling) {
+    return kRowsPerBlock * ((int64_t{1} << block) - 1);
+  }
+  return kRowsPerBlock * ((int64_t{1} << doubling) - 1) +
+         (static_cast<int64_t>(block) - doubling) *
+             (kRowsPerBlock << big_shift_);
+}
+
+void EmbeddingTable::AddBlock() {
+  const size_t b = blocks_.size();
+  const int64_t floats = (BlockStart(b + 1) - BlockStart(b)) * width_;
+  std::vector<BlockArray> block;
+  block.reserve(num_arrays_);
+  for (int a = 0; a < num_arrays_; ++a) block.emplace_back(floats);
   blocks_.push_back(std::move(block));
 }
 
-float* EmbeddingTable::Row(int array, int64_t index) const {
-  return blocks_[index / kRowsPerBlock][array].get() +
-         (index % kRowsPerBlock) * width_;
+std::pair<int64_t, int64_t> EmbeddingTable::Locate(int64_t index) const {
+  const int doubling = big_shift_ + 1;
+  const int64_t doubling_end = BlockStart(doubling);
+  if (index < doubling_end) {
+    // Block b < doubling starts at kRowsPerBlock * (2^b - 1).
+    const int64_t block = 63 - __builtin_clzll(index / kRowsPerBlock + 1);
+    return {block, index - BlockStart(block)};
+  }
+  const int64_t past = index - doubling_end;
+  const int big_log2 = kLog2RowsPerBlock + big_shift_;
+  return {doubling + (past >> big_log2), past & ((int64_t{1} << big_log2) - 1)};
+}
+
+float* EmbeddingTable::Row(int array, int64_t index) {
+  const auto [block, offset] = Locate(index);
+  return blocks_[block][array].data() + offset * width_;
+}
+
+const float* EmbeddingTable::Row(int array, int64_t index) const {
+  const auto [block, offset] = Locate(index);
+  return blocks_[block][array].data() + offset * width_;
 }
 
 int64_t EmbeddingTable::FindRow(int64_t id) const {
@@ -294,7 +333,7 @@ int64_t EmbeddingTable::RowIndex(int64_t id, bool may_evict) {
     return id - row_begin_;
   }
   const int64_t index = rows_++;
-  if (index / kRowsPerBlock >= static_cast<int64_t>(blocks_.size())) AddBlock();
+  if (index >= BlockStart(blocks_.size())) AddBlock();
   FillRows(def_, id, 1, Row(0, index));
   for (int s = 0; s < optimizer_->NumSlots(); ++s) {
     float* slot = Row(1 + s, index);
@@ -324,7 +363,8 @@ void EmbeddingTable::RemoveRowsLocked(std::vector<int64_t> indices) {
   }
   // Keep one spare block, so that a table at its cap does not free and
   // allocate a block at every eviction.
-  const size_t needed = (rows_ + kRowsPerBlock - 1) / kRowsPerBlock + 1;
+  size_t needed = 1;
+  while (BlockStart(needed - 1) < rows_) ++needed;
   while (blocks_.size() > needed) blocks_.pop_back();
 }
 

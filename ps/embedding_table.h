@@ -34,16 +34,19 @@
 //     evicts the max(1, R / 10) least frequently updated rows (fewest
 //     updates, then oldest update): one O(rows) selection per R / 10
 //     creations, O(10) per created row amortized; the piece never holds
-//     more than R rows, and its storage never more than R rows plus one
-//     block of kRowsPerBlock.
+//     more than R rows, and its storage never more than the blocks R rows
+//     fill plus one (kRowsPerBlock: below 64k rows at most about 4 R rows;
+//     above, R rows plus 2 to 4 MiB per array).
 // Each row carries its update count and last-update version (RowStats),
 // saved in checkpoints with the rows.
 #ifndef PSTRAIN_PS_EMBEDDING_TABLE_H_
 #define PSTRAIN_PS_EMBEDDING_TABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/huge_pages.h"
 #include "proto/training.pb.h"
 #include "ps/interruptions.h"
 #include "ps/optimizer.h"
@@ -177,7 +181,16 @@ class EmbeddingTable {
       ABSL_LOCKS_EXCLUDED(mu_, sum_mu_);
 
  private:
-  static constexpr int64_t kRowsPerBlock = 1024;
+  // Storage grows by blocks: the first holds kRowsPerBlock rows, each next
+  // one twice the last until a block of one array fills a huge page
+  // (common/huge_pages.h: 32768 rows of width 16), and all later ones as
+  // many. A small table holds little; a large one sits on huge pages.
+  static constexpr int kLog2RowsPerBlock = 10;
+  static constexpr int64_t kRowsPerBlock = int64_t{1} << kLog2RowsPerBlock;
+  // One array's rows of one block.
+  using BlockArray = std::vector<float, HugePageAllocator<float>>;
+  // How many times blocks of `width` floats per row double.
+  static int BigShift(int64_t width);
   // How many ids ahead a pass over ids prefetches their memory.
   static constexpr size_t kPrefetchAhead = 8;
 
@@ -212,8 +225,14 @@ class EmbeddingTable {
   void AdvanceVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // As RowIndex, but -1 for a row not created yet.
   int64_t FindRow(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The first storage index of block `block`.
+  int64_t BlockStart(size_t block) const;
+  // The block of storage index `index`, and its row in the block.
+  std::pair<int64_t, int64_t> Locate(int64_t index) const;
   // Storage row `index` of array `array` (0: values, 1 + i: slot i).
-  float* Row(int array, int64_t index) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  float* Row(int array, int64_t index) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  const float* Row(int array, int64_t index) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void AddBlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies scaled row gradients; increments the version.
   void ApplyRowsLocked(absl::Span<const int64_t> ids, const float* g,
@@ -238,21 +257,26 @@ class EmbeddingTable {
   const int64_t min_count_;
   const int64_t ttl_steps_;
   const int64_t max_rows_;
+  const int big_shift_;  // BigShift(width_)
 
   mutable absl::Mutex mu_;
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rows_ ABSL_GUARDED_BY(mu_) = 0;
-  // blocks_[b][a]: block b of array a, kRowsPerBlock rows.
-  std::vector<std::vector<std::unique_ptr<float[]>>> blocks_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<int64_t, int64_t> index_ ABSL_GUARDED_BY(mu_);
+  // blocks_[b][a]: block b of array a (see kRowsPerBlock).
+  std::vector<std::vector<BlockArray>> blocks_ ABSL_GUARDED_BY(mu_);
+  // Growing tables: id -> storage index.
+  absl::flat_hash_map<int64_t, int64_t, absl::Hash<int64_t>,
+                      std::equal_to<int64_t>,
+                      HugePageAllocator<std::pair<const int64_t, int64_t>>>
+      index_ ABSL_GUARDED_BY(mu_);
   // Growing tables, by storage index: the row's id, updates applied, and
   // version of its last update (of its creation until updated).
   struct RowMeta {
     int64_t count = 0;
     int64_t last_update = 0;
   };
-  std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);
-  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t, HugePageAllocator<int64_t>> ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<RowMeta, HugePageAllocator<RowMeta>> meta_ ABSL_GUARDED_BY(mu_);
   // Admission counts of ids without a row (min_count > 1): count and the
   // version it was last counted at.
   absl::flat_hash_map<int64_t, RowMeta> pending_ ABSL_GUARDED_BY(mu_);

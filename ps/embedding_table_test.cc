@@ -1,7 +1,9 @@
 #include "ps/embedding_table.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -258,6 +260,50 @@ TEST(EmbeddingTable, MemoryCapHeldOverManyDistinctIds) {
   // Rows kept are intact: the newest ids, each at its own value.
   std::vector<float> recent = Pull(*table, {19999});
   EXPECT_NEAR(recent[0], kInit - 0.1f * 0.5f / (std::sqrt(0.1f + 0.25f) + 0.0f), 1e-6);
+}
+
+// Storage grows by blocks that double up to a huge page per array and stay
+// that size after: rows on either side of every boundary keep their own
+// values and slots, narrow rows (many doublings) and wide ones (none) alike.
+TEST(EmbeddingTable, RowsInEveryBlockKeepTheirOwnValuesAndSlots) {
+  std::unique_ptr<Optimizer> adagrad = Adagrad();
+  // Width 2: blocks of 1024, 2048, ... 262144 rows, then 262144 each (the
+  // doubling ends at row 523264). Width 512: 1024 rows (2 MiB) each.
+  for (const auto& [width, rows] :
+       {std::pair<int64_t, int64_t>{2, 800000}, {512, 4100}}) {
+    VariableDef def = GrowingDef(0, 0, 0);
+    def.mutable_shape()->set_dims(1, width);
+    std::unique_ptr<EmbeddingTable> table = Make(def, adagrad.get());
+    std::vector<int64_t> ids(rows);
+    std::vector<float> grads(rows * width);
+    for (int64_t i = 0; i < rows; ++i) {
+      ids[i] = 3 * i + 1;
+      for (int64_t j = 0; j < width; ++j) {
+        grads[i * width + j] = static_cast<float>((i + j) % 7) - 3.0f;
+      }
+    }
+    table->ApplyAsync(ids, grads.data(), 1);
+    ASSERT_EQ(table->num_rows(), rows);
+    const int64_t row_bytes = width * 2 * sizeof(float);
+    EXPECT_GE(table->bytes_held(), rows * row_bytes);
+    EXPECT_LE(table->bytes_held(), 2 * rows * row_bytes);
+    std::vector<int64_t> snapshot_ids;
+    std::vector<std::vector<float>> arrays;
+    table->Snapshot(&snapshot_ids, &arrays);
+    ASSERT_EQ(snapshot_ids, ids);  // ascending already
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < width; ++j) {
+        // Adagrad from accumulator 0.1: g^2 added, then w -= 0.1 g / sqrt(a).
+        const float g = grads[i * width + j];
+        const float accumulator = 0.1f + g * g;
+        ASSERT_EQ(arrays[1][i * width + j], accumulator)
+            << "width " << width << " row " << i;
+        ASSERT_NEAR(arrays[0][i * width + j],
+                    kInit - 0.1f * g / std::sqrt(accumulator), 1e-6)
+            << "width " << width << " row " << i;
+      }
+    }
+  }
 }
 
 TEST(EmbeddingTable, SnapshotAndRestoreKeepSlotsCountsAndPending) {
