@@ -19,6 +19,8 @@
 #define PSTRAIN_COMMON_HUGE_PAGES_H_
 
 #include <cstddef>
+#include <memory>
+#include <type_traits>
 
 namespace pstrain {
 
@@ -29,6 +31,21 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 void* AllocateMaybeHuge(size_t bytes);
 // Frees what AllocateMaybeHuge(bytes) returned, with the same `bytes`.
 void FreeMaybeHuge(void* p, size_t bytes);
+
+// An array from AllocateMaybeHuge, left uninitialized: pages never written
+// cost no memory (at 4 KiB below kHugePageBytes, at 2 MiB from it).
+struct HugeFree {
+  size_t bytes;
+  void operator()(void* p) const { FreeMaybeHuge(p, bytes); }
+};
+template <typename T>
+using HugeArray = std::unique_ptr<T[], HugeFree>;
+template <typename T>
+HugeArray<T> NewHugeArray(size_t n) {
+  static_assert(std::is_trivial_v<T>, "the array is not initialized");
+  return HugeArray<T>(static_cast<T*>(AllocateMaybeHuge(n * sizeof(T))),
+                      HugeFree{n * sizeof(T)});
+}
 
 // A standard allocator over AllocateMaybeHuge.
 template <typename T>

@@ -284,9 +284,10 @@ int64_t EmbeddingTable::BlockStart(size_t block) const {
 void EmbeddingTable::AddBlock() {
   const size_t b = blocks_.size();
   const int64_t floats = (BlockStart(b + 1) - BlockStart(b)) * width_;
-  std::vector<BlockArray> block;
-  block.reserve(num_arrays_);
-  for (int a = 0; a < num_arrays_; ++a) block.emplace_back(floats);
+  std::vector<HugeArray<float>> block;
+  for (int a = 0; a < num_arrays_; ++a) {
+    block.push_back(NewHugeArray<float>(floats));  // rows written on creation
+  }
   blocks_.push_back(std::move(block));
 }
 
@@ -305,12 +306,12 @@ std::pair<int64_t, int64_t> EmbeddingTable::Locate(int64_t index) const {
 
 float* EmbeddingTable::Row(int array, int64_t index) {
   const auto [block, offset] = Locate(index);
-  return blocks_[block][array].data() + offset * width_;
+  return blocks_[block][array].get() + offset * width_;
 }
 
 const float* EmbeddingTable::Row(int array, int64_t index) const {
   const auto [block, offset] = Locate(index);
-  return blocks_[block][array].data() + offset * width_;
+  return blocks_[block][array].get() + offset * width_;
 }
 
 int64_t EmbeddingTable::FindRow(int64_t id) const {

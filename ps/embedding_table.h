@@ -36,7 +36,8 @@
 //     creations, O(10) per created row amortized; the piece never holds
 //     more than R rows, and its storage never more than the blocks R rows
 //     fill plus one (kRowsPerBlock: below 64k rows at most about 4 R rows;
-//     above, R rows plus 2 to 4 MiB per array).
+//     above, at most 4 MiB per array more than R rows). Storage is written
+//     only as rows are created, so memory never written costs nothing.
 // Each row carries its update count and last-update version (RowStats),
 // saved in checkpoints with the rows.
 #ifndef PSTRAIN_PS_EMBEDDING_TABLE_H_
@@ -187,8 +188,6 @@ class EmbeddingTable {
   // many. A small table holds little; a large one sits on huge pages.
   static constexpr int kLog2RowsPerBlock = 10;
   static constexpr int64_t kRowsPerBlock = int64_t{1} << kLog2RowsPerBlock;
-  // One array's rows of one block.
-  using BlockArray = std::vector<float, HugePageAllocator<float>>;
   // How many times blocks of `width` floats per row double.
   static int BigShift(int64_t width);
   // How many ids ahead a pass over ids prefetches their memory.
@@ -263,7 +262,7 @@ class EmbeddingTable {
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rows_ ABSL_GUARDED_BY(mu_) = 0;
   // blocks_[b][a]: block b of array a (see kRowsPerBlock).
-  std::vector<std::vector<BlockArray>> blocks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<HugeArray<float>>> blocks_ ABSL_GUARDED_BY(mu_);
   // Growing tables: id -> storage index.
   absl::flat_hash_map<int64_t, int64_t, absl::Hash<int64_t>,
                       std::equal_to<int64_t>,
