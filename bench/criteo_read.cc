@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   absl::StatusOr<std::vector<std::string>> files =
-      pstrain::data::ListCriteoFiles(absl::GetFlag(FLAGS_data_dir),
-                                     absl::GetFlag(FLAGS_split));
+      pstrain::data::ListCriteoFiles(
+          absl::GetFlag(FLAGS_data_dir),
+          pstrain::data::DefaultCriteoPatterns(absl::GetFlag(FLAGS_split)));
   if (!files.ok()) {
     std::fprintf(stderr, "%s\n", files.status().ToString().c_str());
     return 2;

@@ -59,7 +59,8 @@ absl::Status RunEvaluatorTask(const TfConfig& tf_config,
   absl::StatusOr<RegisterResponse> run = chief.Register(options.patience);
   if (!run.ok()) {
     // The chief's refusal is its own INVALID_ARGUMENT, not this task's.
-    return absl::FailedPreconditionError(absl::StrCat("cannot register with the chief at ",
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot register with the chief at ",
                      chief_address->ToString(), ": ", run.status().message()));
   }
   const TrainingConfig& config = run->config();
@@ -73,8 +74,8 @@ absl::Status RunEvaluatorTask(const TfConfig& tf_config,
   std::unique_ptr<worker::Backend> backend;
   std::unique_ptr<CheckpointEvaluation> evaluation;
   if (config.data_format() == "criteo") {
-    absl::StatusOr<std::vector<std::string>> files =
-        data::ListCriteoFiles(options.data_dir, "test");
+    absl::StatusOr<std::vector<std::string>> files = data::ListCriteoFiles(
+        options.data_dir, data::CriteoPatternsOr(config.test_files(), "test"));
     if (!files.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--data_dir: ", files.status().message()));

@@ -29,6 +29,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
@@ -186,8 +187,17 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
 ABSL_FLAG(std::string, data_format, "",
           "How --data_dir is read: empty (train.csv/test.csv, else "
           "Fashion-MNIST IDX files) or criteo (train*.tsv[.gz] and "
-          "test*.tsv[.gz] in the Criteo format, streamed; the model's inputs "
-          "are named dense/sparse or I1..I13/C1..C26)");
+          "test*.tsv[.gz], or --train_files and --test_files, in the Criteo "
+          "format, streamed; the model's inputs are named dense/sparse or "
+          "I1..I13/C1..C26)");
+ABSL_FLAG(std::string, train_files, "",
+          "--data_format=criteo: the training files' names in --data_dir, "
+          "comma-separated glob patterns (empty: train*.tsv,train*.tsv.gz); "
+          "e.g. 'day_?.gz,day_1?.gz,day_2[0-2].gz' for the Terabyte set's "
+          "days 0 to 22. Read in natural order (day_2 before day_10)");
+ABSL_FLAG(std::string, test_files, "",
+          "--data_format=criteo: the test files' names in --data_dir, as "
+          "--train_files (empty: test*.tsv,test*.tsv.gz); e.g. day_23.gz");
 ABSL_FLAG(std::string, bad_lines, "refuse",
           "--data_format=criteo: a malformed line fails the run (refuse) or "
           "is skipped and counted (skip)");
@@ -312,6 +322,12 @@ chief::RunSettings RunSettingsFromFlags() {
   s.data_dir = absl::GetFlag(FLAGS_data_dir);
   s.data_format = absl::GetFlag(FLAGS_data_format);
   s.bad_lines = absl::GetFlag(FLAGS_bad_lines);
+  for (const auto& [flag, patterns] :
+       {std::make_pair(&FLAGS_train_files, &s.train_files),
+        std::make_pair(&FLAGS_test_files, &s.test_files)}) {
+    const std::string value = absl::GetFlag(*flag);
+    if (!value.empty()) *patterns = absl::StrSplit(value, ',');
+  }
   s.on_worker_failure = absl::GetFlag(FLAGS_on_worker_failure);
   return s;
 }

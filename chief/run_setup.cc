@@ -1,5 +1,6 @@
 #include "chief/run_setup.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -113,16 +114,29 @@ absl::Status SetUpModel(const RunSettings& s, RunSetup* run) {
 // --data_format=criteo: the files are listed and the training lines
 // counted; the data is streamed by the workers and the chief's evaluation.
 absl::Status SetUpCriteoData(const RunSettings& s, RunSetup* run) {
-  absl::StatusOr<std::vector<std::string>> train_files =
-      data::ListCriteoFiles(s.data_dir, "train");
-  absl::StatusOr<std::vector<std::string>> test_files =
-      data::ListCriteoFiles(s.data_dir, "test");
+  absl::StatusOr<std::vector<std::string>> train_files = data::ListCriteoFiles(
+      s.data_dir, data::CriteoPatternsOr(s.train_files, "train"));
+  absl::StatusOr<std::vector<std::string>> test_files = data::ListCriteoFiles(
+      s.data_dir, data::CriteoPatternsOr(s.test_files, "test"));
   for (const auto* files : {&train_files, &test_files}) {
     if (!files->ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--data_dir: ", files->status().message()));
     }
   }
+  for (const std::string& file : *test_files) {
+    if (std::find(train_files->begin(), train_files->end(), file) !=
+        train_files->end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data_dir: ", file,
+          " is both a training file and a test file (--train_files, "
+          "--test_files)"));
+    }
+  }
+  run->config.mutable_train_files()->Assign(s.train_files.begin(),
+                                            s.train_files.end());
+  run->config.mutable_test_files()->Assign(s.test_files.begin(),
+                                           s.test_files.end());
   PSTRAIN_RETURN_IF_ERROR(worker::CheckCriteoModel(run->spec).status());
   if (run->config.loss().kind() != LossConfig::BINARY_CROSSENTROPY) {
     return absl::InvalidArgumentError(
@@ -178,7 +192,8 @@ absl::Status CheckRunSettings(const RunSettings& s) {
                      " must be in [1, 1000000]"));
   }
   PSTRAIN_RETURN_IF_ERROR(OneOf("on_worker_failure", s.on_worker_failure,
-                                {"wait", "continue"}, "is not wait or continue"));
+                                {"wait", "continue"},
+                                "is not wait or continue"));
   PSTRAIN_RETURN_IF_ERROR(
       OneOf("mode", s.mode, {"sync", "async"}, "is not sync or async"));
   // A setting of the other mode would do nothing: refused, not ignored.
@@ -197,6 +212,15 @@ absl::Status CheckRunSettings(const RunSettings& s) {
                                 "must be empty or criteo"));
   PSTRAIN_RETURN_IF_ERROR(OneOf("bad_lines", s.bad_lines, {"refuse", "skip"},
                                 "must be refuse or skip"));
+  PSTRAIN_RETURN_IF_ERROR(
+      data::CheckCriteoPatterns(s.train_files, "train_files"));
+  PSTRAIN_RETURN_IF_ERROR(
+      data::CheckCriteoPatterns(s.test_files, "test_files"));
+  if (s.data_format != "criteo" &&
+      !(s.train_files.empty() && s.test_files.empty())) {
+    return absl::InvalidArgumentError(
+        "--train_files, --test_files: apply to --data_format=criteo only");
+  }
   if (absl::Status precision = worker::ParsePrecision(s.precision).status();
       !precision.ok()) {
     return absl::InvalidArgumentError(
@@ -265,9 +289,9 @@ absl::StatusOr<RunSetup> SetUpRun(const RunSettings& s,
         "workers push float32 gradients to the ps tasks)"));
   }
   if (s.replicas_to_aggregate > num_workers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--replicas_to_aggregate: ", s.replicas_to_aggregate,
-                     " must be in [0, ", num_workers, "] (TF_CONFIG's workers)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--replicas_to_aggregate: ", s.replicas_to_aggregate,
+        " must be in [0, ", num_workers, "] (TF_CONFIG's workers)"));
   }
   PSTRAIN_RETURN_IF_ERROR(SetUpModel(s, &run));
   TrainingConfig& config = run.config;

@@ -61,6 +61,10 @@ struct RunSettings {
   std::string data_format;
   // refuse or skip.
   std::string bad_lines = "refuse";
+  // criteo: glob patterns of the training and test files' names (empty:
+  // data::DefaultCriteoPatterns).
+  std::vector<std::string> train_files;
+  std::vector<std::string> test_files;
   // wait or continue.
   std::string on_worker_failure = "wait";
   // Tensor model parallelism: "data:D,model:M" or "" (data-parallel), and

@@ -64,7 +64,8 @@ struct Read {
 Read ReadSplit(const std::string& dir, const std::string& split) {
   Read read;
   read.ids.resize(kCriteoSparse);
-  absl::StatusOr<std::vector<std::string>> files = ListCriteoFiles(dir, split);
+  absl::StatusOr<std::vector<std::string>> files =
+      ListCriteoFiles(dir, DefaultCriteoPatterns(split));
   EXPECT_TRUE(files.ok()) << files.status();
   if (!files.ok()) return read;
   CriteoReaderOptions options;

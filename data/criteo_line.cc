@@ -116,10 +116,14 @@ absl::Status ParseCriteoLine(absl::string_view line, float* label, float* dense,
     if ((tab == nullptr) != last) {
       int columns = 1;
       for (const char c : line) columns += c == '\t';
-      return absl::InvalidArgumentError(
-          absl::StrCat("the line has ", columns, " tab-separated column",
-                       columns == 1 ? "" : "s", "; a Criteo line has ",
-                       kCriteoColumns, " (label, I1..I13, C1..C26)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the line has ", columns, " tab-separated column",
+          columns == 1 ? "" : "s", "; a Criteo line has ", kCriteoColumns,
+          " (label, I1..I13, C1..C26)",
+          columns == kCriteoColumns - 1
+              ? ": no label? (the Kaggle set's test.txt has none: test on "
+                "labelled lines, e.g. a part of train.txt)"
+              : ""));
     }
     const absl::string_view text(p,
                                  static_cast<size_t>((last ? end : tab) - p));

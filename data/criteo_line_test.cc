@@ -184,9 +184,13 @@ TEST(CriteoLine, WrongColumnCountIsRefused) {
   columns[0] = "0";
   std::vector<std::string> short_columns(columns.begin(), columns.end() - 1);
   ExpectRefused(Line(short_columns),
-                "the line has 39 tab-separated columns; a Criteo line has 40");
+                "the line has 39 tab-separated columns; a Criteo line has 40 "
+                "(label, I1..I13, C1..C26): no label? (the Kaggle set's "
+                "test.txt has none");
   columns.push_back("");
   ExpectRefused(Line(columns), "the line has 41 tab-separated columns");
+  EXPECT_EQ(Parse(Line(columns)).status.message().find("no label"),
+            absl::string_view::npos);
   ExpectRefused("", "the line has 1 tab-separated column;");
   ExpectRefused("0 1 2 3", "the line has 1 tab-separated column;");
 }

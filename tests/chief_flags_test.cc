@@ -62,9 +62,9 @@ class ChiefFlags : public ::testing::Test {
   // takes its last value).
   Subprocess StartChief(const std::vector<std::string>& flags) {
     std::vector<std::string> args = {
-        "--model=" + model_,        "--data_dir=" + data_dir_,
+        "--model=" + model_,         "--data_dir=" + data_dir_,
         "--model_dir=" + model_dir_, "--wait_for_tasks_seconds=86400",
-        "--failure_timeout=1h",     "--threads=1",
+        "--failure_timeout=1h",      "--threads=1",
     };
     args.insert(args.end(), flags.begin(), flags.end());
     return cluster_.Start("flags", "chief", 0, args);
@@ -168,6 +168,13 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
        "--model: model: layer 1 'lstm' (LSTM): LSTM is not supported",
        false},
       {{"--data_dir=/nonexistent"}, "--data_dir: ", false},
+      {{"--train_files=day_?.gz"},
+       "--train_files, --test_files: apply to --data_format=criteo only"},
+      {{"--data_format=criteo", "--test_files=day_23.gz,"},
+       "--test_files: an empty pattern"},
+      {{"--data_format=criteo", "--train_files=days/day_1"},
+       "--train_files: 'days/day_1' has a '/': patterns name files in "
+       "--data_dir itself"},
       // Values that are not of the flag's type, and unknown flags: Abseil's
       // line, and status 2 (common/command_line.h).
       {{"--batch_size=abc"},
@@ -214,8 +221,8 @@ TEST_F(ChiefFlags, GoodValuesGetAsFarAsWaitingForTheTasks) {
                   "--replicas_to_aggregate=1", "--batch_size=32"});
   // Until the chief says it listens (a chief that refused its settings
   // never does: 120 s, then the test fails).
-  for (int i = 0; i < 1200 && Log(chief).find("chief listening on") ==
-                                  std::string::npos;
+  for (int i = 0;
+       i < 1200 && Log(chief).find("chief listening on") == std::string::npos;
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

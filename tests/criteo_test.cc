@@ -148,11 +148,19 @@ TEST(Criteo, TrainsAGrowingTableOn64BitIdsWithTwoPsAndTwoWorkers) {
 // TF_CONFIG with an evaluator task (TensorFlow's sidecar evaluator): the
 // evaluator streams the test file itself, reading the growing table's rows
 // from each epoch's checkpoint, and the chief records its AUC per epoch.
+// The files are named as a download's days (--train_files, --test_files):
+// every task reads the ones the chief's patterns name, and none reads the
+// default names' files, which hold no Criteo line.
 TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
   const std::string data_dir = TempPath("eval-data");
   mkdir(data_dir.c_str(), 0755);
-  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", Lines(2048, 3)));
-  ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", Lines(600, 4)));
+  const std::string train = Lines(2048, 3);
+  const size_t half = train.find('\n', train.size() / 2) + 1;
+  ASSERT_TRUE(WriteFile(data_dir + "/day_9", train.substr(0, half)));
+  ASSERT_TRUE(WriteFile(data_dir + "/day_10", train.substr(half)));
+  ASSERT_TRUE(WriteFile(data_dir + "/day_11", Lines(600, 4)));
+  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", "not a criteo line\n"));
+  ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", "not a criteo line\n"));
   const std::string model = TempPath("eval-model.json");
   ASSERT_TRUE(WriteFile(model, ModelJson()));
   const std::string model_dir = TempPath("eval-run");
@@ -171,6 +179,7 @@ TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
   Subprocess chief = cluster.Start(
       "eval", "chief", 0,
       {"--model=" + model, "--data_dir=" + data_dir, "--data_format=criteo",
+       "--train_files=day_?,day_10", "--test_files=day_1[1-9]",
        "--dynamic_embeddings=embedding", "--mode=sync", "--optimizer=adam",
        "--learning_rate=0.02", "--batch_size=32", "--epochs=3", "--threads=1",
        "--model_dir=" + model_dir});
@@ -312,6 +321,18 @@ TEST(Criteo, TheChiefRefusesWhatStreamedCriteoDataCannotDo) {
   EXPECT_NE(Log(format).find("--data_format: \"parquet\" must be"),
             std::string::npos)
       << Log(format);
+  // A file named by both splits' patterns.
+  Subprocess both =
+      cluster.Start("both", "chief", 0,
+                    {"--model=" + model, "--data_dir=" + data_dir,
+                     "--data_format=criteo", "--dynamic_embeddings=embedding",
+                     "--train_files=t*.tsv", "--test_files=test.tsv"});
+  EXPECT_EQ(both.Wait(), 2);
+  EXPECT_NE(Log(both).find(absl::StrCat("--data_dir: ", data_dir,
+                                        "/test.tsv is both a training file "
+                                        "and a test file")),
+            std::string::npos)
+      << Log(both);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 // address, beside the health check. Worker 0 writes the run's checkpoints
 // into --model_dir (the chief's, shared) and every worker restores from
 // there (collective/replica_checkpoint.h).
+#include <unistd.h>
+
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -242,12 +244,18 @@ int Main() {
   // worker within its failure timeout.
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   // Criteo files are streamed as training goes: nothing to read first.
-  absl::StatusOr<std::vector<std::string>> criteo_files =
-      data::ListCriteoFiles(data_dir, "train");
+  const bool criteo_names =
+      data::ListCriteoFiles(data_dir, data::DefaultCriteoPatterns("train"))
+          .ok();
   absl::StatusOr<data::Dataset> train =
-      criteo_files.ok() ? absl::StatusOr<data::Dataset>(data::Dataset())
-                        : data::ReadDataDir(data_dir, data::Split::kTrain);
-  if (!train.ok()) return FailUsage(train.status().message());
+      criteo_names ? absl::StatusOr<data::Dataset>(data::Dataset())
+                   : data::ReadDataDir(data_dir, data::Split::kTrain);
+  // A directory without a data set may hold Criteo files of other names
+  // (the chief's --train_files): the run's config tells. One that cannot
+  // be read at all fails now.
+  if (!train.ok() && access(data_dir.c_str(), R_OK | X_OK) != 0) {
+    return FailUsage(train.status().message());
+  }
   absl::StatusOr<RegisterResponse> run = chief.Register(patience);
   if (!run.ok()) {
     return FailTask(task, absl::StrCat("cannot register with the chief at ",
@@ -282,6 +290,9 @@ int Main() {
   const bool criteo = config.data_format() == "criteo";
   worker::OpenCriteoStream open_stream;
   if (criteo) {
+    absl::StatusOr<std::vector<std::string>> criteo_files =
+        data::ListCriteoFiles(
+            data_dir, data::CriteoPatternsOr(config.train_files(), "train"));
     if (!criteo_files.ok()) {
       return FailUsage(
           absl::StrCat("--data_dir: ", criteo_files.status().message()));
@@ -295,10 +306,8 @@ int Main() {
     if (!stream.ok()) return FailUsage(stream.status().message());
     open_stream = worker::CriteoStreamOpener(*std::move(stream));
   } else {
-    if (criteo_files.ok()) {
-      train = data::ReadDataDir(data_dir, data::Split::kTrain);
-      if (!train.ok()) return FailUsage(train.status().message());
-    }
+    if (criteo_names) train = data::ReadDataDir(data_dir, data::Split::kTrain);
+    if (!train.ok()) return FailUsage(train.status().message());
     // Ids for a model that starts with an Embedding.
     if (absl::Status fit = worker::FitDatasetToModel(*spec, &*train);
         !fit.ok()) {
