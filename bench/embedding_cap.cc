@@ -16,9 +16,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "proto/training.pb.h"
+#include "bench/growing_table.h"
 #include "ps/embedding_table.h"
-#include "ps/optimizer.h"
 
 ABSL_FLAG(int64_t, ids, 10000000, "Distinct ids to insert");
 ABSL_FLAG(int64_t, max_rows, 100000, "The table's cap (lifecycle.max_rows)");
@@ -48,30 +47,17 @@ int main(int argc, char** argv) {
   const int64_t width = absl::GetFlag(FLAGS_width);
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   if (ids < 1 || max_rows < 0 || width < 1 || batch < 1) {
-    std::fprintf(stderr, "--ids, --width, --batch must be >= 1, --max_rows >= 0\n");
+    std::fprintf(stderr,
+                 "--ids, --width, --batch must be >= 1, --max_rows >= 0\n");
     return 2;
   }
-  pstrain::OptimizerConfig adagrad;
-  adagrad.set_learning_rate(0.05);
-  adagrad.mutable_adagrad()->set_initial_accumulator_value(0.1f);
-  adagrad.mutable_adagrad()->set_epsilon_outside_sqrt(true);
-  auto optimizer = pstrain::ps::CreateOptimizer(adagrad);
-  if (!optimizer.ok()) return 1;
-  pstrain::VariableDef def;
-  def.set_name("emb");
-  def.set_dtype(pstrain::DT_FLOAT);
-  def.set_sparse(true);
-  def.mutable_shape()->add_dims(0);
-  def.mutable_shape()->add_dims(width);
-  def.mutable_initializer()->mutable_random_uniform()->set_minval(-0.05f);
-  def.mutable_initializer()->mutable_random_uniform()->set_maxval(0.05f);
-  if (max_rows > 0) def.mutable_lifecycle()->set_max_rows(max_rows);
-  auto table = pstrain::ps::EmbeddingTable::CreateGrowing(def, 0, 1,
-                                                          optimizer->get());
-  if (!table.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(table.status().message()).c_str());
+  absl::StatusOr<pstrain::bench::GrowingTable> made =
+      pstrain::bench::MakeGrowingTable(width, max_rows);
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
     return 1;
   }
+  pstrain::ps::EmbeddingTable* const table = made->table.get();
   std::vector<int64_t> batch_ids(batch);
   std::vector<float> grads(batch * width, 0.01f);
   const int64_t rss_before = StatusKb("VmRSS");
@@ -83,13 +69,13 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < n; ++i) {
       batch_ids[i] = (first + i) * 2654435761LL % (int64_t{1} << 62);
     }
-    (*table)->ApplyAsync(absl::MakeSpan(batch_ids.data(), n), grads.data(), 1);
-    most_rows = std::max(most_rows, (*table)->num_rows());
+    table->ApplyAsync(absl::MakeSpan(batch_ids.data(), n), grads.data(), 1);
+    most_rows = std::max(most_rows, table->num_rows());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  const int64_t per_row = (*table)->bytes_per_row();
+  const int64_t per_row = table->bytes_per_row();
   std::printf(
       "ids %lld  max_rows %lld  width %lld (adagrad: value + 1 slot)\n"
       "rows held %lld (most %lld), evicted %lld, %.2f M ids/s\n"
@@ -97,13 +83,12 @@ int main(int argc, char** argv) {
       "uncapped the rows would take %.1f MiB\n"
       "VmRSS before %lld kB, after %lld kB (+%.1f MiB); VmHWM %lld kB\n",
       static_cast<long long>(ids), static_cast<long long>(max_rows),
-      static_cast<long long>(width),
-      static_cast<long long>((*table)->num_rows()),
+      static_cast<long long>(width), static_cast<long long>(table->num_rows()),
       static_cast<long long>(most_rows),
-      static_cast<long long>((*table)->rows_evicted()), ids / seconds / 1e6,
+      static_cast<long long>(table->rows_evicted()), ids / seconds / 1e6,
       static_cast<long long>(per_row),
-      static_cast<long long>((*table)->bytes_held()),
-      static_cast<long long>((*table)->metadata_bytes()),
+      static_cast<long long>(table->bytes_held()),
+      static_cast<long long>(table->metadata_bytes()),
       static_cast<double>(ids) * per_row / (1 << 20),
       static_cast<long long>(rss_before),
       static_cast<long long>(StatusKb("VmRSS")),

@@ -22,9 +22,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/clock.h"
-#include "proto/training.pb.h"
+#include "bench/growing_table.h"
 #include "ps/embedding_table.h"
-#include "ps/optimizer.h"
 #include "ps/sync_step.h"
 
 ABSL_FLAG(int64_t, rows, 640000, "Distinct ids the table holds");
@@ -57,23 +56,14 @@ int main(int argc, char** argv) {
                  "--rows, --width, --ids, --workers, --steps must be >= 1\n");
     return 2;
   }
-  pstrain::OptimizerConfig adagrad;
-  adagrad.set_learning_rate(0.05);
-  adagrad.mutable_adagrad()->set_initial_accumulator_value(0.1f);
-  auto optimizer = pstrain::ps::CreateOptimizer(adagrad);
-  if (!optimizer.ok()) return 1;
-  pstrain::VariableDef def;
-  def.set_name("emb");
-  def.set_dtype(pstrain::DT_FLOAT);
-  def.set_sparse(true);
-  def.mutable_shape()->add_dims(0);
-  def.mutable_shape()->add_dims(width);
-  def.mutable_initializer()->mutable_random_uniform()->set_minval(-0.05f);
-  def.mutable_initializer()->mutable_random_uniform()->set_maxval(0.05f);
-  auto table =
-      pstrain::ps::EmbeddingTable::CreateGrowing(def, 0, 1, optimizer->get());
-  if (!table.ok()) return 1;
-  (*table)->SetWorkers(workers, {});
+  absl::StatusOr<pstrain::bench::GrowingTable> made =
+      pstrain::bench::MakeGrowingTable(width, /*max_rows=*/0);
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
+    return 1;
+  }
+  pstrain::ps::EmbeddingTable* const table = made->table.get();
+  table->SetWorkers(workers, {});
 
   // Rank r (0 = most frequent) is id Spread(r): hashed ids are spread.
   const auto spread = [](int64_t r) {
@@ -104,8 +94,7 @@ int main(int argc, char** argv) {
     for (int64_t r = 0; r < rows; ++r) all[r] = spread(r);
     std::shuffle(all.begin(), all.end(), rng);
     std::vector<float> out(all.size() * width);
-    if (!(*table)->Read(all, 0, absl::InfiniteFuture(), out.data()).ok())
-      return 1;
+    if (!table->Read(all, 0, absl::InfiniteFuture(), out.data()).ok()) return 1;
   }
   // The batches are drawn beforehand: the timing is the table's alone.
   std::vector<std::vector<int64_t>> batches(static_cast<size_t>(steps) *
@@ -123,10 +112,9 @@ int main(int argc, char** argv) {
     for (int w = 0; w < workers; ++w) {
       const std::vector<int64_t>& ids = batches[step * workers + w];
       const Clock::time_point start = Clock::now();
-      if (!(*table)
-               ->Read(ids, step, absl::InfiniteFuture(), values.data())
-               .ok())
+      if (!table->Read(ids, step, absl::InfiniteFuture(), values.data()).ok()) {
         return 1;
+      }
       read_s += Seconds(start);
       rows_moved += ids.size();
     }
@@ -136,7 +124,7 @@ int main(int argc, char** argv) {
       c.sender = w;
       c.batch_size = 512;
       const Clock::time_point start = Clock::now();
-      if (!(*table)->AccumulateSync(step, ids, grads.data(), c)) return 1;
+      if (!table->AccumulateSync(step, ids, grads.data(), c)) return 1;
       push_s += Seconds(start);
     }
   }
