@@ -149,8 +149,9 @@ TEST(Criteo, TrainsAGrowingTableOn64BitIdsWithTwoPsAndTwoWorkers) {
 // evaluator streams the test file itself, reading the growing table's rows
 // from each epoch's checkpoint, and the chief records its AUC per epoch.
 // The files are named as a download's days (--train_files, --test_files):
-// every task reads the ones the chief's patterns name, and none reads the
-// default names' files, which hold no Criteo line.
+// every task reads the ones the chief's patterns name (a worker finds no
+// training file by the default names, so it learns the names from the
+// chief), and none reads test.tsv, which holds no Criteo line.
 TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
   const std::string data_dir = TempPath("eval-data");
   mkdir(data_dir.c_str(), 0755);
@@ -159,7 +160,6 @@ TEST(Criteo, AnEvaluatorTaskEvaluatesEachEpochOnTheTestFiles) {
   ASSERT_TRUE(WriteFile(data_dir + "/day_9", train.substr(0, half)));
   ASSERT_TRUE(WriteFile(data_dir + "/day_10", train.substr(half)));
   ASSERT_TRUE(WriteFile(data_dir + "/day_11", Lines(600, 4)));
-  ASSERT_TRUE(WriteFile(data_dir + "/train.tsv", "not a criteo line\n"));
   ASSERT_TRUE(WriteFile(data_dir + "/test.tsv", "not a criteo line\n"));
   const std::string model = TempPath("eval-model.json");
   ASSERT_TRUE(WriteFile(model, ModelJson()));

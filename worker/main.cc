@@ -297,6 +297,7 @@ int Main() {
       return FailUsage(
           absl::StrCat("--data_dir: ", criteo_files.status().message()));
     }
+    train = data::Dataset();  // streamed: nothing in memory
     absl::StatusOr<worker::CriteoSourceOptions> stream =
         worker::CriteoSourceOptionsFor(
             *spec, *criteo_files, config.update().num_workers(),
