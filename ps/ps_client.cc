@@ -59,15 +59,16 @@ PsClient::PsClient(std::shared_ptr<grpc::Channel> channel,
       pull_method_(pull_method_name_.c_str(),
                    grpc::internal::RpcMethod::SERVER_STREAMING, channel) {
   std::random_device random;
-  next_request_id_ =
+  const uint64_t first =
       ((uint64_t{random()} << 32) | random()) & ~(uint64_t{1} << 63);
-  if (next_request_id_ == 0) next_request_id_ = 1;
+  next_request_id_ = first == 0 ? 1 : first;
 }
 
 void PsClient::FillHeader(RequestHeader* header) {
   header->set_run_id(options_.run_id);
   *header->mutable_sender() = options_.sender;
-  header->set_request_id(next_request_id_++);
+  header->set_request_id(
+      next_request_id_.fetch_add(1, std::memory_order_relaxed));
   header->set_generation(generation_);
 }
 

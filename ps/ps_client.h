@@ -15,12 +15,18 @@
 //   ... compute gradient sums ...
 //   PSTRAIN_RETURN_IF_ERROR(ps.PushDense(version, batch_size, gradients));
 //
-// Neither class is thread-safe: one caller at a time (they reuse buffers).
+// Neither class is thread-safe: one caller at a time (they reuse buffers),
+// except that a PsClient's sparse calls (PullSparse, PushSparse, their
+// New* and Start* forms, CountReceived) may run on one thread while its
+// other calls run on another (request ids are atomic; the reused buffers
+// are the dense calls'), as a worker's trainer does; set_generation and
+// set_step only between calls.
 // PsClient is in ps_client.cc, PsClusterClient in ps_cluster_client.cc, the
 // completion-queue calls both drive in ps/dense_call.h.
 #ifndef PSTRAIN_PS_PS_CLIENT_H_
 #define PSTRAIN_PS_PS_CLIENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -212,7 +218,7 @@ class PsClient {
   // Starts at a random value, so that a restarted worker's new client does
   // not repeat the ids of its predecessor's last pushes, which the ps would
   // answer from its record without applying them (0 means "no id").
-  uint64_t next_request_id_;
+  std::atomic<uint64_t> next_request_id_;
   int64_t generation_ = 0;
   int64_t step_ = -1;
   std::vector<int64_t> batches_;

@@ -32,8 +32,10 @@
 // too-stale push is the ps's FAILED_PRECONDITION, ps::IsStaleGradient).
 // Retries, generations and request ids are PsClient's.
 //
-// Not thread-safe: one caller at a time, and not while the PsClusterClient
-// is in use by another thread (they share the PsClients).
+// Not thread-safe: one caller at a time. It may run while another thread
+// pulls or pushes dense variables through the PsClusterClient, whose
+// PsClients it shares (ps/ps_client.h says what they allow), as the
+// trainer does.
 #ifndef PSTRAIN_WORKER_SPARSE_TABLES_H_
 #define PSTRAIN_WORKER_SPARSE_TABLES_H_
 

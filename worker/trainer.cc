@@ -1,7 +1,10 @@
 #include "worker/trainer.h"
 
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +25,31 @@
 
 namespace pstrain {
 namespace worker {
+namespace {
+
+// A call run on another thread while the caller does something else; the
+// caller's Wait() (or the destructor, on every way out) waits for it.
+class Beside {
+ public:
+  Beside(ThreadPool& pool, std::function<absl::Status()> work) {
+    pool.Schedule([this, work = std::move(work)] {
+      status_ = work();
+      done_.Notify();
+    });
+  }
+  ~Beside() { done_.WaitForNotification(); }
+
+  absl::Status Wait() {
+    done_.WaitForNotification();
+    return status_;
+  }
+
+ private:
+  absl::Notification done_;
+  absl::Status status_;
+};
+
+}  // namespace
 
 absl::Status Trainer::AtStep(int64_t step, absl::string_view what,
                              const absl::Status& status) {
@@ -37,7 +65,6 @@ absl::Status Trainer::RunFailed(int64_t step) {
   return absl::FailedPreconditionError(
       absl::StrCat("step ", step, ": the chief failed the run"));
 }
-
 
 Trainer::Trainer(TrainerOptions options, const TrainingConfig* config,
                  const ModelSpec* spec, const data::Dataset* train,
@@ -74,9 +101,9 @@ absl::Status Trainer::Run() {
       data::ComputeRunLength(*config_, shards, num_examples));
   Position at{options_.start_step, options_.generation};
   if (at.step < 0 || at.step > length.total_steps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "start step ", at.step, " is outside the run's ", length.total_steps,
-        " steps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("start step ", at.step, " is outside the run's ",
+                     length.total_steps, " steps"));
   }
   if (!streamed && data::FeedDtype(*train_) != ModelFeedDtype(*spec_)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -222,10 +249,9 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   // begins in its epoch and skips the batches already trained on.
   data::PrefetchOptions prefetch;
   prefetch.first_epoch = start / length.steps_per_epoch;
-  prefetch.num_epochs =
-      (length.total_steps + length.steps_per_epoch - 1) /
-          length.steps_per_epoch -
-      prefetch.first_epoch;
+  prefetch.num_epochs = (length.total_steps + length.steps_per_epoch - 1) /
+                            length.steps_per_epoch -
+                        prefetch.first_epoch;
   std::unique_ptr<data::BatchSource> batches;
   if (options_.open_stream != nullptr) {
     PSTRAIN_ASSIGN_OR_RETURN(
@@ -269,11 +295,24 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     absl::StatusOr<data::Batch*> batch = batches->Next();
     if (!batch.ok()) return AtStep(*step, "reading the data", batch.status());
     if (metrics != nullptr) lap(metrics->data_seconds);
+    // The batch's embedding rows are pulled beside the dense variables: on
+    // a second thread its ids are remapped and their rows asked for while
+    // this one waits for the dense pull (in sync mode, for the step before
+    // to complete).
+    std::optional<Beside> rows;
+    if (!sparse_->empty()) {
+      rows.emplace(beside_, [&] { return PullSparse(*step, *batch, buffers); });
+    }
     absl::StatusOr<int64_t> version =
         ps_->PullDense(sync ? *step : 0, buffers.pull);
+    const absl::Status rows_pulled = rows ? rows->Wait() : absl::OkStatus();
     if (!version.ok()) {
       batches->Release(*batch);
       return AtStep(*step, "pulling", version.status());
+    }
+    if (!rows_pulled.ok()) {
+      batches->Release(*batch);
+      return rows_pulled;
     }
     // Asked after the pull: in sync mode the step before is complete, so a
     // membership change made before it is seen here.
@@ -286,10 +325,13 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
       batches->Release(*batch);
       return covered;
     }
-    if (absl::Status pulled = PullSparse(*step, **batch, buffers);
-        !pulled.ok()) {
-      batches->Release(*batch);
-      return pulled;
+    // Covered batches' ids join the step's, and every row is pulled again.
+    if (!buffers.covered.empty() && !sparse_->empty()) {
+      if (absl::Status pulled = PullSparse(*step, nullptr, buffers);
+          !pulled.ok()) {
+        batches->Release(*batch);
+        return pulled;
+      }
     }
     // The heartbeat (and a hold at a checkpoint) counts as pulling.
     if (metrics != nullptr) lap(metrics->pull_seconds);
@@ -330,10 +372,12 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
     const int64_t examples = own_examples + covered_examples;
     if (metrics != nullptr) lap(metrics->compute_seconds);
     absl::SleepFor(options_.push_delay);
-    // The tables' rows, then the dense variables. Either order would do in
-    // sync mode: the next step's pulls wait for this one on every piece.
-    // Async ps tasks apply this worker's push of a step once, however
-    // often it is redone (RequestHeader.step); the global batches it sums.
+    // The tables' rows are pushed beside the dense variables, on the second
+    // thread: the next step's pulls wait for this one on every piece (sync),
+    // and a push a ps took already is not applied again when the step is
+    // redone after the other failed (async ps tasks apply this worker's
+    // push of a step once, however often it is redone: RequestHeader.step;
+    // sync ones count a worker once per step). The global batches it sums:
     std::vector<int64_t> batches = {*step * options_.num_workers +
                                     options_.worker_index};
     for (const CoveredBatch& covered : buffers.covered) {
@@ -342,13 +386,17 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
                         covered.ref.worker);
     }
     ps_->set_step(*step, batches);
-    absl::Status pushed = sparse_->Push(*step, examples, buffers.gradients);
-    if (pushed.ok() || (!sync && ps::IsStaleGradient(pushed))) {
-      absl::Status dense =
-          ps_->PushDense(sync ? *step : *version, examples, buffers.push);
-      if (!dense.ok() && (pushed.ok() || !ps::IsStaleGradient(dense))) {
-        pushed = dense;
-      }
+    std::optional<Beside> row_push;
+    if (!sparse_->empty()) {
+      row_push.emplace(beside_, [&] {
+        return sparse_->Push(*step, examples, buffers.gradients);
+      });
+    }
+    const absl::Status dense =
+        ps_->PushDense(sync ? *step : *version, examples, buffers.push);
+    absl::Status pushed = row_push ? row_push->Wait() : absl::OkStatus();
+    if (!dense.ok() && (pushed.ok() || !ps::IsStaleGradient(dense))) {
+      pushed = dense;
     }
     if (!sync && ps::IsStaleGradient(pushed)) {
       // Other workers moved the variables too far meanwhile: this step's
@@ -411,18 +459,21 @@ absl::Status Trainer::TrainFrom(const data::ShardPlan& plan,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::PullSparse(int64_t step, data::Batch& batch,
+absl::Status Trainer::PullSparse(int64_t step, data::Batch* batch,
                                  Buffers& buffers) {
-  if (sparse_->empty()) return absl::OkStatus();
-  sparse_->Clear();
-  absl::Status touched = sparse_->TouchAndRemap(
-      &batch.features, batch.indices,
-      batch.wide_ids.num_elements() > 0 ? &batch.wide_ids : nullptr);
-  for (CoveredBatch& covered : buffers.covered) {
-    if (!touched.ok()) break;
+  absl::Status touched;
+  if (batch != nullptr) {
+    sparse_->Clear();
     touched = sparse_->TouchAndRemap(
-        &covered.features, covered.indices,
-        covered.wide_ids.num_elements() > 0 ? &covered.wide_ids : nullptr);
+        &batch->features, batch->indices,
+        batch->wide_ids.num_elements() > 0 ? &batch->wide_ids : nullptr);
+  } else {
+    for (CoveredBatch& covered : buffers.covered) {
+      if (!touched.ok()) break;
+      touched = sparse_->TouchAndRemap(
+          &covered.features, covered.indices,
+          covered.wide_ids.num_elements() > 0 ? &covered.wide_ids : nullptr);
+    }
   }
   if (!touched.ok()) return AtStep(step, "reading the data", touched);
   const bool sync = config_->update().mode() == UpdateConfig::SYNC;

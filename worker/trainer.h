@@ -47,6 +47,7 @@
 #include "chief/chief_client.h"
 #include "chief/membership.h"
 #include "common/retry.h"
+#include "common/thread_pool.h"
 #include "compute/backend.h"
 #include "data/batch_source.h"
 #include "data/dataset.h"
@@ -180,8 +181,11 @@ class Trainer {
                                   Buffers& buffers);
   absl::Status GatherCoveredBatches(int64_t step, const data::RunLength& length,
                                     Buffers& buffers);
-  // Pulls the embedding rows the step's batch and covered batches touch.
-  absl::Status PullSparse(int64_t step, data::Batch& batch, Buffers& buffers);
+  // Starts the step's tables (SparseTables::Clear) and pulls the embedding
+  // rows `batch` touches; with a null `batch`, adds the ids of
+  // buffers.covered to the step's and pulls every row again. The first runs
+  // on beside_ while the dense variables are pulled.
+  absl::Status PullSparse(int64_t step, data::Batch* batch, Buffers& buffers);
   // Trains the gathered covered batches, adding their losses and examples
   // to `*result`. In sync mode a batch owed from an earlier step (its
   // worker's last push may have reached some ps tasks) is pushed at once,
@@ -239,6 +243,9 @@ class Trainer {
   uint64_t mirror_versions_ = 0;
   // Data plans of the other workers, for the batches of absent ones.
   std::map<int, data::ShardPlan> plans_;
+  // Pulls and pushes the tables' rows while this thread pulls and pushes
+  // the dense variables (they share the PsClients: ps/ps_client.h).
+  ThreadPool beside_{1};
 };
 
 }  // namespace worker
