@@ -24,13 +24,6 @@ TEST(HugePages, LargeAllocationsAreAlignedToAHugePage) {
   }
 }
 
-TEST(HugePages, SmallAllocationsAreOrdinary) {
-  void* p = AllocateMaybeHuge(100);
-  ASSERT_NE(p, nullptr);
-  std::memset(p, 1, 100);
-  FreeMaybeHuge(p, 100);
-}
-
 // The mapping holding a large vector's storage is advised for huge pages
 // (its VmFlags in /proc/self/smaps carry "hg"); whether the kernel then
 // has huge pages to give is its business, not ours.
