@@ -170,27 +170,19 @@ absl::Span<float> DenseVariable::MutableValueLocked() {
 
 int64_t DenseVariable::ApplyAsync(int64_t batch_size,
                                   absl::Span<const Chunk> chunks) {
-  // The gradient is scaled and applied a block at a time, so the scaled
-  // block is still in the L1 cache when the optimizer reads it (elementwise
-  // updates: blocks are independent).
-  constexpr int64_t kBlock = 4096;
-  float scaled[kBlock];
+  // Scaled as the optimizer reads it: one pass over the gradient and the
+  // value.
   const float inverse_batch = 1.0f / static_cast<float>(batch_size);
   absl::MutexLock lock(&mu_);
   const absl::Span<float> value = MutableValueLocked();
   std::vector<float*> slots(slot_data_.size());
   for (const Chunk& chunk : chunks) {
-    const int64_t n = NumFloats(chunk);
-    for (int64_t begin = 0; begin < n; begin += kBlock) {
-      const int64_t size = std::min(kBlock, n - begin);
-      for (int64_t i = 0; i < size; ++i) {
-        scaled[i] = FloatAt(chunk, begin + i) * inverse_batch;
-      }
-      const int64_t first = chunk.offset / 4 + begin;
-      for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
-      optimizer_->Apply(value.subspan(first, size),
-                        absl::MakeConstSpan(scaled, size), slots, version_ + 1);
-    }
+    const int64_t first = chunk.offset / 4;
+    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
+    optimizer_->Apply(
+        value.subspan(first, NumFloats(chunk)),
+        ScaledGradient(chunk.data.data(), NumFloats(chunk), inverse_batch),
+        slots, version_ + 1);
   }
   return ++version_;
 }
@@ -272,7 +264,8 @@ void DenseVariable::CompleteStepLocked() {
 
 void DenseVariable::ApplySumLocked() {
   // g = sum / global batch (element by element when parts were pushed), the
-  // sum rounded to float once, applied a block at a time as in ApplyAsync.
+  // sum rounded to float once, a block at a time: the block is still in the
+  // L1 cache when the optimizer reads it.
   constexpr int64_t kBlock = 4096;
   float g[kBlock];
   const int64_t n = static_cast<int64_t>(sum_.size());

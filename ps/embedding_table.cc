@@ -494,8 +494,6 @@ void EmbeddingTable::FillAbsentRow(const VariableDef& def, int64_t id,
 
 void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
                                      const float* g, float scale) {
-  thread_local std::vector<float> scaled;
-  scaled.resize(width_);
   std::vector<float*> slots(num_arrays_ - 1);
   // Without admission or eviction a row's place is fixed once found, so the
   // rows are found first and updated after, each row's arrays prefetched a
@@ -529,7 +527,7 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
         meta.count += 1;
         meta.last_update = version_ + 1;
       }
-      ApplyRowLocked(index, g + i * width_, scale, scaled, slots);
+      ApplyRowLocked(index, g + i * width_, scale, slots);
     }
     AdvanceVersionLocked();
     return;
@@ -562,18 +560,17 @@ void EmbeddingTable::ApplyRowsLocked(absl::Span<const int64_t> ids,
       meta.count = admitted > 0 ? admitted : meta.count + 1;
       meta.last_update = version_ + 1;
     }
-    ApplyRowLocked(index, g + i * width_, scale, scaled, slots);
+    ApplyRowLocked(index, g + i * width_, scale, slots);
   }
   AdvanceVersionLocked();
 }
 
 void EmbeddingTable::ApplyRowLocked(int64_t index, const float* g, float scale,
-                                    std::vector<float>& scaled,
                                     std::vector<float*>& slots) {
-  for (int64_t j = 0; j < width_; ++j) scaled[j] = g[j] * scale;
   for (size_t s = 0; s < slots.size(); ++s) slots[s] = Row(1 + s, index);
-  optimizer_->Apply(absl::MakeSpan(Row(0, index), width_), scaled, slots,
-                    version_ + 1);
+  optimizer_->Apply(absl::MakeSpan(Row(0, index), width_),
+                    ScaledGradient(absl::MakeConstSpan(g, width_), scale),
+                    slots, version_ + 1);
 }
 
 int64_t EmbeddingTable::ApplyAsync(absl::Span<const int64_t> ids,

@@ -237,9 +237,9 @@ class EmbeddingTable {
   void ApplyRowsLocked(absl::Span<const int64_t> ids, const float* g,
                        float scale) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The optimizer's update of row `index` by scale * g (its width);
-  // `scaled` and `slots` are scratch of the width and the slot count.
+  // `slots` is scratch of the slot count.
   void ApplyRowLocked(int64_t index, const float* g, float scale,
-                      std::vector<float>& scaled, std::vector<float*>& slots)
+                      std::vector<float*>& slots)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const VariableDef def_;

@@ -21,16 +21,15 @@ namespace {
 // w[i], read before step updates w[i]. The decay test is made once per call,
 // not per element, so both loops stay branch-free; `step` is a lambda, inlined.
 template <typename Step>
-inline void ForEachElement(absl::Span<float> w, absl::Span<const float> g,
+inline void ForEachElement(absl::Span<float> w, const ScaledGradient& g,
                            float weight_decay, Step step) {
   ABSL_ASSERT(g.size() == w.size());
-  const float* gp = g.data();
   const float* wp = w.data();
   const size_t n = w.size();
   if (weight_decay == 0.0f) {
-    for (size_t i = 0; i < n; ++i) step(i, gp[i]);
+    for (size_t i = 0; i < n; ++i) step(i, g[i]);
   } else {
-    for (size_t i = 0; i < n; ++i) step(i, gp[i] + weight_decay * wp[i]);
+    for (size_t i = 0; i < n; ++i) step(i, g[i] + weight_decay * wp[i]);
   }
 }
 
@@ -42,7 +41,7 @@ class Sgd final : public Optimizer {
   std::string SlotName(int i) const override { return ""; }
   float SlotInitialValue(int i) const override { return 0.0f; }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t t) const override {
     ABSL_ASSERT(slots.empty());
     float* wp = w.data();
@@ -68,7 +67,7 @@ class Momentum final : public Optimizer {
   std::string SlotName(int i) const override { return "momentum"; }
   float SlotInitialValue(int i) const override { return 0.0f; }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t t) const override {
     ABSL_ASSERT(slots.size() == 1);
     float* wp = w.data();
@@ -111,7 +110,7 @@ class Adagrad final : public Optimizer {
     return initial_accumulator_value_;
   }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t t) const override {
     ABSL_ASSERT(slots.size() == 1);
     float* wp = w.data();
@@ -161,7 +160,7 @@ class Ftrl final : public Optimizer {
     return i == 0 ? initial_accumulator_value_ : 0.0f;
   }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t t) const override {
     ABSL_ASSERT(slots.size() == 2);
     float* wp = w.data();
@@ -213,7 +212,7 @@ class Adam final : public Optimizer {
   std::string SlotName(int i) const override { return i == 0 ? "m" : "v"; }
   float SlotInitialValue(int i) const override { return 0.0f; }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t t) const override {
     ABSL_ASSERT(slots.size() == 2);
     ABSL_ASSERT(t >= 1);
@@ -261,7 +260,7 @@ class LazyAdam final : public Optimizer {
   }
   float SlotInitialValue(int i) const override { return 0.0f; }
 
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const> slots, int64_t) const override {
     ABSL_ASSERT(slots.size() == 3);
     if (w.empty()) return;
@@ -309,7 +308,7 @@ class MovingAverage final : public Optimizer {
   int NumSlots() const override { return 0; }
   std::string SlotName(int) const override { return ""; }
   float SlotInitialValue(int) const override { return 0; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
+  void Apply(absl::Span<float> w, const ScaledGradient& g,
              absl::Span<float* const>, int64_t) const override {
     for (size_t i = 0; i < w.size(); ++i) {
       w[i] = momentum_ * w[i] + (1 - momentum_) * g[i];

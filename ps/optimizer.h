@@ -34,7 +34,9 @@
 #ifndef PSTRAIN_PS_OPTIMIZER_H_
 #define PSTRAIN_PS_OPTIMIZER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +49,34 @@
 
 namespace pstrain {
 namespace ps {
+
+// A gradient as an optimizer reads it: size() float32 values at data(),
+// little-endian, at any address (a push's lie where they arrived in gRPC's
+// buffers), each multiplied by scale() as it is read. The ps hands pushed
+// bytes and the 1 / batch scale straight to the optimizer, so that a push is
+// applied in one pass over the gradient and the variable.
+class ScaledGradient {
+ public:
+  ScaledGradient(const char* data, size_t size, float scale)
+      : data_(data), size_(size), scale_(scale) {}
+  // Aligned floats, times `scale`.
+  explicit ScaledGradient(absl::Span<const float> g, float scale = 1.0f)
+      : ScaledGradient(reinterpret_cast<const char*>(g.data()), g.size(),
+                       scale) {}
+
+  size_t size() const { return size_; }
+  // Element i times scale() (loops of these vectorize with unaligned loads).
+  float operator[](size_t i) const {
+    float f;
+    std::memcpy(&f, data_ + 4 * i, 4);
+    return f * scale_;
+  }
+
+ private:
+  const char* data_;
+  size_t size_;
+  float scale_;
+};
 
 class Optimizer {
  public:
@@ -65,11 +95,16 @@ class Optimizer {
   // initial_accumulator_value; 0 otherwise).
   virtual float SlotInitialValue(int i) const = 0;
 
-  // Updates w[i] for every i from g[i] (already divided by the batch) and the
-  // slots. REQUIRES: g.size() == w.size(); slots.size() == NumSlots(), each
-  // pointing at w.size() floats; t >= 1.
-  virtual void Apply(absl::Span<float> w, absl::Span<const float> g,
+  // Updates w[i] for every i from g[i] (divided by the batch: by the
+  // gradient's scale or before) and the slots. REQUIRES: g.size() ==
+  // w.size(); slots.size() == NumSlots(), each pointing at w.size() floats;
+  // t >= 1.
+  virtual void Apply(absl::Span<float> w, const ScaledGradient& g,
                      absl::Span<float* const> slots, int64_t t) const = 0;
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float* const> slots, int64_t t) const {
+    Apply(w, ScaledGradient(g), slots, t);
+  }
 };
 
 // The optimizer `config` describes, or INVALID_ARGUMENT naming the bad field

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -450,6 +451,46 @@ void ExpectInvalid(const OptimizerConfig& config, const std::string& message) {
   ASSERT_FALSE(opt.ok()) << config.DebugString();
   EXPECT_EQ(opt.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(opt.status().message(), message);
+}
+
+TEST(Optimizer, ScaledGradientReadsUnalignedBytesTimesItsScale) {
+  // As a push is applied: the gradient's bytes at an odd address in the
+  // received buffer, scaled by 1 / batch as they are read. Each update must
+  // equal the one from aligned floats scaled beforehand, bit for bit.
+  constexpr int kN = 37;  // past any vector width, with a remainder
+  constexpr float kInverseBatch = 1.0f / 3.0f;
+  for (const OptimizerConfig& config : EveryKind()) {
+    std::unique_ptr<Optimizer> opt = MustCreate(config);
+    ASSERT_NE(opt, nullptr);
+    std::vector<float> g(kN), scaled(kN);
+    for (int i = 0; i < kN; ++i) {
+      g[i] = 0.1f * static_cast<float>(i - 18) + 0.01f;
+      scaled[i] = g[i] * kInverseBatch;
+    }
+    std::vector<char> bytes(1 + 4 * kN);
+    std::memcpy(bytes.data() + 1, g.data(), 4 * kN);
+    const std::vector<float> initial(kN, 0.5f);
+    std::vector<float> w_fused = initial, w_scaled = initial;
+    std::vector<std::vector<float>> slots_fused, slots_scaled;
+    for (int s = 0; s < opt->NumSlots(); ++s) {
+      slots_fused.emplace_back(kN, opt->SlotInitialValue(s));
+      slots_scaled.emplace_back(kN, opt->SlotInitialValue(s));
+    }
+    std::vector<float*> fused_ptrs, scaled_ptrs;
+    for (int s = 0; s < opt->NumSlots(); ++s) {
+      fused_ptrs.push_back(slots_fused[s].data());
+      scaled_ptrs.push_back(slots_scaled[s].data());
+    }
+    for (int t = 1; t <= 3; ++t) {
+      opt->Apply(absl::MakeSpan(w_fused),
+                 ScaledGradient(bytes.data() + 1, kN, kInverseBatch),
+                 fused_ptrs, t);
+      opt->Apply(absl::MakeSpan(w_scaled), scaled, scaled_ptrs, t);
+    }
+    EXPECT_EQ(w_fused, w_scaled) << config.DebugString();
+    EXPECT_EQ(slots_fused, slots_scaled) << config.DebugString();
+    EXPECT_NE(w_fused, initial) << config.DebugString();
+  }
 }
 
 TEST(Optimizer, RefusesConfigWithoutKind) {
