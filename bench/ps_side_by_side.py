@@ -31,8 +31,8 @@ import sys
 
 def run(cmd, timeout):
     """The run's mean push, pull and aggregate MB/s; None if it did not end
-    within `timeout` seconds (ps-lite 15b8adf never ended a 400 MB round
-    here: its processes sat idle)."""
+    within `timeout` seconds (ps-lite 15b8adf once sat idle in a 400 MB
+    round here, never ending it)."""
     # In a process group of its own, so that a run that does not end is
     # killed with every process it started.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
