@@ -112,7 +112,7 @@ void DenseVariable::Restore(const std::vector<std::string>& arrays,
   }
   version_ = version;
   interruptions_.Add("it was restored from a checkpoint");
-  std::fill(sum_.begin(), sum_.end(), 0.0);
+  sum_started_ = false;
   ClearCoverageLocked();
   step_.Reset();
 }
@@ -200,15 +200,21 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
     case SyncStep::Outcome::kAbsent:
       return Accumulated::kDropped;
   }
-  if (sum_.empty()) sum_.assign(num_bytes() / 4, 0.0);
+  if (sum_.empty()) sum_.resize(num_bytes() / 4);
   if (part == nullptr) {
+    // The chunks cover the piece (checked before).
     whole_batch_ += contribution.batch_size;
     for (const Chunk& chunk : chunks) {
       double* sum = sum_.data() + chunk.offset / 4;
       const int64_t n = NumFloats(chunk);
-      for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
+      if (sum_started_) {
+        for (int64_t i = 0; i < n; ++i) sum[i] += FloatAt(chunk, i);
+      } else {
+        for (int64_t i = 0; i < n; ++i) sum[i] = FloatAt(chunk, i);
+      }
     }
   } else {
+    if (!sum_started_) std::fill(sum_.begin(), sum_.end(), 0.0);
     const PartRows rows = PartRowsOnPiece(*part, def_, row_begin_, row_end_);
     for (const Chunk& chunk : chunks) {
       const int64_t first = chunk.offset / 4;
@@ -237,6 +243,7 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
       }
     }
   }
+  sum_started_ = true;
   if (step_.complete()) CompleteStepLocked();
   return Accumulated::kAdded;
 }
@@ -254,10 +261,12 @@ void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
 void DenseVariable::CompleteStepLocked() {
   {
     absl::MutexLock lock(&mu_);
+    // A step completes only once it holds a push (SyncStep::complete), so
+    // sum_ holds its sums.
     if (!step_.skip_update()) ApplySumLocked();
     ++version_;
   }
-  std::fill(sum_.begin(), sum_.end(), 0.0);
+  sum_started_ = false;
   ClearCoverageLocked();
   step_.Next();
 }

@@ -189,6 +189,10 @@ class DenseVariable {
   // or more pushes round differently in different orders, and a rounding
   // can flip a ReLU downstream.
   std::vector<double> sum_ ABSL_GUARDED_BY(sum_mu_);
+  // Whether sum_ holds the current step's sums; until then it reads as
+  // zeros. A step's first whole push writes the sum instead of adding to
+  // it, so sum_ is not zeroed between steps: a pass less over it per step.
+  bool sum_started_ ABSL_GUARDED_BY(sum_mu_) = false;
   SyncStep step_ ABSL_GUARDED_BY(sum_mu_);
   // The step's coverage once a part was pushed to it: the batch sizes of its
   // whole contributions, and of its parts' per dimension d by index of d

@@ -256,6 +256,37 @@ TEST_F(ShardPartTest, SyncStepCountsARowPartWithNoRowsHere) {
   EXPECT_EQ(k.values, std::vector<float>(8, 1.0f - 2.0f));
 }
 
+// A step's sums start from zero, whatever the step before summed: a step of
+// whole pushes, then one of row parts (SyncStepCountsARowPartWithNoRowsHere's).
+TEST_F(ShardPartTest, SyncStepOfPartsAfterAWholeStepStartsFromZero) {
+  Init(UpdateConfig::SYNC, 2);
+  for (int worker = 0; worker < 2; ++worker) {
+    PushDenseRequest whole = Push(worker, 1);
+    *whole.add_gradients() =
+        Gradient("k", {4, 4}, 0, 2, std::vector<float>(8, 5.0f));
+    *whole.add_gradients() = Gradient("b", {4}, 0, 4, {0, 0, 0, 0});
+    ASSERT_TRUE(Send(shard_, whole).ok());
+  }
+  // (5 + 5) / 2 = 5.
+  ASSERT_EQ(Pull(shard_, "k", nullptr, 1).values,
+            std::vector<float>(8, 1.0f - 5.0f));
+  PushDenseRequest first = Push(0, 3);
+  first.set_version(1);
+  *first.add_parts() = Part("k", 0, 0, 2);
+  *first.add_gradients() =
+      Gradient("k", {2, 4}, 0, 2, std::vector<float>(8, 6.0f));
+  ASSERT_TRUE(Send(shard_, first).ok());
+  PushDenseRequest second = Push(1, 3);
+  second.set_version(1);
+  *second.add_parts() = Part("k", 0, 2, 4);
+  *second.add_gradients() = Gradient("k", {2, 4}, 0, 0, {});
+  ASSERT_TRUE(Send(shard_, second).ok());
+  // 6 / 3 = 2.
+  const Pulled k = Pull(shard_, "k", nullptr, 2);
+  ASSERT_TRUE(k.status.ok()) << k.status;
+  EXPECT_EQ(k.values, std::vector<float>(8, 1.0f - 5.0f - 2.0f));
+}
+
 TEST_F(ShardPartTest, RefusesMalformedPushParts) {
   Init(UpdateConfig::SYNC, 2);
   auto push = [](VariablePart part, std::vector<int64_t> dims, int64_t row_end,
