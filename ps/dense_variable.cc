@@ -200,6 +200,12 @@ DenseVariable::Accumulated DenseVariable::AccumulateSync(
     case SyncStep::Outcome::kAbsent:
       return Accumulated::kDropped;
   }
+  // The last push of a step of whole pushes is added as the update reads
+  // the sum: a pass over the sum less.
+  if (part == nullptr && !parts_in_step_ && step_.complete()) {
+    CompleteStepLocked(chunks);
+    return Accumulated::kAdded;
+  }
   if (sum_.empty()) sum_.resize(num_bytes() / 4);
   if (part == nullptr) {
     // The chunks cover the piece (checked before).
@@ -258,12 +264,10 @@ void DenseVariable::SetWorkers(int needed, absl::Span<const int> absent) {
   if (step_.SetWorkers(needed, absent)) CompleteStepLocked();
 }
 
-void DenseVariable::CompleteStepLocked() {
+void DenseVariable::CompleteStepLocked(absl::Span<const Chunk> last) {
   {
     absl::MutexLock lock(&mu_);
-    // A step completes only once it holds a push (SyncStep::complete), so
-    // sum_ holds its sums.
-    if (!step_.skip_update()) ApplySumLocked();
+    if (!step_.skip_update()) ApplySumLocked(last);
     ++version_;
   }
   sum_started_ = false;
@@ -271,18 +275,45 @@ void DenseVariable::CompleteStepLocked() {
   step_.Next();
 }
 
-void DenseVariable::ApplySumLocked() {
-  // g = sum / global batch (element by element when parts were pushed), the
-  // sum rounded to float once, a block at a time: the block is still in the
-  // L1 cache when the optimizer reads it.
-  constexpr int64_t kBlock = 4096;
-  float g[kBlock];
-  const int64_t n = static_cast<int64_t>(sum_.size());
+void DenseVariable::ApplySumLocked(absl::Span<const Chunk> last) {
   const float inverse_batch = step_.batch_sum() > 0
                                   ? 1.0f / static_cast<float>(step_.batch_sum())
                                   : 1.0f;
   const absl::Span<float> value = MutableValueLocked();
   std::vector<float*> slots(slot_data_.size());
+  auto apply = [&](int64_t first, const ScaledGradient& g) {
+    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
+    optimizer_->Apply(value.subspan(first, g.size()), g, slots, version_ + 1);
+  };
+  if (!sum_started_) {
+    // `last` is the step's one push (a step completes only once it holds
+    // one: SyncStep::complete): applied as an async push is.
+    for (const Chunk& chunk : last) {
+      apply(chunk.offset / 4, ScaledGradient(chunk.data.data(),
+                                             NumFloats(chunk), inverse_batch));
+    }
+    return;
+  }
+  // g = (sum [+ last]) / global batch (element by element when parts were
+  // pushed), the sum rounded to float once, a block at a time: the block is
+  // still in the L1 cache when the optimizer reads it.
+  constexpr int64_t kBlock = 4096;
+  float g[kBlock];
+  for (const Chunk& chunk : last) {
+    const int64_t first = chunk.offset / 4;
+    const int64_t n = NumFloats(chunk);
+    for (int64_t begin = 0; begin < n; begin += kBlock) {
+      const int64_t size = std::min(kBlock, n - begin);
+      const double* sum = sum_.data() + first + begin;
+      for (int64_t i = 0; i < size; ++i) {
+        g[i] = static_cast<float>(sum[i] + FloatAt(chunk, begin + i)) *
+               inverse_batch;
+      }
+      apply(first + begin, ScaledGradient(absl::MakeConstSpan(g, size)));
+    }
+  }
+  if (!last.empty()) return;
+  const int64_t n = static_cast<int64_t>(sum_.size());
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t size = std::min(kBlock, n - begin);
     for (int64_t i = 0; i < size; ++i) {
@@ -290,9 +321,7 @@ void DenseVariable::ApplySumLocked() {
       g[i] = parts_in_step_ ? sum * InverseCoverageLocked(begin + i)
                             : sum * inverse_batch;
     }
-    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + begin;
-    optimizer_->Apply(value.subspan(begin, size), absl::MakeConstSpan(g, size),
-                      slots, version_ + 1);
+    apply(begin, ScaledGradient(absl::MakeConstSpan(g, size)));
   }
 }
 

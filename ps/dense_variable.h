@@ -155,11 +155,14 @@ class DenseVariable {
   // The value, to be updated in place: first copied if a pull holds it.
   absl::Span<float> MutableValueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sync: applies the step's sum divided by its global batch (element by
-  // element when parts were pushed), once, and starts the next step.
-  void CompleteStepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Applies the step's sum divided by its global batch, and zeroes it.
-  void ApplySumLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_, mu_);
+  // element when parts were pushed), once, and starts the next step. `last`:
+  // the chunks of a whole push that completes a step of whole pushes, not
+  // yet in the sum: added as the sum is read.
+  void CompleteStepLocked(absl::Span<const Chunk> last = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies the step's sum (and `last`) divided by its global batch.
+  void ApplySumLocked(absl::Span<const Chunk> last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_, mu_);
   // 1 / the batch sizes that covered element i of the sum, or 0 when none.
   float InverseCoverageLocked(int64_t i) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_);

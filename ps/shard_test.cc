@@ -258,6 +258,17 @@ TEST_F(ShardTest, SyncAppliesOnceWithTheGlobalBatch) {
   EXPECT_EQ(Pull(shard_, "b", 1), (std::vector<float>{-0.5f, -0.5f, 0.5f}));
 }
 
+// A sync run of one worker: each push is a step, divided by its batch.
+TEST_F(ShardTest, SyncStepOfOneWorkerAppliesItsPushOverItsBatch) {
+  Init(Create(UpdateConfig::SYNC, 1));
+  // lr 0.5, batch 4: w -= 0.5 * ({4, 8, 0, -4} / 4).
+  ASSERT_TRUE(Send(shard_, Push(0, 4, {4, 8, 0, -4}, {0, 0, 0})).ok());
+  EXPECT_EQ(Pull(shard_, "w", 1), (std::vector<float>{0.5f, 0.0f, 1.0f, 1.5f}));
+  // The next step holds nothing of this one.
+  ASSERT_TRUE(Send(shard_, Push(1, 2, {2, 2, 2, 2}, {0, 0, 0})).ok());
+  EXPECT_EQ(Pull(shard_, "w", 2), (std::vector<float>{0.0f, -0.5f, 0.5f, 1.0f}));
+}
+
 // A moving average (BatchNormalization's moving statistics) folds in the
 // step's average of what the workers pushed instead of taking an SGD step.
 TEST_F(ShardTest, SyncMovingAverageFoldsInTheStepsAverage) {
