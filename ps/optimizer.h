@@ -2,12 +2,12 @@
 // and the store (as ps-lite's pluggable updater).
 //
 // An Optimizer updates a contiguous run of elements of one variable (a whole
-// slice, or one embedding row) from a gradient already divided by the batch
-// it was computed on. Its per-element state lives in "slots" the caller owns,
-// one float array per slot, each as long as the elements, initialized to
-// SlotInitialValue(). The formulas are Keras's (keras/optimizers/*.py,
-// Keras 3), with optional L2 weight decay added to the gradient first
-// (g += weight_decay * w):
+// slice, or one embedding row) from a gradient divided by the batch it was
+// computed on (before, or as it is read: ScaledGradient). Its per-element
+// state lives in "slots" the caller owns, one float array per slot, each as
+// long as the elements, initialized to SlotInitialValue(). The formulas are
+// Keras's (keras/optimizers/*.py, Keras 3), with optional L2 weight decay
+// added to the gradient first (g += weight_decay * w):
 //   sgd:       w -= lr * g
 //   momentum:  m = momentum * m - lr * g;
 //              w += m                         (nesterov: w += momentum * m - lr
@@ -50,9 +50,9 @@
 namespace pstrain {
 namespace ps {
 
-// A gradient as an optimizer reads it: size() float32 values at data(),
-// little-endian, at any address (a push's lie where they arrived in gRPC's
-// buffers), each multiplied by scale() as it is read. The ps hands pushed
+// A gradient as an optimizer reads it: `size` little-endian float32 values
+// at `data`, any address (a push's floats lie where they arrived in gRPC's
+// buffers), each multiplied by `scale` as it is read. The ps hands pushed
 // bytes and the 1 / batch scale straight to the optimizer, so that a push is
 // applied in one pass over the gradient and the variable.
 class ScaledGradient {
@@ -65,7 +65,8 @@ class ScaledGradient {
                        scale) {}
 
   size_t size() const { return size_; }
-  // Element i times scale() (loops of these vectorize with unaligned loads).
+  // Element i times the scale (loops of these vectorize with unaligned
+  // loads).
   float operator[](size_t i) const {
     float f;
     std::memcpy(&f, data_ + 4 * i, 4);
