@@ -280,10 +280,13 @@ void DenseVariable::ApplySumLocked(absl::Span<const Chunk> last) {
                                   ? 1.0f / static_cast<float>(step_.batch_sum())
                                   : 1.0f;
   const absl::Span<float> value = MutableValueLocked();
+  // Read here, under the lock (the lambda is not seen to hold it).
+  float* const* const slot_data = slot_data_.data();
+  const int64_t t = version_ + 1;
   std::vector<float*> slots(slot_data_.size());
   auto apply = [&](int64_t first, const ScaledGradient& g) {
-    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
-    optimizer_->Apply(value.subspan(first, g.size()), g, slots, version_ + 1);
+    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data[s] + first;
+    optimizer_->Apply(value.subspan(first, g.size()), g, slots, t);
   };
   if (!sum_started_) {
     // `last` is the step's one push (a step completes only once it holds
