@@ -68,6 +68,7 @@ DenseVariable::DenseVariable(const VariableDef& def, int64_t row_begin,
       value_(std::make_shared<Tensor>(std::move(value))),
       slots_(std::move(slots)) {
   for (Tensor& slot : slots_) slot_data_.push_back(slot.data<float>());
+  slot_scratch_.resize(slot_data_.size());
 }
 
 int64_t DenseVariable::bytes_held() const {
@@ -168,22 +169,28 @@ absl::Span<float> DenseVariable::MutableValueLocked() {
   return value_->flat<float>();
 }
 
+void DenseVariable::UpdateLocked(int64_t first, const ScaledGradient& g) {
+  for (size_t s = 0; s < slot_data_.size(); ++s) {
+    slot_scratch_[s] = slot_data_[s] + first;
+  }
+  optimizer_->Apply(MutableValueLocked().subspan(first, g.size()), g,
+                    slot_scratch_, version_ + 1);
+}
+
+void DenseVariable::UpdateLocked(absl::Span<const Chunk> chunks, float scale) {
+  for (const Chunk& chunk : chunks) {
+    UpdateLocked(chunk.offset / 4,
+                 ScaledGradient(chunk.data.data(), NumFloats(chunk), scale));
+  }
+}
+
 int64_t DenseVariable::ApplyAsync(int64_t batch_size,
                                   absl::Span<const Chunk> chunks) {
   // Scaled as the optimizer reads it: one pass over the gradient and the
   // value.
   const float inverse_batch = 1.0f / static_cast<float>(batch_size);
   absl::MutexLock lock(&mu_);
-  const absl::Span<float> value = MutableValueLocked();
-  std::vector<float*> slots(slot_data_.size());
-  for (const Chunk& chunk : chunks) {
-    const int64_t first = chunk.offset / 4;
-    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data_[s] + first;
-    optimizer_->Apply(
-        value.subspan(first, NumFloats(chunk)),
-        ScaledGradient(chunk.data.data(), NumFloats(chunk), inverse_batch),
-        slots, version_ + 1);
-  }
+  UpdateLocked(chunks, inverse_batch);
   return ++version_;
 }
 
@@ -279,22 +286,10 @@ void DenseVariable::ApplySumLocked(absl::Span<const Chunk> last) {
   const float inverse_batch = step_.batch_sum() > 0
                                   ? 1.0f / static_cast<float>(step_.batch_sum())
                                   : 1.0f;
-  const absl::Span<float> value = MutableValueLocked();
-  // Read here, under the lock (the lambda is not seen to hold it).
-  float* const* const slot_data = slot_data_.data();
-  const int64_t t = version_ + 1;
-  std::vector<float*> slots(slot_data_.size());
-  auto apply = [&](int64_t first, const ScaledGradient& g) {
-    for (size_t s = 0; s < slots.size(); ++s) slots[s] = slot_data[s] + first;
-    optimizer_->Apply(value.subspan(first, g.size()), g, slots, t);
-  };
   if (!sum_started_) {
     // `last` is the step's one push (a step completes only once it holds
     // one: SyncStep::complete): applied as an async push is.
-    for (const Chunk& chunk : last) {
-      apply(chunk.offset / 4, ScaledGradient(chunk.data.data(),
-                                             NumFloats(chunk), inverse_batch));
-    }
+    UpdateLocked(last, inverse_batch);
     return;
   }
   // g = (sum [+ last]) / global batch (element by element when parts were
@@ -312,7 +307,7 @@ void DenseVariable::ApplySumLocked(absl::Span<const Chunk> last) {
         g[i] = static_cast<float>(sum[i] + FloatAt(chunk, begin + i)) *
                inverse_batch;
       }
-      apply(first + begin, ScaledGradient(absl::MakeConstSpan(g, size)));
+      UpdateLocked(first + begin, ScaledGradient(absl::MakeConstSpan(g, size)));
     }
   }
   if (!last.empty()) return;
@@ -324,7 +319,7 @@ void DenseVariable::ApplySumLocked(absl::Span<const Chunk> last) {
       g[i] = parts_in_step_ ? sum * InverseCoverageLocked(begin + i)
                             : sum * inverse_batch;
     }
-    apply(begin, ScaledGradient(absl::MakeConstSpan(g, size)));
+    UpdateLocked(begin, ScaledGradient(absl::MakeConstSpan(g, size)));
   }
 }
 

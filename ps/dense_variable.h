@@ -160,6 +160,13 @@ class DenseVariable {
   // yet in the sum: added as the sum is read.
   void CompleteStepLocked(absl::Span<const Chunk> last = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  // The optimizer's update of elements [first, first + g.size()) of the
+  // value and its slots by g.
+  void UpdateLocked(int64_t first, const ScaledGradient& g)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same by each of `chunks` times `scale`, read where they lie.
+  void UpdateLocked(absl::Span<const Chunk> chunks, float scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the step's sum (and `last`) divided by its global batch.
   void ApplySumLocked(absl::Span<const Chunk> last)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sum_mu_, mu_);
@@ -180,6 +187,8 @@ class DenseVariable {
   std::shared_ptr<Tensor> value_ ABSL_GUARDED_BY(mu_);
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_data_ ABSL_GUARDED_BY(mu_);
+  // UpdateLocked's slot pointers, one per slot.
+  std::vector<float*> slot_scratch_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   // Restore() and Interrupt() calls so far: a waiting Read gives up when
   // they change, saying why the last one happened.
