@@ -615,7 +615,29 @@ TEST(Shard, AsyncLargeVariableGetsTheOptimizersUpdate) {
     g->mutable_tensor()->mutable_shape()->add_dims(3);
     g->mutable_tensor()->mutable_shape()->add_dims(5000);
     g->mutable_tensor()->set_content(sums.data(), sums.size() * 4);
+    // At t = 2 a pull holds the value while the push applies: the update
+    // goes to a copy, the held value stays as read.
+    ValueView held;
+    if (t == 2) {
+      PullDenseRequest pull;
+      pull.mutable_header()->set_run_id(kRun);
+      pull.add_names("big");
+      ASSERT_TRUE(
+          shard
+              .PullDense(pull,
+                         [&held](const DenseVariable&, const ValueView& value) {
+                           held = value;
+                         })
+              .ok());
+      ASSERT_NE(held.owner, nullptr);
+    }
     ASSERT_TRUE(Send(shard, push).ok());
+    if (t == 2) {
+      std::vector<float> read(w.size());
+      ASSERT_EQ(held.size, static_cast<int64_t>(read.size() * 4));
+      std::memcpy(read.data(), held.data, held.size);
+      EXPECT_EQ(read, w);
+    }
     float* slots[] = {m.data(), v2.data()};
     optimizer->Apply(absl::MakeSpan(w), mean, slots, t);
   }
