@@ -178,15 +178,16 @@ absl::Status RingAllReduce::AllReduce(
   size_t total = 0;
   for (absl::Span<float> t : tensors) total += t.size();
   bucket_.resize(total);
+  // An empty tensor's data() may be null, which memcpy must not get.
   float* at = bucket_.data();
   for (absl::Span<float> t : tensors) {
-    std::memcpy(at, t.data(), t.size() * sizeof(float));
+    if (!t.empty()) std::memcpy(at, t.data(), t.size() * sizeof(float));
     at += t.size();
   }
   PSTRAIN_RETURN_IF_ERROR(AllReduce(id, absl::MakeSpan(bucket_)));
   at = bucket_.data();
   for (absl::Span<float> t : tensors) {
-    std::memcpy(t.data(), at, t.size() * sizeof(float));
+    if (!t.empty()) std::memcpy(t.data(), at, t.size() * sizeof(float));
     at += t.size();
   }
   return absl::OkStatus();

@@ -48,10 +48,12 @@ TEST(GrpcStatus, DetailsThatAreNotPayloadsAreIgnored) {
 }
 
 TEST(GrpcStatus, UnknownCodeBecomesUnknownWithNumber) {
+  // 20: no code of gRPC's, but a value grpc::StatusCode can hold (its
+  // enumerators, -1 to 16, give it the values -32 to 31).
   const absl::Status status =
-      FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(99), "odd"));
+      FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(20), "odd"));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnknown);
-  EXPECT_EQ(status.message(), "gRPC status code 99: odd");
+  EXPECT_EQ(status.message(), "gRPC status code 20: odd");
 }
 
 // A ps service that refuses every status request the way the real ps refuses

@@ -259,16 +259,19 @@ class PsService::Call : public GenericCall {
       where = Where::kServiceThread;
     }
     if (where == Where::kServiceThread) {
-      Finish((service_->*method_->serve)(requests(), &replies()));
+      Serve();
       return;
     }
     waits_for_step_ = where == Where::kPullPool;
     ThreadPool* pool = where == Where::kPullPool ? service_->pull_pool_.get()
                                                  : service_->work_pool_.get();
-    pool->Schedule([this] {
-      Finish((service_->*method_->serve)(requests(), &replies()));
-    });
+    pool->Schedule([this] { Serve(); });
   }
+
+  // Serves the request and answers it. (A member, not the pool task's own
+  // body: gcc's UBSan took the member-function-pointer call in a lambda
+  // capturing `this` for a member access through null.)
+  void Serve() { Finish((service_->*method_->serve)(requests(), &replies())); }
 
   // Counts and times the call (with metrics), as it is answered.
   void Record(const grpc::Status& status) {
