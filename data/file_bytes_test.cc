@@ -15,7 +15,10 @@ using ::testing::HasSubstr;
 // Bytes that compress well but not trivially.
 std::string Sample() {
   std::string s;
-  for (int i = 0; i < 100000; ++i) s.push_back(static_cast<char>(i % 251 * (i % 251) % 251));
+  for (int i = 0; i < 100000; ++i) {
+    const int r = i % 251;
+    s.push_back(static_cast<char>(r * r % 251));
+  }
   return s;
 }
 
