@@ -1,14 +1,15 @@
 #include "common/placement.h"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
-#include <regex>
 #include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/pattern.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 
@@ -31,11 +32,9 @@ absl::Status RuleError(absl::string_view pattern, absl::string_view problem) {
 
 struct CompiledRule {
   const PlacementRule* rule;
-  std::regex regex;
+  std::shared_ptr<const re2::RE2> regex;
 };
 
-// std::regex reports a bad pattern only by throwing, so its exceptions are
-// caught here and in RuleShards and never leave this file.
 absl::StatusOr<std::vector<CompiledRule>> CompileRules(
     const std::vector<PlacementRule>& rules) {
   std::vector<CompiledRule> compiled;
@@ -45,30 +44,23 @@ absl::StatusOr<std::vector<CompiledRule>> CompileRules(
           rule.pattern,
           absl::StrCat("num_shards ", rule.num_shards, " is negative"));
     }
-    try {
-      compiled.push_back({&rule, std::regex(rule.pattern)});
-    } catch (const std::regex_error& e) {
-      return RuleError(rule.pattern, absl::StrCat("invalid regex: ", e.what()));
-    }
+    absl::StatusOr<std::shared_ptr<const re2::RE2>> regex =
+        CompilePattern(rule.pattern);
+    if (!regex.ok()) return RuleError(rule.pattern, regex.status().message());
+    compiled.push_back({&rule, *std::move(regex)});
   }
   return compiled;
 }
 
 // The num_shards of the rule `name` selects (Keras's LayoutMap lookup: an
 // exact key first, then the first pattern found in the name); 0 if none does.
-absl::StatusOr<int> RuleShards(const std::vector<CompiledRule>& rules,
-                               const std::string& name) {
+int RuleShards(const std::vector<CompiledRule>& rules,
+               const std::string& name) {
   for (const CompiledRule& c : rules) {
     if (c.rule->pattern == name) return c.rule->num_shards;
   }
   for (const CompiledRule& c : rules) {
-    try {
-      if (std::regex_search(name, c.regex)) return c.rule->num_shards;
-    } catch (const std::regex_error& e) {
-      return VariableError(
-          name,
-          absl::StrCat("matching rule '", c.rule->pattern, "': ", e.what()));
-    }
+    if (re2::RE2::PartialMatch(name, *c.regex)) return c.rule->num_shards;
   }
   return 0;
 }
@@ -104,7 +96,7 @@ absl::StatusOr<Piece> Analyse(const VariableDef& v,
   piece.bytes = *elements * static_cast<int64_t>(element_size);
   piece.rows = dims.empty() ? 1 : dims[0];
   piece.row_bytes = piece.rows > 0 ? piece.bytes / piece.rows : 0;
-  PSTRAIN_ASSIGN_OR_RETURN(const int shards, RuleShards(rules, v.name()));
+  const int shards = RuleShards(rules, v.name());
 
   if (v.sparse() && piece.rows == 0) {  // Grows on first touch.
     piece.partitioning = VariablePlacement::ROW_HASH;

@@ -49,8 +49,8 @@ namespace pstrain {
 
 // How to split the variables a pattern selects. A variable's name selects
 // the rule whose pattern equals it exactly; failing that, the first rule whose
-// pattern (an ECMAScript std::regex) matches anywhere in the name
-// (std::regex_search). This is Keras's LayoutMap lookup.
+// pattern (common/pattern.h) matches anywhere in the name. This is Keras's
+// LayoutMap lookup.
 struct PlacementRule {
   std::string pattern;
   // 1: keep whole. K > 1: split into min(K, num_ps, rows) row ranges (a

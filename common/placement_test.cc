@@ -245,6 +245,14 @@ TEST(Placement, FirstMatchingRegexWinsAndMatchesAnywhere) {
   EXPECT_EQ(Find(placement, "d1/bias").slices_size(), 2);
 }
 
+TEST(Placement, RuleMatchesAVeryLongName) {
+  // std::regex overflowed its stack here (common/pattern.h).
+  const std::string name = std::string(100000, 'd') + "/kernel";
+  const Placement placement =
+      MustPlace({Var(name, {8, 8})}, Options(4, {{".*kernel", 3}}));
+  EXPECT_EQ(Find(placement, name).slices_size(), 3);
+}
+
 TEST(Placement, RuleWithOneShardKeepsLargeVariableWhole) {
   const Placement placement =
       MustPlace({Var("big", {4096, 4096})}, Options(4, {{"big", 1}}));
@@ -374,7 +382,7 @@ TEST(Placement, RejectsBadOptions) {
 
 TEST(Placement, RejectsBadRules) {
   EXPECT_THAT(PlacementError({Var("w", {2})}, Options(2, {{"([", 1}})),
-              HasSubstr("rule '([': invalid regex"));
+              HasSubstr("rule '([': invalid regular expression"));
   EXPECT_THAT(PlacementError({Var("w", {2})}, Options(2, {{"w", -1}})),
               HasSubstr("rule 'w': num_shards -1 is negative"));
 }

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_util.h"
+#include "common/pattern.h"
 #include "model/dynamic_embeddings.h"
 #include "nlohmann/json.hpp"
 #include "parallel/mesh.h"
@@ -22,9 +23,6 @@ absl::Status KeyError(absl::string_view key, absl::string_view problem) {
 
 }  // namespace
 
-// std::regex reports a bad pattern only by throwing (as in
-// common/placement.cc), so its exceptions are caught here and never leave
-// this file.
 absl::StatusOr<LayoutMap> LayoutMap::Parse(absl::string_view json) {
   // ordered_json keeps the keys in the file's order: the first match wins.
   const nlohmann::ordered_json root = nlohmann::ordered_json::parse(
@@ -43,12 +41,9 @@ absl::StatusOr<LayoutMap> LayoutMap::Parse(absl::string_view json) {
   for (const auto& [key, layout] : root.items()) {
     Rule rule;
     rule.key = key;
-    try {
-      rule.regex = std::regex(key, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return KeyError(key,
-                      absl::StrCat("invalid regular expression: ", e.what()));
-    }
+    absl::StatusOr<std::shared_ptr<const re2::RE2>> regex = CompilePattern(key);
+    if (!regex.ok()) return KeyError(key, regex.status().message());
+    rule.regex = *std::move(regex);
     if (!layout.is_array()) {
       return KeyError(key, absl::StrCat("expected an array with one entry per "
                                         "dimension (null or \"model\"), got ",
@@ -113,12 +108,7 @@ absl::StatusOr<LayoutMap> LayoutMap::Load(const std::string& path) {
 
 const LayoutMap::Rule* LayoutMap::Match(const std::string& path) const {
   for (const Rule& rule : rules_) {
-    // regex_match throws only on resource exhaustion (a pathological
-    // pattern); that is then no match.
-    try {
-      if (std::regex_match(path, rule.regex)) return &rule;
-    } catch (const std::regex_error&) {
-    }
+    if (re2::RE2::FullMatch(path, *rule.regex)) return &rule;
   }
   return nullptr;
 }

@@ -10,7 +10,7 @@
 //   PSTRAIN_ASSIGN_OR_RETURN(VariableSplits splits,
 //                            map.Resolve(spec.variables, mesh.model));
 //
-// A key matches a path it matches whole (std::regex_match, ECMAScript); the
+// A key (common/pattern.h) matches a path it matches whole; the
 // first key in the file's order that matches wins; a variable no key
 // matches is replicated (every member holds all of it), and so is a layout
 // of nulls only. A layout may be shorter than the variable's rank (the
@@ -21,14 +21,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/training.pb.h"
+#include "re2/re2.h"
 
 namespace pstrain {
 namespace parallel {
@@ -75,7 +76,7 @@ class LayoutMap {
  private:
   struct Rule {
     std::string key;
-    std::regex regex;
+    std::shared_ptr<const re2::RE2> regex;
     // The dimension the model axis splits, -1 for none; the layout's length.
     int split_dim = -1;
     int rank = 0;

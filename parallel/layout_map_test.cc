@@ -57,6 +57,15 @@ TEST(LayoutMap, KeysMatchWholePathsAndTheFirstInFileOrderWins) {
   EXPECT_EQ(splits->at("d2/kernel").split_dim, 1);
 }
 
+TEST(LayoutMap, AVeryLongPathIsMatched) {
+  // std::regex overflowed its stack here (common/pattern.h).
+  absl::StatusOr<LayoutMap> map =
+      LayoutMap::Parse(R"({".*/kernel": [null, "model"]})");
+  ASSERT_TRUE(map.ok()) << map.status();
+  const std::string path = std::string(100000, 'd') + "/kernel";
+  EXPECT_EQ(map->MatchingKey(path), ".*/kernel");
+}
+
 TEST(LayoutMap, NullLayoutAndShortLayoutAreAllowed) {
   absl::StatusOr<LayoutMap> map = LayoutMap::Parse(
       R"({"d1/kernel": ["model"], "d2/kernel": [null, null]})");

@@ -13,8 +13,9 @@ packages=(
   bazel-bootstrap bazel-platforms bazel-skylib g++
   # Wire: gRPC and protobuf, with their code generators.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  # Abseil, JSON, oneDNN (CPU compute).
-  libabsl-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev
+  # Abseil, JSON, oneDNN (CPU compute), RE2 (patterns in layout maps and
+  # placement rules).
+  libabsl-dev nlohmann-json3-dev libdnnl-dev zlib1g-dev libre2-dev
   # Tests and benchmarks; jq, iproute2 and openssl for the deployment tests
   # (pstrain-launch, the multi-host test's network namespaces, TLS secrets).
   libgtest-dev libgmock-dev libbenchmark-dev jq iproute2 openssl
