@@ -1,5 +1,8 @@
 #include "common/json_util.h"
 
+#include <algorithm>
+
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace pstrain {
@@ -38,7 +41,42 @@ class ParseErrorSax : public nlohmann::json_sax<Json> {
   std::string message_ = "parse error";
 };
 
+template <typename J>
+absl::StatusOr<J> ParseJsonAs(absl::string_view text) {
+  // The parser itself keeps its own stack, so it reads any depth; the
+  // callback only notes whether the text went too deep.
+  int deepest = 0;
+  const typename J::parser_callback_t note_depth =
+      [&deepest](int depth, nlohmann::detail::parse_event_t event, J&) {
+        // `depth` counts the containers around the one starting.
+        if (event == nlohmann::detail::parse_event_t::object_start ||
+            event == nlohmann::detail::parse_event_t::array_start) {
+          deepest = std::max(deepest, depth + 1);
+        }
+        return true;
+      };
+  J value = J::parse(text.begin(), text.end(), note_depth,
+                     /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    return absl::InvalidArgumentError(JsonParseError(text));
+  }
+  if (deepest > kMaxJsonDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON nested more than ", kMaxJsonDepth, " levels deep"));
+  }
+  return value;
+}
+
 }  // namespace
+
+absl::StatusOr<Json> ParseJson(absl::string_view text) {
+  return ParseJsonAs<Json>(text);
+}
+
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(
+    absl::string_view text) {
+  return ParseJsonAs<nlohmann::ordered_json>(text);
+}
 
 std::string JsonParseError(absl::string_view text) {
   ParseErrorSax sax;

@@ -197,11 +197,11 @@ absl::Status OptionalString(const Json& root, const char* name,
 }  // namespace
 
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
-  const Json root = Json::parse(json.begin(), json.end(), nullptr,
-                                /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    return Error("", absl::StrCat("invalid JSON: ", JsonParseError(json)));
+  const absl::StatusOr<Json> parsed = ParseJson(json);
+  if (!parsed.ok()) {
+    return Error("", absl::StrCat("invalid JSON: ", parsed.status().message()));
   }
+  const Json& root = *parsed;
   if (!root.is_object()) {
     return Error("", absl::StrCat("expected a JSON object, ", JsonGot(root)));
   }

@@ -150,6 +150,8 @@ TEST(TfConfig, RefusesInvalidJsonWithPosition) {
                   "syntax error while parsing value - unexpected end of "
                   "input; expected '[', '{', or a literal");
   ExpectError(R"(["worker"])", "TF_CONFIG: expected a JSON object, got an array");
+  ExpectError(std::string(300, '[') + std::string(300, ']'),
+              "TF_CONFIG: invalid JSON: JSON nested more than 256 levels deep");
 }
 
 TEST(TfConfig, RefusesMissingClusterOrTask) {

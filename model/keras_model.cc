@@ -31,12 +31,12 @@ using Json = nlohmann::json;
 // Reads `json`, the whole model, with `prefix` starting errors.
 absl::StatusOr<ModelSpec> ParseModel(absl::string_view json,
                                      const std::string& prefix, uint64_t seed) {
-  const Json root = Json::parse(json.begin(), json.end(), nullptr,
-                                /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
+  const absl::StatusOr<Json> parsed = ParseJson(json);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(prefix, "invalid JSON: ", JsonParseError(json)));
+        absl::StrCat(prefix, "invalid JSON: ", parsed.status().message()));
   }
+  const Json& root = *parsed;
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
         prefix, "expected a JSON object (a Keras model), ", JsonGot(root)));

@@ -740,6 +740,17 @@ TEST(KerasModel, RefusesInvalidJsonWithPosition) {
               "input; expected '[', '{', or a literal");
 }
 
+TEST(KerasModel, RefusesJsonNestedTooDeep) {
+  // A field 100,000 arrays deep is refused as it is parsed, before anything
+  // walks it recursively (DescribeJson, dump(): common/json_util.h).
+  const int depth = 100000;
+  ExpectError(
+      Sequential({Input("4"), Layer("Dense", R"("name": "d", "units": )" +
+                                                 std::string(depth, '[') +
+                                                 std::string(depth, ']'))}),
+      "model: invalid JSON: JSON nested more than 256 levels deep");
+}
+
 TEST(KerasModel, RefusesWhatIsNotAModel) {
   ExpectError("[1, 2]",
               "model: expected a JSON object (a Keras model), got an array");

@@ -25,12 +25,12 @@ absl::Status KeyError(absl::string_view key, absl::string_view problem) {
 
 absl::StatusOr<LayoutMap> LayoutMap::Parse(absl::string_view json) {
   // ordered_json keeps the keys in the file's order: the first match wins.
-  const nlohmann::ordered_json root = nlohmann::ordered_json::parse(
-      json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
+  const absl::StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(json);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("layout_map: ", JsonParseError(json)));
+        absl::StrCat("layout_map: ", parsed.status().message()));
   }
+  const nlohmann::ordered_json& root = *parsed;
   if (!root.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("layout_map: expected a JSON object from variable-path "

@@ -100,6 +100,9 @@ TEST(LayoutMap, ParseRefusesBadLayoutsNamingTheKey) {
                      "key 'd1/(kernel': invalid regular expression");
   ExpectParseRefused(R"(["d1/kernel"])", "expected a JSON object");
   ExpectParseRefused(R"({"d1/kernel": )", "parse error");
+  // Deeper than the error's dump() of it could go (common/json_util.h).
+  ExpectParseRefused(std::string(100000, '[') + std::string(100000, ']'),
+                     "layout_map: JSON nested more than 256 levels deep");
 }
 
 void ExpectResolveRefused(const std::string& json, int model_size,
