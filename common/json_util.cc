@@ -41,6 +41,15 @@ class ParseErrorSax : public nlohmann::json_sax<Json> {
   std::string message_ = "parse error";
 };
 
+// Why `text`, which failed to parse, is not JSON: the DOM parser without
+// exceptions reports failure but not where, so the SAX parser reads it again
+// to find out.
+std::string JsonParseError(absl::string_view text) {
+  ParseErrorSax sax;
+  Json::sax_parse(text.begin(), text.end(), &sax);
+  return sax.message();
+}
+
 template <typename J>
 absl::StatusOr<J> ParseJsonAs(absl::string_view text) {
   // The parser itself keeps its own stack, so it reads any depth; the
@@ -76,12 +85,6 @@ absl::StatusOr<Json> ParseJson(absl::string_view text) {
 absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(
     absl::string_view text) {
   return ParseJsonAs<nlohmann::ordered_json>(text);
-}
-
-std::string JsonParseError(absl::string_view text) {
-  ParseErrorSax sax;
-  Json::sax_parse(text.begin(), text.end(), &sax);
-  return sax.message();
 }
 
 std::string JsonGot(const Json& value) {

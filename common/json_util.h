@@ -23,18 +23,13 @@ namespace pstrain {
 // cluster specs and layout maps nest fewer than 20.
 inline constexpr int kMaxJsonDepth = 256;
 
-// The value of `text`, parsed without exceptions; INVALID_ARGUMENT with
-// JsonParseError's message when it is not JSON, or saying that it nests
-// more than kMaxJsonDepth levels deep.
+// The value of `text`, parsed without exceptions; INVALID_ARGUMENT saying
+// where and why when it is not JSON ("parse error at line 2, column 5:
+// syntax error while parsing object key - ..."), or that it nests more than
+// kMaxJsonDepth levels deep.
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text);
 // The same, keeping each object's keys in the text's order.
 absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text);
-
-// Why `text` is not valid JSON, with its position, e.g. "parse error at line
-// 2, column 5: syntax error while parsing object key - ...". REQUIRES: `text`
-// failed to parse (the DOM parser without exceptions reports failure but not
-// where, so this parses it again to find out).
-std::string JsonParseError(absl::string_view text);
 
 // "got a string", "got an object", "got null", ... for messages about a value
 // of the wrong type.
