@@ -12,6 +12,7 @@
 //   - in a plain file, a row is what ParseCriteoLine makes of its line, and
 //     CountCriteoLines counts the lines there are;
 //   - a reader opened at a batch's next_line continues with the next batch.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
