@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "collective/bf16.h"
+#include "collective/discarding_transport.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
@@ -68,26 +69,6 @@ class InMemoryTransport : public RingTransport {
   int split = 0;
   std::unique_ptr<RingStream> NewStream() override {
     return std::make_unique<InMemoryStream>(right, split);
-  }
-};
-
-// A right neighbour that takes everything and answers nothing.
-class DiscardingTransport : public RingTransport {
- public:
-  std::unique_ptr<RingStream> NewStream() override {
-    class Discarding : public RingStream {
-      absl::Status Start(const RingStreamHeader&) override {
-        return absl::OkStatus();
-      }
-      absl::Status Write(int, int, absl::string_view) override {
-        return absl::OkStatus();
-      }
-      absl::Status Finish(absl::string_view) override {
-        return absl::OkStatus();
-      }
-      void Cancel() override {}
-    };
-    return std::make_unique<Discarding>();
   }
 };
 

@@ -21,8 +21,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint_writer.h"
+#include "collective/ring_plan.h"
+#include "collective/ring_wire.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/chief_service.pb.h"
+#include "proto/collective.pb.h"
 #include "proto/ps_service.pb.h"
 #include "ps/shard.h"
 #include "ps/tensor_encoding.h"
@@ -585,6 +588,100 @@ void RunStateSeeds() {
   Write("run_state", SeedName("refused"), bad.bytes());
 }
 
+// ---------------------------------------------------------------------------
+// A left neighbour's streams to rank 1 of a ring (ring_fuzzer.cc).
+
+// The input's three leading bytes: options, layout, id (id 1).
+FuzzWriter RingInput(int size, bool bf16, int elements, int chunk_elements) {
+  FuzzWriter w;
+  w.Byte((size == 3 ? 1 : 0) | (bf16 ? 2 : 0) | 4)
+      .Byte(elements | (chunk_elements * (bf16 ? 2 : 4) / 4 - 1) << 5)
+      .Byte(0);
+  return w;
+}
+
+// Message `m` as the next record: binary with its bytes cut into pieces of
+// `cut` (0 whole), or text.
+void RingMessageOp(FuzzWriter& w, const RingMessage& m, bool text, int cut) {
+  w.Byte(text ? 0x80 : cut).Message(m, text);
+}
+
+// A whole stream of all-reduce 1 from rank 0 to rank 1: the header, then
+// every chunk rank 1 receives, each payload `value` in every element.
+void RingStream(FuzzWriter& w, int size, bool bf16, int elements,
+                int chunk_elements, bool text, float value) {
+  RingMessage m;
+  RingStreamHeader* header = m.mutable_header();
+  header->set_collective_id(1);
+  header->set_sender_rank(0);
+  header->set_ring_size(size);
+  header->set_num_elements(elements);
+  header->set_chunk_elements(chunk_elements);
+  header->set_dtype(bf16 ? RING_DTYPE_BFLOAT16 : RING_DTYPE_FLOAT32);
+  RingMessageOp(w, m, text, 0);
+  const collective::RingPlan plan =
+      *collective::RingPlan::Make(size, elements, chunk_elements);
+  for (int step = 0; step < plan.num_steps(); ++step) {
+    const int segment = plan.ReceiveSegment(1, step);
+    for (int c = 0; c < plan.NumChunks(segment); ++c) {
+      RingMessage chunk;
+      chunk.mutable_chunk()->set_step(step);
+      chunk.mutable_chunk()->set_index(c);
+      std::string payload;
+      for (int64_t i = 0; i < plan.ChunkLength(segment, c); ++i) {
+        char bytes[4];
+        std::memcpy(bytes, &value, 4);
+        // bfloat16: the float's high half (little-endian).
+        payload.append(bf16 ? bytes + 2 : bytes, bf16 ? 2 : 4);
+      }
+      if (text) {
+        chunk.mutable_chunk()->set_payload(payload);
+        RingMessageOp(w, chunk, true, 0);
+      } else {
+        // As a sender writes it, cut in two.
+        w.Byte(3).Record(
+            Flatten(collective::EncodeRingChunk(step, c, payload)));
+      }
+    }
+  }
+}
+
+void RingSeeds() {
+  for (bool text : {false, true}) {
+    const std::string suffix = text ? "-text" : "";
+    FuzzWriter whole = RingInput(2, false, 10, 4);
+    RingStream(whole, 2, false, 10, 4, text, 0.5f);
+    Write("ring", "ring_of_2" + suffix, whole.bytes());
+    FuzzWriter three = RingInput(3, true, 7, 2);
+    RingStream(three, 3, true, 7, 2, text, 2.0f);
+    Write("ring", "ring_of_3_bf16" + suffix, three.bytes());
+  }
+  // A stream that gives up, then a second one of the same all-reduce, a
+  // stream from the wrong rank, and one of an all-reduce of another layout.
+  FuzzWriter refused = RingInput(2, false, 5, 2);
+  RingStream(refused, 2, false, 5, 2, false, 1.0f);
+  RingMessage abort;
+  abort.set_abort("rank 0: its left neighbour went away");
+  RingMessageOp(refused, abort, false, 0);
+  RingStream(refused, 2, false, 5, 2, false, 1.0f);
+  RingMessage header;
+  header.mutable_header()->set_collective_id(3);
+  header.mutable_header()->set_sender_rank(1);
+  header.mutable_header()->set_ring_size(2);
+  header.mutable_header()->set_num_elements(5);
+  header.mutable_header()->set_chunk_elements(2);
+  header.mutable_header()->set_dtype(RING_DTYPE_FLOAT32);
+  RingMessageOp(refused, header, false, 0);
+  header.mutable_header()->set_sender_rank(0);
+  header.mutable_header()->set_num_elements(1 << 20);
+  RingMessageOp(refused, header, true, 0);
+  RingMessage chunk;
+  chunk.mutable_chunk()->set_step(1);
+  chunk.mutable_chunk()->set_payload(std::string(12, '\0'));
+  RingMessageOp(refused, chunk, false, 1);
+  Write("ring", "refused", refused.bytes());
+}
+
 }  // namespace
 }  // namespace fuzz
 }  // namespace pstrain
@@ -604,6 +701,7 @@ int main(int argc, char** argv) {
     pstrain::fuzz::RunStateSeeds();
   }
   pstrain::fuzz::TensorEncodingSeeds();
+  pstrain::fuzz::RingSeeds();
   std::printf("make_seeds: wrote the seeds under %s\n", argv[1]);
   return 0;
 }
