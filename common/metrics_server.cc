@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 
@@ -26,7 +27,25 @@ namespace pstrain {
 namespace {
 
 constexpr size_t kMaxHeadBytes = 8 << 10;
-constexpr int kReadTimeoutSeconds = 2;
+// The longest a connection may take to send its request head, and then to
+// take the answer: deadlines for the whole, not per read or write, so a
+// client that trickles a byte at a time cannot hold the one thread.
+constexpr absl::Duration kReadTime = absl::Seconds(2);
+constexpr absl::Duration kWriteTime = absl::Seconds(5);
+
+// Waits until `fd` is ready for `events` (POLLIN, POLLOUT) or `deadline`;
+// false at the deadline or on a poll error.
+bool WaitFor(int fd, short events, absl::Time deadline) {
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p = {fd, events, 0};
+    const int n =
+        poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0;
+  }
+}
 
 std::string Reply(int code, absl::string_view reason,
                   absl::string_view content_type, absl::string_view body,
@@ -43,13 +62,17 @@ std::string PlainReply(int code, absl::string_view reason,
                absl::StrCat(code, " ", reason, "\n"), extra_header);
 }
 
+// Sends `bytes` unless the client goes away or has not taken them all
+// within kWriteTime.
 void WriteAll(int fd, const std::string& bytes) {
+  const absl::Time deadline = absl::Now() + kWriteTime;
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n =
-        send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client is gone, or stalled past the timeout
+    if (!WaitFor(fd, POLLOUT, deadline)) return;
+    const ssize_t n = send(fd, bytes.data() + done, bytes.size() - done,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return;  // the client is gone
     done += n;
   }
 }
@@ -184,9 +207,7 @@ void MetricsServer::Serve() {
 }
 
 void MetricsServer::Answer(int fd) {
-  timeval timeout{kReadTimeoutSeconds, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  const absl::Time deadline = absl::Now() + kReadTime;
   std::string head;
   char buffer[1024];
   size_t end = std::string::npos;
@@ -196,9 +217,13 @@ void MetricsServer::Answer(int fd) {
       close(fd);
       return;
     }
-    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {  // closed early, or silent past the timeout
+    if (!WaitFor(fd, POLLIN, deadline)) {  // too slow: dropped
+      close(fd);
+      return;
+    }
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {  // closed early
       close(fd);
       return;
     }

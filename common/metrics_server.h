@@ -10,7 +10,10 @@
 // close): a scraper polls every few seconds, and this keeps the server a
 // single thread that never touches the training's threads. Other paths are
 // 404, other methods 405, a request head over 8 KiB 431, a malformed one
-// 400; a client that sends nothing for two seconds is dropped.
+// 400. A client that has not sent its whole request head within two
+// seconds of connecting is dropped, and one that has not taken the whole
+// answer within five more: however slowly it trickles bytes, no client
+// holds the server longer.
 #ifndef PSTRAIN_COMMON_METRICS_SERVER_H_
 #define PSTRAIN_COMMON_METRICS_SERVER_H_
 

@@ -2,11 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,9 +20,8 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// Sends `request` to 127.0.0.1:port and returns everything the server sends
-// until it closes the connection.
-std::string Exchange(int port, const std::string& request) {
+// A socket connected to 127.0.0.1:port.
+int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   EXPECT_GE(fd, 0);
   sockaddr_in addr{};
@@ -27,6 +29,13 @@ std::string Exchange(int port, const std::string& request) {
   addr.sin_port = htons(port);
   inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  return fd;
+}
+
+// Sends `request` to 127.0.0.1:port and returns everything the server sends
+// until it closes the connection.
+std::string Exchange(int port, const std::string& request) {
+  const int fd = Connect(port);
   size_t sent = 0;
   while (sent < request.size()) {
     const ssize_t n =
@@ -104,6 +113,30 @@ TEST_F(MetricsServerTest, OversizedHeadIs431AndServerGoesOn) {
   const std::string huge =
       "GET /metrics HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n";
   EXPECT_THAT(Exchange(server_->port(), huge), StartsWith("HTTP/1.1 431 "));
+  EXPECT_THAT(Exchange(server_->port(), "GET /metrics HTTP/1.1\r\n\r\n"),
+              StartsWith("HTTP/1.1 200 "));
+}
+
+TEST_F(MetricsServerTest, TricklingClientIsDroppedAndOthersAreServed) {
+  // A request head sent a byte every 100 ms: it would take two minutes.
+  const int slow = Connect(server_->port());
+  const std::string head =
+      "GET /metrics HTTP/1.1\r\nX-Padding: " + std::string(1200, 'a');
+  const absl::Time start = absl::Now();
+  bool dropped = false;
+  for (size_t i = 0; i < head.size() && !dropped; ++i) {
+    if (absl::Now() - start > absl::Seconds(20)) break;
+    dropped = send(slow, &head[i], 1, MSG_NOSIGNAL) <= 0;
+    pollfd p = {slow, POLLIN, 0};
+    char byte;
+    if (!dropped && poll(&p, 1, 100) > 0)
+      dropped = recv(slow, &byte, 1, 0) <= 0;
+  }
+  const absl::Duration held = absl::Now() - start;
+  close(slow);
+  EXPECT_TRUE(dropped) << "still connected after " << held;
+  // Dropped at the 2 s deadline (give or take a busy machine's delays).
+  EXPECT_LT(held, absl::Seconds(8));
   EXPECT_THAT(Exchange(server_->port(), "GET /metrics HTTP/1.1\r\n\r\n"),
               StartsWith("HTTP/1.1 200 "));
 }
