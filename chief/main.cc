@@ -41,6 +41,7 @@
 #include "chief/run_state.h"
 #include "chief/safetensors.h"
 #include "collective/replica_checkpoint.h"
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
 #include "common/grpc_options.h"
@@ -460,6 +461,11 @@ int Main() {
   absl::StatusOr<chief::RunSetup> run =
       chief::SetUpRun(RunSettingsFromFlags(), cluster);
   if (!run.ok()) return FailUsage(run.status().message());
+  if (absl::Status writable =
+          CheckWritableDirectory(absl::GetFlag(FLAGS_model_dir));
+      !writable.ok()) {
+    return FailUsage(absl::StrCat("--model_dir: ", writable.message()));
+  }
   const bool collective = run->collective;
   const TrainingConfig& config = run->config;
   const worker::ModelSpec& spec = run->spec;

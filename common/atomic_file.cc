@@ -24,6 +24,10 @@ absl::Status ErrnoStatus(int error, absl::string_view what) {
       return absl::ResourceExhaustedError(message);
     case EEXIST:
       return absl::AlreadyExistsError(message);
+    case ENOTDIR:
+    case EISDIR:
+    case EROFS:
+      return absl::FailedPreconditionError(message);
     default:
       return absl::InternalError(message);
   }
@@ -37,6 +41,20 @@ absl::Status MakeDirectories(const std::string& path) {
       return ErrnoStatus(errno, absl::StrCat("mkdir ", prefix));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWritableDirectory(const std::string& dir) {
+  absl::Status made = MakeDirectories(dir);
+  if (!made.ok()) return made;
+  const std::string probe = absl::StrCat(dir, "/.pstrain-probe-", getpid());
+  const int fd =
+      open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot create a file in ", dir));
+  }
+  close(fd);
+  unlink(probe.c_str());
   return absl::OkStatus();
 }
 

@@ -51,6 +51,13 @@ absl::Status WriteFileAtomically(const std::string& path,
 // Creates `path` and its missing parents (mkdir -p).
 absl::Status MakeDirectories(const std::string& path);
 
+// Creates `dir` (MakeDirectories) and checks that a file can be created in
+// it, by creating and removing an empty one: what a task that will write
+// checkpoints checks when it starts, rather than at its first checkpoint.
+// Errors name the path and the OS reason ("Not a directory", "Read-only
+// file system", "Permission denied").
+absl::Status CheckWritableDirectory(const std::string& dir);
+
 // The absl status for errno `error` in `what` ("open /x/y"), e.g.
 // NOT_FOUND "open /x/y: No such file or directory".
 absl::Status ErrnoStatus(int error, absl::string_view what);

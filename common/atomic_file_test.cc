@@ -67,5 +67,27 @@ TEST(AtomicFile, MakeDirectoriesCreatesParents) {
   EXPECT_TRUE(MakeDirectories(path).ok());  // again: fine
 }
 
+TEST(AtomicFile, CheckWritableDirectoryCreatesItAndLeavesItEmpty) {
+  const std::string path = Dir() + "/run/model";
+  ASSERT_TRUE(CheckWritableDirectory(path).ok());
+  EXPECT_TRUE(Exists(path));
+  EXPECT_FALSE(Exists(path + "/.pstrain-probe-" + std::to_string(getpid())));
+  EXPECT_TRUE(CheckWritableDirectory(path).ok());  // again: fine
+}
+
+TEST(AtomicFile, CheckWritableDirectoryNamesWhatIsWrong) {
+  const std::string file = Dir() + "/a-file";
+  std::ofstream(file) << "x";
+  absl::Status under_file = CheckWritableDirectory(file + "/model");
+  EXPECT_EQ(under_file.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(under_file.message(), "mkdir " + file + "/model: Not a directory");
+  // procfs: the directory exists, but no file can be created there (even
+  // by root).
+  absl::Status proc = CheckWritableDirectory("/proc/self");
+  EXPECT_FALSE(proc.ok());
+  EXPECT_EQ(proc.message().rfind("cannot create a file in /proc/self: ", 0), 0)
+      << proc;
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -145,6 +145,10 @@ int Main() {
   if (shard_options.checkpoint_root.empty()) {
     return FailUsage("--model_dir: empty (the run's checkpoints go there)");
   }
+  absl::Status writable = CheckWritableDirectory(shard_options.checkpoint_root);
+  if (!writable.ok()) {
+    return FailUsage(absl::StrCat("--model_dir: ", writable.message()));
+  }
   shard_options.on_abort = [](const absl::Status& status) {
     LogError(absl::StrCat("aborting (nan_policy abort): ", status.message()));
     std::_Exit(3);

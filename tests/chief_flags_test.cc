@@ -85,6 +85,7 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
       ModelJson(R"({"class_name": "LSTM", "config": {"name": "lstm",
         "units": 4}})"));
   const std::string not_json = WriteTestFile("flags-not.json", "{\"class_");
+  const std::string a_file = WriteTestFile("flags-a-file", "x");
   struct Case {
     std::vector<std::string> flags;
     std::string message;  // the whole line, or its start when !whole
@@ -157,6 +158,12 @@ TEST_F(ChiefFlags, EachBadValueExitsTwoWithOneLineNamingTheFlag) {
        "--on_worker_failure: \"panic\" is not wait or continue"},
       {{"--failure_timeout=0s"}, "--failure_timeout: 0 must be > 0 (e.g. 10s)"},
       {{"--model_dir="}, "--model_dir: must not be empty"},
+      // Checkpoints could not be written there: said at start.
+      {{"--model_dir=" + a_file + "/run"},
+       "--model_dir: mkdir " + a_file + "/run: Not a directory"},
+      {{"--model_dir=/proc/self"},
+       "--model_dir: cannot create a file in /proc/self: ",
+       false},
       {{"--loss=hinge"},
        "--loss: \"hinge\" is not sparse_categorical_crossentropy, "
        "categorical_crossentropy, binary_crossentropy, mse, mae or huber"},

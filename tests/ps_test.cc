@@ -62,6 +62,19 @@ TEST(PsBinary, ExitsTwoWithTheErrorLineOnBadTfConfig) {
   EXPECT_EQ(flag.Wait(), 2);
   EXPECT_EQ(Log(flag),
             "--nan_policy: \"ignore\" is not reject, skip_step or abort\n");
+
+  // Checkpoints could not be written there: said at start, not at the
+  // first checkpoint.
+  const std::string file = TempPath("ps-a-file");
+  ASSERT_TRUE(WriteFile(file, "x"));
+  Subprocess dir =
+      Subprocess::Start("ps/ps", {"--model_dir=" + file + "/run"},
+                        {{"TF_CONFIG",
+                          "{\"cluster\": {\"ps\": [\"127.0.0.1:1\"]}, "
+                          "\"task\": {\"type\": \"ps\", \"index\": 0}}"}},
+                        TempPath("dir.log"));
+  EXPECT_EQ(dir.Wait(), 2);
+  EXPECT_EQ(Log(dir), "--model_dir: mkdir " + file + "/run: Not a directory\n");
 }
 
 TEST(PsBinary, LogsItsRoleAndExitsZeroOnSigterm) {

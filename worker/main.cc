@@ -34,6 +34,7 @@
 #include "collective/nccl_rendezvous.h"
 #include "collective/replica_checkpoint.h"
 #include "collective/ring_participant.h"
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
 #include "common/grpc_options.h"
@@ -489,6 +490,10 @@ int Main() {
   // Collective runs: worker 0 writes the run's checkpoints.
   std::unique_ptr<chief::Checkpointer> checkpointer;
   if (collective && index == 0) {
+    if (absl::Status writable = CheckWritableDirectory(model_dir);
+        !writable.ok()) {
+      return FailUsage(absl::StrCat("--model_dir: ", writable.message()));
+    }
     chief::CheckpointerOptions checkpoints;
     checkpoints.model_dir = model_dir;
     checkpoints.run_id = run->run_id();
