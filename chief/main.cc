@@ -44,6 +44,7 @@
 #include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
+#include "common/flag_range.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/metrics.h"
@@ -215,8 +216,8 @@ ABSL_FLAG(int, step_timeout_seconds,
           "sync: a step still missing a gradient after this long fails, "
           "in [1, 1000000]");
 ABSL_FLAG(int, threads, 0,
-          "Threads evaluating the model on the test set (>= 0; 0: one per "
-          "core)");
+          "Threads evaluating the model on the test set (0 to 1024; 0: one "
+          "per core)");
 ABSL_FLAG(int, port, 0,
           "Listen on this port instead of TF_CONFIG's, in [0, 65535] (0: "
           "TF_CONFIG's)");
@@ -337,28 +338,21 @@ chief::RunSettings RunSettingsFromFlags() {
 // it reads anything or starts its server. An error names the flag and what
 // it accepts.
 absl::Status CheckChiefFlags() {
-  const auto at_least = [](absl::string_view flag, int64_t value,
-                           int64_t min) -> absl::Status {
-    if (value >= min) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": ", value, " must be >= ", min));
-  };
+  PSTRAIN_RETURN_IF_ERROR(FlagAtLeast(
+      "print_every_steps", absl::GetFlag(FLAGS_print_every_steps), 1));
   PSTRAIN_RETURN_IF_ERROR(
-      at_least("print_every_steps", absl::GetFlag(FLAGS_print_every_steps), 1));
-  PSTRAIN_RETURN_IF_ERROR(at_least("wait_for_tasks_seconds",
-                                   absl::GetFlag(FLAGS_wait_for_tasks_seconds),
-                                   1));
-  PSTRAIN_RETURN_IF_ERROR(at_least("threads", absl::GetFlag(FLAGS_threads), 0));
-  if (absl::GetFlag(FLAGS_port) < 0 || absl::GetFlag(FLAGS_port) > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--port: ", absl::GetFlag(FLAGS_port), " must be in [0, 65535]"));
-  }
+      FlagAtLeast("wait_for_tasks_seconds",
+                  absl::GetFlag(FLAGS_wait_for_tasks_seconds), 1));
   PSTRAIN_RETURN_IF_ERROR(
-      at_least("keep_checkpoints", absl::GetFlag(FLAGS_keep_checkpoints), 1));
-  PSTRAIN_RETURN_IF_ERROR(at_least("checkpoint_every_steps",
-                                   absl::GetFlag(FLAGS_checkpoint_every_steps),
-                                   0));
-  PSTRAIN_RETURN_IF_ERROR(at_least(
+      FlagInRange("threads", absl::GetFlag(FLAGS_threads), 0, kMaxThreads));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagInRange("port", absl::GetFlag(FLAGS_port), 0, 65535));
+  PSTRAIN_RETURN_IF_ERROR(FlagAtLeast(
+      "keep_checkpoints", absl::GetFlag(FLAGS_keep_checkpoints), 1));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagAtLeast("checkpoint_every_steps",
+                  absl::GetFlag(FLAGS_checkpoint_every_steps), 0));
+  PSTRAIN_RETURN_IF_ERROR(FlagAtLeast(
       "checkpoint_every_secs", absl::GetFlag(FLAGS_checkpoint_every_secs), 0));
   if (absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--model_dir: must not be empty");

@@ -22,11 +22,13 @@
 #include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
+#include "common/flag_range.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "common/metrics_server.h"
 #include "common/process.h"
+#include "common/status_macros.h"
 #include "common/task_security.h"
 #include "common/tf_config.h"
 #include "grpcpp/grpcpp.h"
@@ -44,9 +46,10 @@ ABSL_FLAG(int, metrics_port, 0,
 ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");
-ABSL_FLAG(int, pull_threads, 16,
-          "Threads serving pulls that wait for a sync step (>= 1); pushes, "
-          "CreateVariables, Save and Restore have threads of their own");
+ABSL_FLAG(
+    int, pull_threads, 16,
+    "Threads serving pulls that wait for a sync step (1 to 1024); pushes, "
+    "CreateVariables, Save and Restore have threads of their own");
 ABSL_FLAG(bool, local_socket, true,
           "At a loopback address, also listen on an abstract Unix socket, "
           "which clients on this host then use instead of TCP (false: they "
@@ -97,6 +100,24 @@ int64_t PhysicalMemoryBytes() {
                                : int64_t{1} << 40;
 }
 
+// The ps's numeric flags; an error names the flag and what it accepts.
+absl::Status CheckPsFlags() {
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagInRange("port", absl::GetFlag(FLAGS_port), 0, 65535));
+  PSTRAIN_RETURN_IF_ERROR(FlagInRange(
+      "pull_threads", absl::GetFlag(FLAGS_pull_threads), 1, kMaxThreads));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagAtLeast("shutdown_grace_seconds",
+                  absl::GetFlag(FLAGS_shutdown_grace_seconds), 0));
+  if (absl::GetFlag(FLAGS_chief_patience) <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--chief_patience: ",
+                     absl::FormatDuration(absl::GetFlag(FLAGS_chief_patience)),
+                     " must be > 0 (e.g. 10m)"));
+  }
+  return absl::OkStatus();
+}
+
 int Main() {
   BlockTerminationSignals();
   TuneMallocForLargeBuffers();
@@ -105,6 +126,9 @@ int Main() {
   absl::StatusOr<TfConfig> config = ReadTfConfig(
       absl::GetFlag(FLAGS_tf_config), std::getenv("TF_CONFIG"), JOB_PS);
   if (!config.ok()) return FailUsage(config.status().message());
+  if (absl::Status flags = CheckPsFlags(); !flags.ok()) {
+    return FailUsage(flags.message());
+  }
   absl::StatusOr<HostPort> address =
       ListenAddress(*config, absl::GetFlag(FLAGS_port));
   if (!address.ok()) return FailUsage(address.status().message());
@@ -129,10 +153,6 @@ int Main() {
                                   "\" is not reject, skip_step or abort"));
   }
   const int pull_threads = absl::GetFlag(FLAGS_pull_threads);
-  if (pull_threads < 1) {
-    return FailUsage(
-        absl::StrCat("--pull_threads: ", pull_threads, " must be >= 1"));
-  }
   const int64_t max_bytes = absl::GetFlag(FLAGS_max_shard_bytes);
   if (max_bytes < 0) {
     return FailUsage(

@@ -184,9 +184,28 @@ TEST(Cluster, BinariesRefuseBadFlagsWithStatusTwo) {
       << Log(model);
   struct stat st;
   EXPECT_NE(stat(model_dir.c_str(), &st), 0) << "nothing may be written";
-  Subprocess worker = cluster.Start("flags", "worker", 0, {"--device=tpu"});
-  EXPECT_EQ(worker.Wait(60), 2);
-  EXPECT_EQ(Log(worker), "--device: \"tpu\" is not auto, cpu, gpu or gpu:N\n");
+  // A worker checks its flags before it contacts the chief (none runs
+  // here: one that did not would wait for it).
+  const std::pair<std::string, std::string> worker_cases[] = {
+      {"--device=tpu", "--device: \"tpu\" is not auto, cpu, gpu or gpu:N"},
+      {"--threads=100000", "--threads: 100000 must be in [0, 1024]"},
+      {"--report_every_steps=0", "--report_every_steps: 0 must be >= 1"},
+      {"--push_delay_ms=-1", "--push_delay_ms: -1 must be >= 0"},
+      {"--chief_patience_seconds=0",
+       "--chief_patience_seconds: 0 must be >= 1"},
+      {"--allreduce_backend=mpi",
+       "--allreduce_backend: \"mpi\" must be auto, ring or nccl"},
+      {"--allreduce_timeout_seconds=0",
+       "--allreduce_timeout_seconds: 0 must be >= 1"},
+      {"--export_replica_dir=/proc/self/replicas",
+       "--export_replica_dir: mkdir /proc/self/replicas: No such file or "
+       "directory"},
+  };
+  for (const auto& [flag, line] : worker_cases) {
+    Subprocess worker = cluster.Start("flags", "worker", 0, {flag});
+    EXPECT_EQ(worker.Wait(60), 2) << flag;
+    EXPECT_EQ(Log(worker), line + "\n");
+  }
 }
 
 }  // namespace

@@ -75,6 +75,25 @@ TEST(PsBinary, ExitsTwoWithTheErrorLineOnBadTfConfig) {
                         TempPath("dir.log"));
   EXPECT_EQ(dir.Wait(), 2);
   EXPECT_EQ(Log(dir), "--model_dir: mkdir " + file + "/run: Not a directory\n");
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"--port=99999", "--port: 99999 must be in [0, 65535]"},
+      {"--pull_threads=0", "--pull_threads: 0 must be in [1, 1024]"},
+      {"--pull_threads=100000", "--pull_threads: 100000 must be in [1, 1024]"},
+      {"--shutdown_grace_seconds=-1",
+       "--shutdown_grace_seconds: -1 must be >= 0"},
+      {"--chief_patience=0s", "--chief_patience: 0 must be > 0 (e.g. 10m)"},
+  };
+  for (const auto& [flag, line] : cases) {
+    Subprocess ps =
+        Subprocess::Start("ps/ps", {flag},
+                          {{"TF_CONFIG",
+                            "{\"cluster\": {\"ps\": [\"127.0.0.1:1\"]}, "
+                            "\"task\": {\"type\": \"ps\", \"index\": 0}}"}},
+                          TempPath("range.log"));
+    EXPECT_EQ(ps.Wait(), 2) << flag;
+    EXPECT_EQ(Log(ps), line + "\n");
+  }
 }
 
 TEST(PsBinary, LogsItsRoleAndExitsZeroOnSigterm) {

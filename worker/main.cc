@@ -37,6 +37,7 @@
 #include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
+#include "common/flag_range.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
 #include "common/health_server.h"
@@ -78,7 +79,7 @@ ABSL_FLAG(std::string, device, "auto",
 ABSL_FLAG(int, metrics_port, 0,
           "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
           "interface (0: off)");
-ABSL_FLAG(int, threads, 0, "CPU compute threads (0: one per core)");
+ABSL_FLAG(int, threads, 0, "CPU compute threads (0 to 1024; 0: one per core)");
 ABSL_FLAG(int, chief_patience_seconds, 300,
           "How long to wait for the chief to answer");
 ABSL_FLAG(int, report_every_steps, 20, "Report metrics every this many steps");
@@ -159,6 +160,44 @@ absl::StatusOr<std::unique_ptr<worker::Backend>> MakeBackend(
   return std::move(made.backend);
 }
 
+// The worker's own flags, before it reads anything or contacts anyone. An
+// error names the flag and what it accepts.
+absl::Status CheckWorkerFlags() {
+  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
+  if (!allreduce_dtype.empty() && allreduce_dtype != "float32" &&
+      allreduce_dtype != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
+                     "\" must be float32 or bf16 (or unset: the chief's)"));
+  }
+  const std::string backend = absl::GetFlag(FLAGS_allreduce_backend);
+  if (backend != "auto" && backend != "ring" && backend != "nccl") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--allreduce_backend: \"", backend, "\" must be auto, ring or nccl"));
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagAtLeast("allreduce_timeout_seconds",
+                  absl::GetFlag(FLAGS_allreduce_timeout_seconds), 1));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagInRange("threads", absl::GetFlag(FLAGS_threads), 0, kMaxThreads));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagAtLeast("chief_patience_seconds",
+                  absl::GetFlag(FLAGS_chief_patience_seconds), 1));
+  PSTRAIN_RETURN_IF_ERROR(FlagAtLeast(
+      "report_every_steps", absl::GetFlag(FLAGS_report_every_steps), 1));
+  PSTRAIN_RETURN_IF_ERROR(
+      FlagAtLeast("push_delay_ms", absl::GetFlag(FLAGS_push_delay_ms), 0));
+  if (const std::string dir = absl::GetFlag(FLAGS_export_replica_dir);
+      !dir.empty()) {
+    absl::Status writable = CheckWritableDirectory(dir);
+    if (!writable.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--export_replica_dir: ", writable.message()));
+    }
+  }
+  return worker::CheckDeviceName(absl::GetFlag(FLAGS_device));
+}
+
 int Main() {
   TuneMallocForLargeBuffers();
   DisableMutexDeadlockDetection();
@@ -168,25 +207,11 @@ int Main() {
   // The cluster says the strategy (the chief's --strategy can only agree).
   const bool collective = *ResolveStrategy("auto", tf_config->cluster) ==
                           Strategy::kMultiWorkerMirrored;
-  const std::string allreduce_dtype = absl::GetFlag(FLAGS_allreduce_dtype);
-  if (!allreduce_dtype.empty() && allreduce_dtype != "float32" &&
-      allreduce_dtype != "bf16") {
-    return FailUsage(absl::StrCat("--allreduce_dtype: \"", allreduce_dtype,
-                                  "\" must be float32 or bf16 (or unset: the "
-                                  "chief's)"));
-  }
-  if (absl::GetFlag(FLAGS_allreduce_timeout_seconds) < 1) {
-    return FailUsage(absl::StrCat(
-        "--allreduce_timeout_seconds: ",
-        absl::GetFlag(FLAGS_allreduce_timeout_seconds), " must be >= 1"));
+  if (absl::Status flags = CheckWorkerFlags(); !flags.ok()) {
+    return FailUsage(flags.message());
   }
   const int index = tf_config->task.index();
   const std::string task = absl::StrCat("worker ", index);
-  if (absl::Status device =
-          worker::CheckDeviceName(absl::GetFlag(FLAGS_device));
-      !device.ok()) {
-    return FailUsage(device.message());
-  }
   absl::StatusOr<GrpcSecurity> security = LoadTaskSecurity(
       {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
        absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_auth_token_file),
@@ -274,7 +299,9 @@ int Main() {
                                     "\", which this worker does not know "
                                     "(float32 or bf16)"));
     }
-    if (!allreduce_dtype.empty() && allreduce_dtype != run_dtype) {
+    if (const std::string allreduce_dtype =
+            absl::GetFlag(FLAGS_allreduce_dtype);
+        !allreduce_dtype.empty() && allreduce_dtype != run_dtype) {
       return FailUsage(
           absl::StrCat("--allreduce_dtype: ", allreduce_dtype,
                        ", but the chief's run ", "all-reduces in ", run_dtype,
@@ -380,11 +407,6 @@ int Main() {
   // GPU workers all-reduce with NCCL, a communicator per generation.
   std::unique_ptr<collective::NcclRendezvous> nccl;
   const std::string backend_choice = absl::GetFlag(FLAGS_allreduce_backend);
-  if (backend_choice != "auto" && backend_choice != "ring" &&
-      backend_choice != "nccl") {
-    return FailUsage(absl::StrCat("--allreduce_backend: \"", backend_choice,
-                                  "\" must be auto, ring or nccl"));
-  }
   if (collective &&
       (backend_choice == "nccl" ||
        (backend_choice == "auto" && absl::StartsWith(device, "GPU")))) {
