@@ -7,7 +7,8 @@
 #     minutes for a chief by themselves (--chief_patience): a script that
 #     waited for them would run into this test's timeout.
 #  2. the same with --restart_failed: a chief that refused its flags is not
-#     started again.
+#     started again. Workers that refuse their flags (--device tpu) stop
+#     the whole cluster: status 2, their line, no process left.
 #  3. --restart_failed still restarts a process killed by a signal: a ps
 #     task SIGKILLed during a run is started again; SIGTERM to the script
 #     then ends the run (status 143) and leaves no process behind.
@@ -93,6 +94,24 @@ refused_model() {
 
 refused_model refused
 refused_model refused-restart --restart_failed
+
+# 2b. Workers that refuse their flags (--device goes to them): the script
+# says which and why, stops every process (the chief would wait for them)
+# and exits 2, with --restart_failed too.
+for restart in "" --restart_failed; do
+  md=$scratch/md-worker-flags$restart
+  out=$scratch/worker-flags$restart.out
+  rc=0
+  timeout 120 "$root/deploy/local/run_cluster.sh" --bin_dir "$bin" --ps 1 \
+    --workers 2 --model_dir "$md" --model "$scratch/dense.json" \
+    --data_dir "$scratch/data" --device tpu $restart >"$out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "--device tpu $restart: status $rc, not 2: $(cat "$out")"
+  grep -qE -- 'run_cluster: worker [01] refused to start: --device: "tpu" is not auto, cpu, gpu or gpu:N' \
+    "$out" || fail "--device tpu $restart: no worker's refusal: $(cat "$out")"
+  left=$(left_behind)
+  [ -z "$left" ] || fail "--device tpu $restart: processes left behind: $left"
+  echo "worker flags $restart: status $rc, nothing left behind"
+done
 
 # 3. A ps task killed by a signal is started again; SIGTERM ends the script.
 md=$scratch/md-restart

@@ -34,7 +34,9 @@
 #
 # Exits with the chief's status once every process has stopped: when the
 # chief fails (a bad flag, an unsupported model, a failed run), at once,
-# after stopping the ps tasks and workers.
+# after stopping the ps tasks and workers. When a ps task or worker refuses
+# its flags (status 2, e.g. --device gpu on a host without one), the script
+# prints its line, stops every process and exits 2.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -122,13 +124,19 @@ tf_config() { echo "{\"cluster\": $cluster, \"task\": {\"type\": \"$1\", \"index
 # --metrics_port of task $1 (0 chief, then ps, then workers), or 0: off.
 metrics_port() { if [ "$metrics" = 1 ]; then echo "${ports[$((num_ports + $1))]}"; else echo 0; fi; }
 
-# Runs "$@"; with --restart_failed, runs it again when a signal killed it.
+# Runs "$@" for task $1 ("ps 0", "worker 1", "chief"), which logs to $2;
+# with --restart_failed, runs it again when a signal killed it. A ps task or
+# worker that exits with status 2 refused its flags or TF_CONFIG, which no
+# restart mends, and the chief would wait for it in vain: it stops the
+# cluster (USR1 to this script), its refusal on the script's stderr.
 supervise() {
-  local child rc restarts=0
+  local name=$1 log=$2 child rc restarts=0
+  shift 2
   trap 'kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; exit 143' TERM
   while true; do
     "$@" &
     child=$!
+    [ "$name" = chief ] && chief_pid=$child
     rc=0
     wait "$child" || rc=$?
     if [ "$restart_failed" = 1 ] && [ "$rc" -gt 128 ] && [ "$restarts" -lt 10 ]; then
@@ -136,6 +144,10 @@ supervise() {
       echo "run_cluster: ${1##*/} exited with status $rc; starting it again" >&2
       sleep 1
       continue
+    fi
+    if [ "$rc" = 2 ] && [ "$name" != chief ]; then
+      echo "run_cluster: $name refused to start: $(tail -n 1 "$log")" >&3
+      kill -USR1 $$
     fi
     return "$rc"
   done
@@ -150,18 +162,23 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+chief_pid=
+# A ps task or worker refused to start (supervise): stop the chief too.
+trap 'echo "run_cluster: stopping the cluster" >&2; kill "$chief_pid" 2>/dev/null; exit 2' USR1
+# The script's stderr, for supervise() in the tasks' subshells.
+exec 3>&2
 # Each log is made before its task is forked, so that it is there even when
 # the chief refuses its flags before a background task has run a line.
 for ((i = 0; i < num_ps; i++)); do
   : >>"$model_dir/logs/ps-$i.log"
-  TF_CONFIG=$(tf_config ps "$i") supervise "$bin/ps/ps" \
+  TF_CONFIG=$(tf_config ps "$i") supervise "ps $i" "$model_dir/logs/ps-$i.log" "$bin/ps/ps" \
     --model_dir="$model_dir" --metrics_port="$(metrics_port $((1 + i)))" \
     >>"$model_dir/logs/ps-$i.log" 2>&1 &
   pids+=($!)
 done
 for ((i = 0; i < num_workers; i++)); do
   : >>"$model_dir/logs/worker-$i.log"
-  TF_CONFIG=$(tf_config worker "$i") supervise "$bin/worker/worker" \
+  TF_CONFIG=$(tf_config worker "$i") supervise "worker $i" "$model_dir/logs/worker-$i.log" "$bin/worker/worker" \
     --threads=1 --device="$device" "${data_flags[@]}" --model_dir="$model_dir" \
     "${worker_flags[@]}" \
     --metrics_port="$(metrics_port $((1 + num_ps + i)))" >>"$model_dir/logs/worker-$i.log" 2>&1 &
@@ -196,7 +213,7 @@ if [ "$metrics" = 1 ]; then
   echo "metrics: scrape config $model_dir/prometheus.yml (prometheus --config.file=$model_dir/prometheus.yml)" >&2
 fi
 status=0
-TF_CONFIG=$(tf_config chief 0) supervise "$bin/chief/chief" \
+TF_CONFIG=$(tf_config chief 0) supervise chief - "$bin/chief/chief" \
   --model_dir="$model_dir" --metrics_port="$(metrics_port 0)" "${chief_flags[@]}" || status=$?
 if [ "$status" = 0 ]; then
   # The chief told every task the run is over: they exit by themselves.
