@@ -41,8 +41,8 @@ ABSL_FLAG(std::string, tf_config, "",
           "TF_CONFIG environment variable");
 ABSL_FLAG(int, port, 0, "Listen on this port instead of TF_CONFIG's");
 ABSL_FLAG(int, metrics_port, 0,
-          "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
-          "interface (0: off)");
+          "Serve Prometheus metrics at http://<host>:<port>/metrics, where "
+          "<host> is this task's TF_CONFIG host (0: off)");
 ABSL_FLAG(std::string, nan_policy, "",
           "reject, skip_step or abort: what to do with a gradient holding NaN "
           "or Inf; default: the run's setting (reject unless the chief says)");

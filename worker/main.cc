@@ -77,8 +77,8 @@ ABSL_FLAG(std::string, device, "auto",
           "auto, cpu, gpu or gpu:N: where the model computes; auto uses the "
           "CPU when there is no GPU");
 ABSL_FLAG(int, metrics_port, 0,
-          "Serve Prometheus metrics at http://<host>:<port>/metrics on every "
-          "interface (0: off)");
+          "Serve Prometheus metrics at http://<host>:<port>/metrics, where "
+          "<host> is this task's TF_CONFIG host (0: off)");
 ABSL_FLAG(int, threads, 0, "CPU compute threads (0 to 1024; 0: one per core)");
 ABSL_FLAG(int, chief_patience_seconds, 300,
           "How long to wait for the chief to answer");
