@@ -163,6 +163,14 @@ done
 grep -q "collective; " "$out" ||
   fail "--ps 0: the chief does not say collective: $(tail -n 30 "$out")"
 echo "collective: status $rc, $(ls -d "$md"/ckpt-* | wc -l) checkpoints"
+# A run that fails in the same directory does not print that run's summary.
+rc=0
+"$root/deploy/local/run_cluster.sh" --bin_dir "$bin" --ps 0 --workers 2 \
+  --model_dir "$md" --model "$scratch/lstm.json" >"$out" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a refused run after --ps 0: status $rc: $(cat "$out")"
+if grep -q '"num_ps"' "$out"; then
+  fail "a refused run printed the earlier run's summary: $(cat "$out")"
+fi
 
 criteo=$scratch/criteo
 /usr/bin/python3 "$root/bench/criteo_gen.py" --out_dir "$criteo" \

@@ -226,8 +226,9 @@ else
   cleanup
 fi
 trap - EXIT
-[ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
-if [ "$example" = criteo ] && [ -f "$model_dir/summary.json" ]; then
+# A failed run wrote no summary: one there is an earlier run's.
+[ "$status" = 0 ] && [ -f "$model_dir/summary.json" ] && cat "$model_dir/summary.json"
+if [ "$status" = 0 ] && [ "$example" = criteo ] && [ -f "$model_dir/summary.json" ]; then
   /usr/bin/python3 - "$model_dir/summary.json" "$criteo_dir/test.tsv.bayes.json" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
