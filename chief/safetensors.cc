@@ -1,6 +1,10 @@
 #include "chief/safetensors.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -53,6 +57,35 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+// OK when nothing is at `path`, or a safetensors file (its first 8 bytes
+// a header length the file holds, the header starting with '{'): an earlier
+// export, which a new one may replace.
+absl::Status CheckReplaceable(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoStatus(errno, absl::StrCat("stat ", path));
+  }
+  const auto refuse = [&path](absl::string_view what) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " exists and is ", what,
+                     ", not a safetensors file: it is left as it is"));
+  };
+  if (S_ISDIR(st.st_mode)) return refuse("a directory");
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[9];
+  if (!in.read(reinterpret_cast<char*>(head), sizeof(head))) {
+    return refuse("a file of another kind");
+  }
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | head[i];
+  if (head[8] != '{' || header > static_cast<uint64_t>(st.st_size) - 8) {
+    return refuse("a file of another kind");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> SafetensorsBytes(
@@ -88,6 +121,7 @@ absl::StatusOr<std::string> SafetensorsBytes(
 
 absl::Status WriteSafetensors(const std::string& path,
                               absl::Span<const WholeVariable> tensors) {
+  PSTRAIN_RETURN_IF_ERROR(CheckReplaceable(path));
   PSTRAIN_ASSIGN_OR_RETURN(std::string bytes, SafetensorsBytes(tensors));
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
                            AtomicFile::Create(path));

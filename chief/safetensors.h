@@ -27,7 +27,11 @@ namespace chief {
 absl::StatusOr<std::string> SafetensorsBytes(
     absl::Span<const WholeVariable> tensors);
 
-// Writes SafetensorsBytes(tensors) to `path`, atomically.
+// Writes SafetensorsBytes(tensors) to `path`, atomically. Replaces an
+// earlier export there, but nothing else: FAILED_PRECONDITION naming the
+// path when it is a directory, not a regular file, or a file that is not a
+// safetensors file (a checkpoint's index.pb, a summary.json, a mistyped
+// path's file), which stays as it was.
 absl::Status WriteSafetensors(const std::string& path,
                               absl::Span<const WholeVariable> tensors);
 

@@ -1,6 +1,10 @@
 #include "chief/safetensors.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -8,6 +12,12 @@
 namespace pstrain {
 namespace chief {
 namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
 
 WholeVariable Floats(std::string name, std::vector<int64_t> shape,
                      std::vector<float> values) {
@@ -64,6 +74,32 @@ TEST(Safetensors, NamesAreJsonEscaped) {
 TEST(Safetensors, SizeNotMatchingTheShapeIsRefused) {
   EXPECT_EQ(SafetensorsBytes({Floats("x", {2, 2}, {1, 2, 3})}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Safetensors, WriteReplacesAnEarlierExportOnly) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  const std::string path = dir + "/model.safetensors";
+  const WholeVariable w = Floats("w", {2}, {1, 2});
+  ASSERT_TRUE(WriteSafetensors(path, {w}).ok());
+  const WholeVariable v = Floats("v", {1}, {3});
+  ASSERT_TRUE(WriteSafetensors(path, {v}).ok());  // an export: replaced
+  EXPECT_EQ(ReadAll(path), *SafetensorsBytes({v}));
+
+  // A checkpoint's index, a short file, a directory: left as they are.
+  const std::string index = dir + "/index.pb";
+  std::ofstream(index, std::ios::binary)
+      << std::string("\x08\x01\x12\x04ckpt", 8);
+  const std::string tiny = dir + "/tiny";
+  std::ofstream(tiny, std::ios::binary) << "{}";
+  for (const std::string& other : {index, tiny, dir}) {
+    const std::string before = other == dir ? "" : ReadAll(other);
+    const absl::Status status = WriteSafetensors(other, {v});
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << other;
+    EXPECT_NE(status.message().find(other + " exists and is "),
+              std::string::npos)
+        << status;
+    if (other != dir) EXPECT_EQ(ReadAll(other), before);
+  }
 }
 
 }  // namespace
