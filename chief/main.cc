@@ -18,6 +18,7 @@
 // type "evaluator" (listed in the chief's TF_CONFIG too), it runs the
 // evaluator task (chief/evaluator_task.h) with the chief's --model_dir.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <memory>
@@ -30,6 +31,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "chief/checkpoint_reader.h"
 #include "chief/checkpointer.h"
 #include "chief/chief_metrics.h"
@@ -44,6 +47,7 @@
 #include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_status.h"
+#include "common/file_lock.h"
 #include "common/flag_range.h"
 #include "common/grpc_options.h"
 #include "common/grpc_security.h"
@@ -459,6 +463,25 @@ int Main() {
           CheckWritableDirectory(absl::GetFlag(FLAGS_model_dir));
       !writable.ok()) {
     return FailUsage(absl::StrCat("--model_dir: ", writable.message()));
+  }
+  // One chief per directory: two runs in one (two clusters left at the
+  // default --model_dir) would resume from and prune each other's
+  // checkpoints.
+  absl::StatusOr<std::unique_ptr<FileLock>> model_dir_lock = FileLock::Acquire(
+      absl::GetFlag(FLAGS_model_dir) + "/chief.lock",
+      absl::StrCat("the chief with pid ", getpid(), ", started ",
+                   absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::Now(),
+                                    absl::UTCTimeZone())));
+  if (absl::IsUnimplemented(model_dir_lock.status())) {
+    LogError(absl::StrCat("chief: ", model_dir_lock.status().message(),
+                          "; going on without guarding --model_dir against "
+                          "another run"));
+  } else if (!model_dir_lock.ok()) {
+    return FailUsage(absl::StrCat(
+        "--model_dir: ", model_dir_lock.status().message(),
+        absl::IsFailedPrecondition(model_dir_lock.status())
+            ? ": another run uses this directory (give this one its own)"
+            : ""));
   }
   const bool collective = run->collective;
   const TrainingConfig& config = run->config;

@@ -59,15 +59,16 @@ class ChiefFlags : public ::testing::Test {
   ChiefFlags() : cluster_(1, 1) {}
 
   // Starts the chief with good settings, then `flags` (a flag given twice
-  // takes its last value).
-  Subprocess StartChief(const std::vector<std::string>& flags) {
+  // takes its last value), logging to <name>-chief0.log.
+  Subprocess StartChief(const std::vector<std::string>& flags,
+                        const std::string& name = "flags") {
     std::vector<std::string> args = {
         "--model=" + model_,         "--data_dir=" + data_dir_,
         "--model_dir=" + model_dir_, "--wait_for_tasks_seconds=86400",
         "--failure_timeout=1h",      "--threads=1",
     };
     args.insert(args.end(), flags.begin(), flags.end());
-    return cluster_.Start("flags", "chief", 0, args);
+    return cluster_.Start(name, "chief", 0, args);
   }
 
   const LocalCluster cluster_;
@@ -236,6 +237,20 @@ TEST_F(ChiefFlags, GoodValuesGetAsFarAsWaitingForTheTasks) {
   }
   const std::string log = Log(chief);
   EXPECT_NE(log.find("chief listening on"), std::string::npos) << log;
+
+  // A second run in the same --model_dir is refused while this one lives
+  // (another port: the refusal is the directory's, not the address's).
+  Subprocess second = StartChief({"--port=0"}, "second");
+  EXPECT_EQ(second.Wait(60), 2);
+  const std::string refusal = Log(second);
+  EXPECT_TRUE(absl::StartsWith(
+      refusal, absl::StrCat("--model_dir: ", model_dir_,
+                            "/chief.lock is held by the chief with pid ",
+                            chief.pid(), ", started ")))
+      << refusal;
+  EXPECT_TRUE(absl::EndsWith(
+      refusal, ": another run uses this directory (give this one its own)\n"))
+      << refusal;
   EXPECT_EQ(chief.Terminate(), 128 + 15) << log;
 }
 
