@@ -276,7 +276,7 @@ TEST_F(RunSetupTest, AMeshTheWorkersCannotRunIsRefusedBeforeTheRun) {
             std::string::npos)
       << Refusal(Cluster(0, 2));
   settings_.layout_map = TestDir("layouts") + "/missing.json";
-  EXPECT_NE(Refusal(Cluster(1, 2)).find("cannot read --layout_map="),
+  EXPECT_NE(Refusal(Cluster(1, 2)).find("layout_map: --layout_map="),
             std::string::npos);
 }
 

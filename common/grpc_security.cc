@@ -1,14 +1,12 @@
 #include "common/grpc_security.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/read_file.h"
 #include "grpc/grpc_security_constants.h"
 
 namespace pstrain {
@@ -26,29 +24,9 @@ absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
 // content: it may be a secret).
 absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag,
                                          const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return FlagError(
-        flag, absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  std::string content;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    content.append(buffer, n);
-    if (content.size() > kMaxFileBytes) break;
-  }
-  const int error = std::ferror(file) ? errno : 0;
-  std::fclose(file);
-  if (error != 0) {
-    return FlagError(
-        flag, absl::StrCat("cannot read ", path, ": ", std::strerror(error)));
-  }
-  if (content.size() > kMaxFileBytes) {
-    return FlagError(
-        flag, absl::StrCat(path, " is larger than ", kMaxFileBytes, " bytes"));
-  }
-  if (content.empty()) return FlagError(flag, absl::StrCat(path, " is empty"));
+  absl::StatusOr<std::string> content = ReadFileAtMost(path, kMaxFileBytes);
+  if (!content.ok()) return FlagError(flag, content.status().message());
+  if (content->empty()) return FlagError(flag, absl::StrCat(path, " is empty"));
   return content;
 }
 

@@ -1,11 +1,7 @@
 #include "common/tf_config.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -15,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_util.h"
+#include "common/read_file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -236,18 +233,10 @@ absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
     return std::string(env_value);
   }
   if (!absl::StartsWith(flag_value, "@")) return std::string(flag_value);
-  const std::string path(flag_value.substr(1));
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return Error("", absl::StrCat("cannot read file \"", path,
-                                  "\": ", std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    return Error("", absl::StrCat("cannot read file \"", path, "\""));
-  }
-  return text.str();
+  absl::StatusOr<std::string> text =
+      ReadFileAtMost(std::string(flag_value.substr(1)), kMaxConfigFileBytes);
+  if (!text.ok()) return Error("", text.status().message());
+  return text;
 }
 
 absl::StatusOr<TfConfig> ReadTfConfig(absl::string_view flag_value,

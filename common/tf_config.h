@@ -52,7 +52,7 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json);
 // The TF_CONFIG text a process uses: `flag_value` when not empty (JSON text,
 // or "@path" to read it from a file), else `env_value` (the TF_CONFIG
 // environment variable, may be null). INVALID_ARGUMENT when neither is given
-// or the file cannot be read.
+// or the file cannot be read or holds over 16 MiB (common/read_file.h).
 absl::StatusOr<std::string> TfConfigText(absl::string_view flag_value,
                                          const char* env_value);
 

@@ -304,8 +304,11 @@ TEST(TfConfigText, ErrorsNameTheProblem) {
   EXPECT_EQ(TfConfigText("", "").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(TfConfigText("@/nonexistent/tf.json", nullptr).status().message(),
-            "TF_CONFIG: cannot read file \"/nonexistent/tf.json\": No such "
+            "TF_CONFIG: cannot read /nonexistent/tf.json: No such "
             "file or directory");
+  // A wrong path is not read into memory without end.
+  EXPECT_EQ(TfConfigText("@/dev/zero", nullptr).status().message(),
+            "TF_CONFIG: /dev/zero is larger than 16777216 bytes");
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 #include "model/keras_model.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/derived_seed.h"
 #include "common/json_util.h"
+#include "common/read_file.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "model/keras_fields.h"
@@ -93,32 +92,26 @@ absl::StatusOr<ModelSpec> ParseModel(absl::string_view json,
   return model;
 }
 
+// A model's JSON holds no weights: kilobytes, a few megabytes for the
+// largest; a file past this is another kind of file.
+constexpr size_t kMaxModelFileBytes = 64 << 20;
+
 absl::StatusOr<std::string> ReadModelFile(const std::string& path,
                                           absl::string_view prefix) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    std::vector<absl::string_view> names;
-    for (const ShippedModel& shipped : ShippedModels()) {
-      names.push_back(shipped.name);
-    }
-    return absl::ErrnoToStatus(
-        errno, absl::StrCat(prefix, "not a shipped model (",
-                            absl::StrJoin(names, ", "),
-                            ") and cannot be opened as a file"));
+  absl::StatusOr<std::string> text = ReadFileAtMost(path, kMaxModelFileBytes);
+  if (text.ok()) return text;
+  if (!absl::IsNotFound(text.status())) {  // there, but not readable as one
+    return absl::Status(text.status().code(),
+                        absl::StrCat(prefix, text.status().message()));
   }
-  std::string text;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    text.append(buffer, n);
+  std::vector<absl::string_view> names;
+  for (const ShippedModel& shipped : ShippedModels()) {
+    names.push_back(shipped.name);
   }
-  const int error = std::ferror(file) ? errno : 0;
-  std::fclose(file);
-  if (error != 0) {
-    return absl::ErrnoToStatus(error,
-                               absl::StrCat(prefix, "cannot read the file"));
-  }
-  return text;
+  return absl::Status(
+      text.status().code(),
+      absl::StrCat(prefix, "not a shipped model (", absl::StrJoin(names, ", "),
+                   ") and ", text.status().message()));
 }
 
 }  // namespace

@@ -1123,13 +1123,21 @@ TEST(KerasModel, LoadModelReadsFilesAndNamesWhatItCannotFind) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(),
-            "model \"resnet\": not a shipped model (cnn, mlp) and cannot be "
-            "opened as a file: No such file or directory");
+            "model \"resnet\": not a shipped model (cnn, mlp) and cannot "
+            "read resnet: No such file or directory");
 
   absl::StatusOr<ModelSpec> directory = LoadModel("model/shipped", kSeed);
   ASSERT_FALSE(directory.ok());
   EXPECT_EQ(directory.status().message(),
-            "model \"model/shipped\": cannot read the file: Is a directory");
+            "model \"model/shipped\": cannot read model/shipped: Is a "
+            "directory");
+
+  // A path to something else than a model's JSON, however large, is read
+  // no further than 64 MiB.
+  absl::StatusOr<ModelSpec> endless = LoadModel("/dev/zero", kSeed);
+  EXPECT_EQ(endless.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(endless.status().message(),
+            "model \"/dev/zero\": /dev/zero is larger than 67108864 bytes");
 
   // Errors in a file's model name the file.
   const char* tmp = std::getenv("TEST_TMPDIR");

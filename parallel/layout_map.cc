@@ -1,13 +1,12 @@
 #include "parallel/layout_map.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_util.h"
 #include "common/pattern.h"
+#include "common/read_file.h"
 #include "model/dynamic_embeddings.h"
 #include "nlohmann/json.hpp"
 #include "parallel/mesh.h"
@@ -85,14 +84,13 @@ absl::StatusOr<LayoutMap> LayoutMap::Parse(absl::string_view json) {
 }
 
 absl::StatusOr<std::string> ReadLayoutMapFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(
-        absl::StrCat("layout_map: cannot read --layout_map=", path));
+  absl::StatusOr<std::string> text = ReadFileAtMost(path, kMaxConfigFileBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("layout_map: --layout_map=", path, ": ",
+                                     text.status().message()));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  return text;
 }
 
 absl::StatusOr<LayoutMap> LayoutMap::Load(const std::string& path) {

@@ -45,8 +45,9 @@ struct VariableSplit {
 // Every variable of a model by path ("d1/kernel").
 using VariableSplits = std::map<std::string, VariableSplit>;
 
-// The text of the --layout_map file at `path`; NOT_FOUND naming it when it
-// cannot be read.
+// The text of the --layout_map file at `path`; the OS's error naming it
+// when it cannot be read (NOT_FOUND when absent), FAILED_PRECONDITION past
+// 16 MiB (common/read_file.h).
 absl::StatusOr<std::string> ReadLayoutMapFile(const std::string& path);
 
 class LayoutMap {
@@ -58,7 +59,7 @@ class LayoutMap {
   // model axis named twice in one layout.
   static absl::StatusOr<LayoutMap> Parse(absl::string_view json);
   // Parse of the file at `path` (the --layout_map flag); a file that cannot
-  // be read gives NOT_FOUND naming it, and Parse's errors name it too.
+  // be read gives ReadLayoutMapFile's error, and Parse's errors name it too.
   static absl::StatusOr<LayoutMap> Load(const std::string& path);
 
   // The split of each of `variables` in a group of `model_size` members.
