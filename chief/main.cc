@@ -467,9 +467,11 @@ int Main() {
   // One chief per directory: two runs in one (two clusters left at the
   // default --model_dir) would resume from and prune each other's
   // checkpoints.
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
   absl::StatusOr<std::unique_ptr<FileLock>> model_dir_lock = FileLock::Acquire(
       absl::GetFlag(FLAGS_model_dir) + "/chief.lock",
-      absl::StrCat("the chief with pid ", getpid(), ", started ",
+      absl::StrCat("the chief with pid ", getpid(), " on ", host, ", started ",
                    absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", absl::Now(),
                                     absl::UTCTimeZone())));
   if (absl::IsUnimplemented(model_dir_lock.status())) {

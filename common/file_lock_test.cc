@@ -1,5 +1,6 @@
 #include "common/file_lock.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

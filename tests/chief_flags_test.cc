@@ -246,7 +246,7 @@ TEST_F(ChiefFlags, GoodValuesGetAsFarAsWaitingForTheTasks) {
   EXPECT_TRUE(absl::StartsWith(
       refusal, absl::StrCat("--model_dir: ", model_dir_,
                             "/chief.lock is held by the chief with pid ",
-                            chief.pid(), ", started ")))
+                            chief.pid(), " on ")))
       << refusal;
   EXPECT_TRUE(absl::EndsWith(
       refusal, ": another run uses this directory (give this one its own)\n"))
