@@ -532,8 +532,8 @@ int Main() {
       address->ToString(), {&service}, &bound_port, *security);
   if (!server.ok()) return FailTask("chief", server.status().message());
   LogInfo(absl::StrCat(
-      "chief listening on ", address->host, ":", bound_port, " (",
-      DescribeGrpcSecurity(*security), "); run ", run_id, ": model ",
+      "chief listening on ", HostPort{address->host, bound_port}.ToString(),
+      " (", DescribeGrpcSecurity(*security), "); run ", run_id, ": model ",
       config.model_name(), " (", worker::ParameterCount(spec), " parameters), ",
       absl::GetFlag(FLAGS_mode), ", ", num_ps, " ps, ", num_workers,
       " workers, ", run->length.total_steps, " steps of ", num_workers, " x ",

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/host_port.h"
 #include "common/process.h"
 #include "common/status_macros.h"
 
@@ -113,49 +114,53 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> ServeMetricsOnPort(
   if (port == 0) return std::unique_ptr<MetricsServer>();
   PSTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,
                            MetricsServer::Start(host, port, registry));
-  LogInfo(absl::StrCat(process, ": Prometheus metrics at http://", host, ":",
-                       server->port(), "/metrics"));
+  LogInfo(absl::StrCat(process, ": Prometheus metrics at http://",
+                       HostPort{host, server->port()}.ToString(), "/metrics"));
   return server;
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& host, int port, const MetricsRegistry* registry) {
-  const std::string address = absl::StrCat(host, ":", port);
+  const std::string address = HostPort{host, port}.ToString();
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics port ", port, " is not in [0, 65535]"));
   }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;  // IPv4 or IPv6, as the host resolves
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  const int resolved = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  const int resolved =
+      getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (resolved != 0 || found == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("metrics address ", address, ": \"", host,
-                     "\" has no IPv4 address: ", gai_strerror(resolved)));
+                     "\" does not resolve: ", gai_strerror(resolved)));
   }
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  sockaddr_storage addr{};
+  socklen_t length = found->ai_addrlen;
+  std::memcpy(&addr, found->ai_addr, length);
   freeaddrinfo(found);
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("metrics address ", address,
                                             ": socket: ", strerror(errno)));
   }
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), length) != 0 ||
       listen(fd, 16) != 0) {
     const std::string error = strerror(errno);
     close(fd);
     return absl::UnavailableError(
         absl::StrCat("cannot listen for metrics on ", address, ": ", error));
   }
-  socklen_t length = sizeof(addr);
+  length = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  const int bound_port =
+      ntohs(addr.ss_family == AF_INET6
+                ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   int wake[2];
   if (pipe2(wake, O_CLOEXEC) != 0) {
     const std::string error = strerror(errno);
@@ -163,7 +168,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     return absl::InternalError(absl::StrCat("metrics: pipe: ", error));
   }
   std::unique_ptr<MetricsServer> server(
-      new MetricsServer(registry, fd, ntohs(addr.sin_port), wake[0], wake[1]));
+      new MetricsServer(registry, fd, bound_port, wake[0], wake[1]));
   server->thread_ = std::thread([s = server.get()] { s->Serve(); });
   return server;
 }

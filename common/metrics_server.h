@@ -29,9 +29,9 @@ namespace pstrain {
 
 class MetricsServer {
  public:
-  // Listens on `host` (an IPv4 address, or a name resolved to one, as the
-  // task's TF_CONFIG address; "0.0.0.0": every interface) and `port` (0: one
-  // the system picks; see port()). `registry` must outlive the server.
+  // Listens on `host` (an IPv4 or IPv6 address, or a name resolved to one,
+  // as the task's TF_CONFIG address; "0.0.0.0": every interface) and `port` (0:
+  // one the system picks; see port()). `registry` must outlive the server.
   // Errors name the address.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& host, int port, const MetricsRegistry* registry);

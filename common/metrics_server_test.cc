@@ -167,6 +167,36 @@ TEST(MetricsServer, BadAddressIsRefusedWithItsName) {
   EXPECT_FALSE(MetricsServer::Start("127.0.0.1", 70000, &registry).ok());
 }
 
+TEST(MetricsServer, ServesOnAnIpv6Address) {
+  // A cluster whose TF_CONFIG addresses are IPv6 ("[::1]:2222").
+  MetricsRegistry registry;
+  registry.AddCounter("pstrain_test_steps_total", "Steps.")
+      ->Get()
+      ->Increment(3);
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+      MetricsServer::Start("::1", 0, &registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_port = htons((*server)->port());
+  addr.sin6_addr = in6addr_loopback;
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string request = "GET /metrics HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+    response.append(buffer, n);
+  }
+  close(fd);
+  EXPECT_THAT(response, StartsWith("HTTP/1.1 200 "));
+  EXPECT_THAT(response, HasSubstr("\npstrain_test_steps_total 3\n"));
+}
+
 TEST(MetricsServer, PortInUseIsRefused) {
   MetricsRegistry registry;
   auto first = MetricsServer::Start("127.0.0.1", 0, &registry);

@@ -203,7 +203,7 @@ int Main() {
   }
   LogInfo(absl::StrCat("ps ", config->task.index(), " of ",
                        config->cluster.NumTasks(JOB_PS), " listening on ",
-                       address->host, ":", bound_port, " (",
+                       HostPort{address->host, bound_port}.ToString(), " (",
                        DescribeGrpcSecurity(*security), "); ", BuildInfo()));
 
   // With a chief in the cluster: register, heartbeat, and stop once the run
