@@ -20,22 +20,29 @@ using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// A socket connected to 127.0.0.1:port.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+// A socket connected to 127.0.0.1:port, or with `ipv6` to [::1]:port.
+int Connect(int port, bool ipv6 = false) {
+  const int fd = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   EXPECT_GE(fd, 0);
   sockaddr_in addr{};
+  sockaddr_in6 addr6{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  addr6.sin6_family = AF_INET6;
+  addr6.sin6_port = htons(port);
+  addr6.sin6_addr = in6addr_loopback;
+  const int connected =
+      ipv6 ? connect(fd, reinterpret_cast<sockaddr*>(&addr6), sizeof(addr6))
+           : connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  EXPECT_EQ(connected, 0);
   return fd;
 }
 
-// Sends `request` to 127.0.0.1:port and returns everything the server sends
-// until it closes the connection.
-std::string Exchange(int port, const std::string& request) {
-  const int fd = Connect(port);
+// Sends `request` to the server at port `port` of 127.0.0.1 (or of ::1) and
+// returns everything it sends until it closes the connection.
+std::string Exchange(int port, const std::string& request, bool ipv6 = false) {
+  const int fd = Connect(port, ipv6);
   size_t sent = 0;
   while (sent < request.size()) {
     const ssize_t n =
@@ -176,23 +183,9 @@ TEST(MetricsServer, ServesOnAnIpv6Address) {
   absl::StatusOr<std::unique_ptr<MetricsServer>> server =
       MetricsServer::Start("::1", 0, &registry);
   ASSERT_TRUE(server.ok()) << server.status();
-  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in6 addr{};
-  addr.sin6_family = AF_INET6;
-  addr.sin6_port = htons((*server)->port());
-  addr.sin6_addr = in6addr_loopback;
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const std::string request = "GET /metrics HTTP/1.1\r\n\r\n";
-  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
-    response.append(buffer, n);
-  }
-  close(fd);
+  const std::string response =
+      Exchange((*server)->port(), "GET /metrics HTTP/1.1\r\n\r\n",
+               /*ipv6=*/true);
   EXPECT_THAT(response, StartsWith("HTTP/1.1 200 "));
   EXPECT_THAT(response, HasSubstr("\npstrain_test_steps_total 3\n"));
 }
